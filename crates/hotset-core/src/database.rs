@@ -1,0 +1,300 @@
+//! The embedded API: a `Database` of namespaces (and key-value keyspaces).
+//!
+//! Owns: the namespace registry, the locking discipline (a query takes read locks on its
+//! namespace and its joins' namespaces, always in name order, so joins never deadlock
+//! with writers), transactions, and checking limits at the boundary. Never: do I/O, or
+//! hold a lock across anything but the in-memory work of one call.
+
+use crate::doc;
+use crate::error::{Error, Result};
+use crate::limits::Limits;
+use crate::namespace::{Namespace, NamespaceData, NamespaceInfo, Undo};
+use crate::namespace::write::WriteMode;
+use crate::query::{exec, update, Query, QueryResult, SetField};
+use crate::schema::IndexDef;
+use parking_lot::{RwLock, RwLockReadGuard};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// An in-memory database: namespaces of JSON documents. `Send + Sync`; share it with
+/// an `Arc` between threads.
+#[derive(Debug, Default)]
+pub struct Database {
+    namespaces: RwLock<BTreeMap<String, Arc<Namespace>>>,
+    limits: Limits,
+}
+
+/// A stored document.
+pub type Document = Arc<[u8]>;
+
+impl Database {
+    pub fn new() -> Database {
+        Database::default()
+    }
+
+    pub fn with_limits(limits: Limits) -> Database {
+        Database { limits, ..Database::default() }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    fn check_name(&self, name: &str) -> Result<()> {
+        let bad = |reason| Err(Error::InvalidName { name: name.chars().take(64).collect(), reason });
+        if name.is_empty() {
+            return bad("names cannot be empty");
+        }
+        if name.len() > self.limits.name_bytes_max {
+            return bad("the name is too long");
+        }
+        if !name.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '+')) {
+            return bad("names use letters, digits, '_', '-', '.' and '+'");
+        }
+        Ok(())
+    }
+
+    /// Creates a namespace with its index definitions (exactly one `pk`).
+    pub fn create_namespace(&self, name: &str, indexes: Vec<IndexDef>) -> Result<()> {
+        self.check_name(name)?;
+        if indexes.len() > self.limits.indexes_max {
+            return Err(Error::LimitExceeded { what: "indexes_max", limit: self.limits.indexes_max as u64, actual: indexes.len() as u64 });
+        }
+        for def in &indexes {
+            self.check_name(&def.name)?;
+        }
+        let data = NamespaceData::new(name, indexes)?;
+        let mut namespaces = self.namespaces.write();
+        if namespaces.contains_key(name) {
+            return Err(Error::NamespaceExists { namespace: name.to_string() });
+        }
+        if namespaces.len() >= self.limits.namespaces_max {
+            return Err(Error::LimitExceeded { what: "namespaces_max", limit: self.limits.namespaces_max as u64, actual: namespaces.len() as u64 + 1 });
+        }
+        namespaces.insert(name.to_string(), Arc::new(Namespace { name: name.to_string(), data: RwLock::new(data) }));
+        Ok(())
+    }
+
+    /// Opens a namespace, creating it when missing; an existing one keeps its indexes
+    /// and gains any of `indexes` it lacks.
+    pub fn open_namespace(&self, name: &str, indexes: Vec<IndexDef>) -> Result<()> {
+        let Ok(namespace) = self.namespace(name) else {
+            return match self.create_namespace(name, indexes.clone()) {
+                Err(Error::NamespaceExists { .. }) => self.open_namespace(name, indexes),
+                other => other,
+            };
+        };
+        let mut data = namespace.data.write();
+        for def in indexes {
+            if !data.indexes.iter().any(|i| i.def.name == def.name) {
+                data.add_index(def)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn namespace_names(&self) -> Vec<String> {
+        self.namespaces.read().keys().cloned().collect()
+    }
+
+    fn namespace(&self, name: &str) -> Result<Arc<Namespace>> {
+        self.namespaces.read().get(name).cloned().ok_or_else(|| Error::UnknownNamespace { namespace: name.to_string() })
+    }
+
+    pub fn describe(&self, name: &str) -> Result<NamespaceInfo> {
+        Ok(self.namespace(name)?.data.read().info())
+    }
+
+    pub fn drop_namespace(&self, name: &str) -> Result<()> {
+        self.namespaces.write().remove(name).map(|_| ()).ok_or_else(|| Error::UnknownNamespace { namespace: name.to_string() })
+    }
+
+    pub fn truncate(&self, name: &str) -> Result<()> {
+        self.namespace(name)?.data.write().truncate();
+        Ok(())
+    }
+
+    pub fn add_index(&self, namespace: &str, def: IndexDef) -> Result<()> {
+        self.check_name(&def.name)?;
+        let namespace = self.namespace(namespace)?;
+        let mut data = namespace.data.write();
+        if data.indexes.len() >= self.limits.indexes_max {
+            return Err(Error::LimitExceeded { what: "indexes_max", limit: self.limits.indexes_max as u64, actual: data.indexes.len() as u64 + 1 });
+        }
+        data.add_index(def)
+    }
+
+    pub fn drop_index(&self, namespace: &str, index: &str) -> Result<()> {
+        self.namespace(namespace)?.data.write().drop_index(index)
+    }
+
+    fn write(&self, namespace: &str, doc: &Value, mode: WriteMode) -> Result<()> {
+        self.check_size(doc)?;
+        self.namespace(namespace)?.data.write().write(doc, mode).map(|_| ())
+    }
+
+    fn check_size(&self, doc: &Value) -> Result<()> {
+        // Cheap upper bound first; only large documents pay for an exact size.
+        let size = serde_json::to_vec(doc).map(|v| v.len()).unwrap_or(usize::MAX);
+        if size > self.limits.document_bytes_max {
+            return Err(Error::LimitExceeded { what: "document_bytes_max", limit: self.limits.document_bytes_max as u64, actual: size as u64 });
+        }
+        Ok(())
+    }
+
+    /// Inserts a new document; an existing primary key is `Error::DuplicateKey`.
+    pub fn insert(&self, namespace: &str, doc: &Value) -> Result<()> {
+        self.write(namespace, doc, WriteMode::Insert)
+    }
+
+    /// Replaces an existing document; a missing key is `Error::NotFound`.
+    pub fn update(&self, namespace: &str, doc: &Value) -> Result<()> {
+        self.write(namespace, doc, WriteMode::Update)
+    }
+
+    /// Inserts or replaces a document by its primary key.
+    pub fn upsert(&self, namespace: &str, doc: &Value) -> Result<()> {
+        self.write(namespace, doc, WriteMode::Upsert)
+    }
+
+    /// Upserts a document given as JSON text.
+    pub fn upsert_json(&self, namespace: &str, json: &[u8]) -> Result<()> {
+        if json.len() > self.limits.document_bytes_max {
+            return Err(Error::LimitExceeded { what: "document_bytes_max", limit: self.limits.document_bytes_max as u64, actual: json.len() as u64 });
+        }
+        self.upsert(namespace, &doc::parse_object(json)?)
+    }
+
+    /// Deletes by primary key (a JSON scalar, or an array for a composite key); returns
+    /// whether a document was deleted.
+    pub fn delete(&self, namespace: &str, key: &Value) -> Result<bool> {
+        Ok(self.namespace(namespace)?.data.write().delete_key(key)?.is_some())
+    }
+
+    /// The document with primary key `key`, if any.
+    pub fn get(&self, namespace: &str, key: &Value) -> Result<Option<Document>> {
+        let namespace = self.namespace(namespace)?;
+        let data = namespace.data.read();
+        let key = data.key_from_json(key)?;
+        Ok(data.row_of(&key).and_then(|row| data.doc(row).cloned()))
+    }
+
+    /// Starts a transaction on one namespace: its operations apply all together or not
+    /// at all, and readers see either none or all of them.
+    pub fn transaction(&self, namespace: &str) -> Result<Transaction<'_>> {
+        Ok(Transaction { database: self, namespace: self.namespace(namespace)?, operations: Vec::new() })
+    }
+
+    /// Runs a query.
+    pub fn query(&self, query: &Query) -> Result<QueryResult> {
+        let mut names: Vec<&str> = vec![query.namespace.as_str()];
+        names.extend(query.joins.iter().map(|j| j.query.namespace.as_str()));
+        names.sort_unstable();
+        names.dedup();
+        let namespaces = names.iter().map(|n| self.namespace(n)).collect::<Result<Vec<_>>>()?;
+        // Read locks in name order: a writer holds one namespace at a time, so ordered
+        // readers cannot form a cycle with writers.
+        let guards: Vec<RwLockReadGuard<'_, NamespaceData>> = namespaces.iter().map(|n| n.data.read()).collect();
+        let by_name: HashMap<String, &NamespaceData> = names.iter().map(|n| n.to_string()).zip(guards.iter().map(|g| &**g)).collect();
+        let main = by_name[query.namespace.as_str()];
+        exec::run(main, query, &by_name)
+    }
+
+    /// Sets fields of every document the query matches, atomically; returns how many.
+    pub fn update_query(&self, query: &Query, sets: &[SetField]) -> Result<usize> {
+        let namespace = self.namespace(&query.namespace)?;
+        let mut data = namespace.data.write();
+        let rows = update::matching_rows(&data, query)?;
+        let updates = update::updated_documents(&data, &rows, sets)?;
+        for (_, doc) in &updates {
+            self.check_size(doc)?;
+        }
+        let count = updates.len();
+        update::apply(&mut data, updates);
+        Ok(count)
+    }
+
+    /// Deletes every document the query matches, atomically; returns how many.
+    pub fn delete_query(&self, query: &Query) -> Result<usize> {
+        let namespace = self.namespace(&query.namespace)?;
+        let mut data = namespace.data.write();
+        let rows = update::matching_rows(&data, query)?;
+        for &row in &rows {
+            data.delete_row(row);
+        }
+        Ok(rows.len())
+    }
+}
+
+/// Operations collected for one atomic commit.
+pub struct Transaction<'a> {
+    database: &'a Database,
+    namespace: Arc<Namespace>,
+    operations: Vec<Operation>,
+}
+
+enum Operation {
+    Write(Value, WriteMode),
+    Delete(Value),
+}
+
+impl Transaction<'_> {
+    fn push(&mut self, operation: Operation) -> Result<()> {
+        let limit = self.database.limits.transaction_operations_max;
+        if self.operations.len() >= limit {
+            return Err(Error::LimitExceeded { what: "transaction_operations_max", limit: limit as u64, actual: self.operations.len() as u64 + 1 });
+        }
+        if let Operation::Write(doc, _) = &operation {
+            self.database.check_size(doc)?;
+        }
+        self.operations.push(operation);
+        Ok(())
+    }
+
+    pub fn insert(&mut self, doc: Value) -> Result<()> {
+        self.push(Operation::Write(doc, WriteMode::Insert))
+    }
+    pub fn update(&mut self, doc: Value) -> Result<()> {
+        self.push(Operation::Write(doc, WriteMode::Update))
+    }
+    pub fn upsert(&mut self, doc: Value) -> Result<()> {
+        self.push(Operation::Write(doc, WriteMode::Upsert))
+    }
+    /// Deletes by key; deleting a missing key is not an error (nothing happens).
+    pub fn delete(&mut self, key: Value) -> Result<()> {
+        self.push(Operation::Delete(key))
+    }
+
+    /// Applies every operation under one write lock. On the first failure everything
+    /// already applied is rolled back and the error names the failing operation.
+    pub fn commit(self) -> Result<usize> {
+        let mut data = self.namespace.data.write();
+        let mut undo: Vec<Undo> = Vec::with_capacity(self.operations.len());
+        for operation in &self.operations {
+            let applied = match operation {
+                Operation::Write(doc, mode) => data.write(doc, *mode).map(Some),
+                Operation::Delete(key) => data.delete_key(key),
+            };
+            match applied {
+                Ok(record) => undo.extend(record),
+                Err(error) => {
+                    data.rollback(undo);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(self.operations.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn database_is_send_and_sync() {
+        assert_send_sync::<Database>();
+    }
+}

@@ -1,0 +1,131 @@
+//! JSON documents: parsing, the compact stored form, and field paths.
+//!
+//! Owns: turning client JSON into a validated object, its stored bytes (minified JSON,
+//! key order kept), and resolving a dotted field path to the values it names.
+//! Never: keep a parsed tree alive in the store (documents live as compact bytes), or
+//! change a document's content (numbers, Unicode, key order are returned as given).
+//!
+//! Path semantics (shared by indexes, filters, sorts and the reference model): `a.b`
+//! walks objects; an array met on the way is walked element by element; an array at
+//! the end yields its elements (nested arrays flattened). `null` yields nothing, so a
+//! field that is absent, null or an empty array is *empty*.
+
+use crate::error::{Error, Result};
+use serde_json::Value;
+use smallvec::SmallVec;
+use std::sync::Arc;
+
+/// A dotted field path split into its parts once.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FieldPath {
+    text: Box<str>,
+    parts: Box<[Box<str>]>,
+}
+
+impl FieldPath {
+    pub fn new(text: &str) -> FieldPath {
+        FieldPath {
+            text: text.into(),
+            parts: text.split('.').map(Box::from).collect(),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub fn parts(&self) -> &[Box<str>] {
+        &self.parts
+    }
+}
+
+/// The values a path names in a document (see the module doc), in document order.
+pub type FieldValues<'a> = SmallVec<[&'a Value; 2]>;
+
+/// Collects the values at `path`; `saw_array` tells whether any array was walked, which
+/// a non-array index must refuse.
+pub fn field_values<'a>(doc: &'a Value, path: &FieldPath) -> (FieldValues<'a>, bool) {
+    let mut out = FieldValues::new();
+    let mut saw_array = false;
+    collect(doc, path.parts(), &mut out, &mut saw_array);
+    (out, saw_array)
+}
+
+fn collect<'a>(value: &'a Value, path: &[Box<str>], out: &mut FieldValues<'a>, saw_array: &mut bool) {
+    match (value, path.split_first()) {
+        (Value::Array(items), _) => {
+            *saw_array = true;
+            for item in items {
+                collect(item, path, out, saw_array);
+            }
+        }
+        (Value::Null, None) => {}
+        (_, None) => out.push(value),
+        (Value::Object(map), Some((head, rest))) => {
+            if let Some(child) = map.get(head.as_ref()) {
+                collect(child, rest, out, saw_array);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Parses client JSON text into a document object.
+pub fn parse_object(text: &[u8]) -> Result<Value> {
+    let value: Value = serde_json::from_slice(text).map_err(|e| Error::InvalidJson {
+        reason: e.to_string(),
+    })?;
+    ensure_object(&value)?;
+    Ok(value)
+}
+
+pub fn ensure_object(value: &Value) -> Result<()> {
+    if value.is_object() {
+        Ok(())
+    } else {
+        Err(Error::NotAnObject {
+            found: crate::error::json_kind(value),
+        })
+    }
+}
+
+/// The stored form: minified JSON text.
+pub fn encode(value: &Value) -> Arc<[u8]> {
+    // Serialising a `Value` to a Vec cannot fail: its keys are strings and it holds no
+    // non-finite floats.
+    let bytes = serde_json::to_vec(value).expect("serialising a JSON value");
+    Arc::from(bytes)
+}
+
+/// Parses a stored document back (stored bytes are always valid JSON objects).
+pub fn decode(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).expect("stored documents are valid JSON")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn paths_walk_objects_and_arrays() {
+        let doc = json!({"a": {"b": [1, [2, 3], null]}, "c": [{"d": 4}, {"d": 5}, {"e": 6}], "n": null});
+        let (v, arr) = field_values(&doc, &FieldPath::new("a.b"));
+        assert_eq!(v.len(), 3);
+        assert!(arr);
+        let (v, _) = field_values(&doc, &FieldPath::new("c.d"));
+        assert_eq!(v, vec![&json!(4), &json!(5)]);
+        let (v, arr) = field_values(&doc, &FieldPath::new("n"));
+        assert!(v.is_empty() && !arr);
+        let (v, _) = field_values(&doc, &FieldPath::new("missing.x"));
+        assert!(v.is_empty());
+    }
+
+    #[test]
+    fn parse_rejects_non_objects_and_bad_json() {
+        assert!(matches!(parse_object(b"[1]"), Err(Error::NotAnObject { found: "array" })));
+        assert!(matches!(parse_object(b"{\"a\":"), Err(Error::InvalidJson { .. })));
+        let doc = parse_object("{\"b\":1.0,\"a\":\"Ёж 🦔\"}".as_bytes()).unwrap();
+        assert_eq!(&*encode(&doc), "{\"b\":1.0,\"a\":\"Ёж 🦔\"}".as_bytes());
+    }
+}

@@ -1,0 +1,281 @@
+//! Indexes: lookup structures from field values to row ids, kept beside typed columns.
+//!
+//! Owns: `Key` (one value, or a tuple for composite indexes), `Index` (its definition, the
+//! columns it reads and its hash or ordered map), and keeping both in step with rows.
+//! Never: decide which index serves a query (the planner does), or read documents.
+//!
+//! Invariants: every row is under each of its keys exactly once; a non-sparse index holds
+//! every row (empty fields under the `Null` key), a sparse one only rows with a value; a
+//! unique (pk) index has at most one row per key.
+
+pub mod column;
+pub mod postings;
+
+use crate::schema::{IndexDef, IndexKind};
+use crate::value::{FieldType, OrdF64, Scalar};
+use column::Column;
+use postings::Postings;
+use smallvec::SmallVec;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// An index key: one value, or a tuple for composite indexes (ordered lexicographically,
+/// a shorter prefix first, which makes prefix ranges over tuples work).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    One(Scalar),
+    Many(Box<[Scalar]>),
+}
+
+impl Key {
+    pub fn parts(&self) -> &[Scalar] {
+        match self {
+            Key::One(one) => std::slice::from_ref(one),
+            Key::Many(many) => many,
+        }
+    }
+}
+
+pub type HashMap<K, V> = hashbrown::HashMap<K, V, ahash::RandomState>;
+
+/// The lookup structure of an index.
+#[derive(Debug)]
+pub enum Lookup {
+    Store,
+    Hash(HashMap<Key, Postings>),
+    Tree(BTreeMap<Key, Postings>),
+}
+
+/// One index: definition, the columns of its fields, and its lookup map.
+#[derive(Debug)]
+pub struct Index {
+    pub def: IndexDef,
+    /// Column ids (in the namespace's column table), one per field of the definition.
+    pub columns: Vec<usize>,
+    pub lookup: Lookup,
+    key_bytes: usize,
+}
+
+impl Index {
+    pub fn new(def: IndexDef, columns: Vec<usize>) -> Index {
+        assert_eq!(def.fields.len(), columns.len(), "one column per indexed field");
+        let lookup = match def.kind {
+            IndexKind::Store => Lookup::Store,
+            IndexKind::Hash => Lookup::Hash(HashMap::default()),
+            IndexKind::Tree => Lookup::Tree(BTreeMap::new()),
+        };
+        Index {
+            def,
+            columns,
+            lookup,
+            key_bytes: 0,
+        }
+    }
+
+    /// The keys `row` is indexed under, read from its columns.
+    pub fn row_keys(&self, columns: &[Option<Column>], row: u32) -> SmallVec<[Key; 1]> {
+        let mut keys = SmallVec::new();
+        if let [only] = self.columns[..] {
+            let values = live(columns, only).values(row);
+            if values.is_empty() {
+                if !self.def.sparse {
+                    keys.push(Key::One(Scalar::Null));
+                }
+            } else {
+                let mut values = values;
+                // An array may repeat a value; the row is under each key once.
+                values.sort();
+                values.dedup();
+                keys.extend(values.into_iter().map(Key::One));
+            }
+            return keys;
+        }
+        let parts: Box<[Scalar]> = self
+            .columns
+            .iter()
+            .map(|&c| live(columns, c).values(row).into_iter().next().unwrap_or(Scalar::Null))
+            .collect();
+        if !(self.def.sparse && parts.iter().all(|p| *p == Scalar::Null)) {
+            keys.push(Key::Many(parts));
+        }
+        keys
+    }
+
+    pub fn insert(&mut self, key: Key, row: u32) {
+        let key_bytes = key_heap_bytes(&key);
+        let added = match &mut self.lookup {
+            Lookup::Store => return,
+            Lookup::Hash(map) => insert_posting(map.entry(key), row),
+            Lookup::Tree(map) => match map.entry(key) {
+                std::collections::btree_map::Entry::Occupied(mut e) => {
+                    e.get_mut().insert(row);
+                    false
+                }
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(Postings::new(row));
+                    true
+                }
+            },
+        };
+        if added {
+            self.key_bytes += key_bytes;
+        }
+    }
+
+    pub fn remove(&mut self, key: &Key, row: u32) {
+        let emptied = match &mut self.lookup {
+            Lookup::Store => return,
+            Lookup::Hash(map) => {
+                let postings = map.get_mut(key).expect("removing an unindexed key");
+                postings.remove(row) && map.remove(key).is_some()
+            }
+            Lookup::Tree(map) => {
+                let postings = map.get_mut(key).expect("removing an unindexed key");
+                postings.remove(row) && map.remove(key).is_some()
+            }
+        };
+        if emptied {
+            self.key_bytes -= key_heap_bytes(key);
+        }
+    }
+
+    pub fn get(&self, key: &Key) -> Option<&Postings> {
+        match &self.lookup {
+            Lookup::Store => None,
+            Lookup::Hash(map) => map.get(key),
+            Lookup::Tree(map) => map.get(key),
+        }
+    }
+
+    /// Ordered entries between two bounds (tree indexes only).
+    pub fn range(&self, lower: Bound<&Key>, upper: Bound<&Key>) -> Option<std::collections::btree_map::Range<'_, Key, Postings>> {
+        match &self.lookup {
+            Lookup::Tree(map) => {
+                if let Some(edge) = empty_range_edge(lower, upper) {
+                    // `Included(k)..Excluded(k)` is the one empty range `range` accepts.
+                    return Some(map.range::<Key, _>((Bound::Included(edge), Bound::Excluded(edge))));
+                }
+                Some(map.range::<Key, _>((lower, upper)))
+            }
+            _ => None,
+        }
+    }
+
+    pub fn distinct_keys(&self) -> usize {
+        match &self.lookup {
+            Lookup::Store => 0,
+            Lookup::Hash(map) => map.len(),
+            Lookup::Tree(map) => map.len(),
+        }
+    }
+
+    pub fn is_ordered(&self) -> bool {
+        matches!(self.lookup, Lookup::Tree(_))
+    }
+
+    pub fn has_lookup(&self) -> bool {
+        !matches!(self.lookup, Lookup::Store)
+    }
+
+    /// Approximate bytes used by the lookup map (columns are counted separately).
+    pub fn memory_bytes(&self) -> usize {
+        let entry = std::mem::size_of::<Key>() + std::mem::size_of::<Postings>();
+        let postings: usize = match &self.lookup {
+            Lookup::Store => 0,
+            Lookup::Hash(map) => map.values().map(Postings::heap_bytes).sum::<usize>() + map.capacity() * (entry + 1),
+            Lookup::Tree(map) => map.values().map(Postings::heap_bytes).sum::<usize>() + map.len() * (entry + 8),
+        };
+        postings + self.key_bytes
+    }
+}
+
+fn live(columns: &[Option<Column>], id: usize) -> &Column {
+    columns[id].as_ref().expect("an index names only live columns")
+}
+
+fn insert_posting(entry: hashbrown::hash_map::Entry<'_, Key, Postings, ahash::RandomState>, row: u32) -> bool {
+    match entry {
+        hashbrown::hash_map::Entry::Occupied(mut e) => {
+            e.get_mut().insert(row);
+            false
+        }
+        hashbrown::hash_map::Entry::Vacant(e) => {
+            e.insert(Postings::new(row));
+            true
+        }
+    }
+}
+
+/// `BTreeMap::range` panics when the start is after the end; such a range is just empty.
+/// Returns a key to build an empty range from when the bounds select nothing.
+fn empty_range_edge<'a>(lower: Bound<&'a Key>, upper: Bound<&'a Key>) -> Option<&'a Key> {
+    let empty = match (lower, upper) {
+        (Bound::Included(l), Bound::Included(u)) => l > u,
+        (Bound::Included(l), Bound::Excluded(u)) | (Bound::Excluded(l), Bound::Included(u)) => l >= u,
+        (Bound::Excluded(l), Bound::Excluded(u)) => l >= u,
+        _ => false,
+    };
+    match lower {
+        Bound::Included(l) | Bound::Excluded(l) if empty => Some(l),
+        _ => None,
+    }
+}
+
+fn key_heap_bytes(key: &Key) -> usize {
+    let strings: usize = key
+        .parts()
+        .iter()
+        .map(|p| match p {
+            Scalar::Str(s) => s.len() + 16,
+            _ => 0,
+        })
+        .sum();
+    match key {
+        Key::One(_) => strings,
+        Key::Many(parts) => strings + parts.len() * std::mem::size_of::<Scalar>(),
+    }
+}
+
+/// Converts a query value to the key type of an indexed field, or `None` when no key of
+/// that type can equal it (e.g. `2.5` on an int field, a string on an int field).
+pub fn key_for_type(value: &Scalar, field_type: FieldType) -> Option<Scalar> {
+    match (field_type, value) {
+        (FieldType::Int, Scalar::Int(_))
+        | (FieldType::Double, Scalar::Double(_))
+        | (FieldType::String, Scalar::Str(_))
+        | (FieldType::Bool, Scalar::Bool(_)) => Some(value.clone()),
+        (FieldType::Double, Scalar::Int(i)) => Some(Scalar::Double(OrdF64::new(*i as f64))),
+        (FieldType::Int, Scalar::Double(d)) if d.0.fract() == 0.0 && d.0.abs() < 9.2e18 => Some(Scalar::Int(d.0 as i64)),
+        _ => None,
+    }
+}
+
+/// Converts a range bound to the key type of an indexed field. `Err(())` when the bound
+/// excludes every key of that type (e.g. `> 1e30` on an int field, or a type mismatch).
+#[allow(clippy::result_unit_err)]
+pub fn bound_for_type(bound: Bound<&Scalar>, field_type: FieldType, is_lower: bool) -> Result<Bound<Scalar>, ()> {
+    let (value, inclusive) = match bound {
+        Bound::Unbounded => return Ok(Bound::Unbounded),
+        Bound::Included(v) => (v, true),
+        Bound::Excluded(v) => (v, false),
+    };
+    let wrap = |v: Scalar, inclusive: bool| if inclusive { Bound::Included(v) } else { Bound::Excluded(v) };
+    if let Some(exact) = key_for_type(value, field_type) {
+        return Ok(wrap(exact, inclusive));
+    }
+    match (field_type, value) {
+        (FieldType::Int, Scalar::Double(d)) => {
+            let d = d.0;
+            if d >= 9.2e18 {
+                return if is_lower { Err(()) } else { Ok(Bound::Unbounded) };
+            }
+            if d <= -9.2e18 {
+                return if is_lower { Ok(Bound::Unbounded) } else { Err(()) };
+            }
+            // A fractional bound becomes the nearest integer inside the range, inclusive.
+            let edge = if is_lower { d.ceil() } else { d.floor() };
+            Ok(Bound::Included(Scalar::Int(edge as i64)))
+        }
+        _ => Err(()),
+    }
+}

@@ -1,0 +1,23 @@
+//! Hotset's document engine: namespaces of JSON documents, typed columns and indexes, the
+//! query planner and executor, and key-value keyspaces. A library with no I/O and no
+//! async: everything above it (storage, server, bindings) is an adapter.
+#![forbid(unsafe_code)]
+
+pub mod collate;
+pub mod database;
+pub mod doc;
+pub mod error;
+pub mod index;
+pub mod limits;
+pub mod namespace;
+pub mod query;
+pub mod schema;
+pub mod value;
+
+pub use collate::Collation;
+pub use error::{Error, Result};
+pub use schema::{IndexDef, IndexKind};
+pub use value::FieldType;
+pub use database::{Database, Document, Transaction};
+pub use limits::Limits;
+pub use query::{Aggregation, Cond, Op, Query, QueryResult};

@@ -1,0 +1,266 @@
+//! The namespace's data: documents by row id, columns and indexes, and their schema.
+//!
+//! Owns: `NamespaceData` construction, row id allocation, the canonical column of each
+//! field, and lookups by primary key. Never: change a row without going through `write`.
+
+use super::extract::{extract, Extracted};
+use crate::collate::Collation;
+use crate::doc::FieldPath;
+use crate::error::{Error, Result};
+use crate::index::column::{Column, ColumnSpec};
+use crate::index::{Index, Key};
+use crate::schema::IndexDef;
+use crate::value::Scalar;
+use roaring::RoaringBitmap;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Documents, columns and indexes of one namespace (guarded by `Namespace::data`).
+#[derive(Debug)]
+pub struct NamespaceData {
+    pub(crate) name: String,
+    pub(crate) indexes: Vec<Index>,
+    /// Column slots; a slot is `None` once no index uses it (ids stay stable).
+    pub(crate) columns: Vec<Option<Column>>,
+    /// The column whose type and collation define how each indexed field compares:
+    /// the first index (in declaration order) that covers the field.
+    pub(crate) field_columns: HashMap<String, usize>,
+    pub(crate) docs: Vec<Option<Arc<[u8]>>>,
+    pub(crate) free_rows: Vec<u32>,
+    pub(crate) live: RoaringBitmap,
+    pub(crate) pk_index: usize,
+    pub(crate) document_bytes: usize,
+}
+
+impl NamespaceData {
+    pub fn new(name: &str, defs: Vec<IndexDef>) -> Result<NamespaceData> {
+        let mut data = NamespaceData {
+            name: name.to_string(),
+            indexes: Vec::new(),
+            columns: Vec::new(),
+            field_columns: HashMap::new(),
+            docs: Vec::new(),
+            free_rows: Vec::new(),
+            live: RoaringBitmap::new(),
+            pk_index: usize::MAX,
+            document_bytes: 0,
+        };
+        let pk_count = defs.iter().filter(|d| d.pk).count();
+        if pk_count == 0 {
+            return Err(Error::NoPrimaryKey { namespace: name.to_string() });
+        }
+        if pk_count > 1 {
+            return Err(Error::InvalidIndex {
+                index: defs.iter().filter(|d| d.pk).nth(1).map(|d| d.name.clone()).unwrap_or_default(),
+                reason: "a namespace has exactly one primary key index".to_string(),
+            });
+        }
+        for def in defs {
+            data.check_new_index(&def)?;
+            data.attach_index(def);
+        }
+        Ok(data)
+    }
+
+    pub(crate) fn check_new_index(&self, def: &IndexDef) -> Result<()> {
+        def.validate()?;
+        if self.indexes.iter().any(|i| i.def.name == def.name) {
+            return Err(Error::IndexExists {
+                namespace: self.name.clone(),
+                index: def.name.clone(),
+            });
+        }
+        if def.pk && self.pk_index != usize::MAX {
+            return Err(Error::InvalidIndex {
+                index: def.name.clone(),
+                reason: "the namespace already has a primary key".to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds an index over an empty namespace or after its rows were checked to fit
+    /// (`write::add_index` fills it).
+    pub(crate) fn attach_index(&mut self, def: IndexDef) -> usize {
+        let columns = def
+            .paths()
+            .into_iter()
+            .map(|path| {
+                let spec = ColumnSpec {
+                    path,
+                    field_type: def.field_type,
+                    collation: def.collate,
+                    array: def.array,
+                };
+                self.column_for(spec)
+            })
+            .collect();
+        if def.pk {
+            self.pk_index = self.indexes.len();
+        }
+        self.indexes.push(Index::new(def, columns));
+        self.refresh_field_columns();
+        self.indexes.len() - 1
+    }
+
+    fn column_for(&mut self, spec: ColumnSpec) -> usize {
+        let existing = self.columns.iter().position(|c| c.as_ref().is_some_and(|c| c.spec == spec));
+        existing.unwrap_or_else(|| {
+            self.columns.push(Some(Column::new(spec)));
+            self.columns.len() - 1
+        })
+    }
+
+    pub(crate) fn refresh_field_columns(&mut self) {
+        self.field_columns.clear();
+        for index in &self.indexes {
+            for (field, &column) in index.def.fields.iter().zip(&index.columns) {
+                self.field_columns.entry(field.clone()).or_insert(column);
+            }
+        }
+        let used: Vec<bool> = (0..self.columns.len())
+            .map(|c| self.indexes.iter().any(|i| i.columns.contains(&c)))
+            .collect();
+        for (slot, used) in self.columns.iter_mut().zip(used) {
+            if !used {
+                *slot = None;
+            }
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn len(&self) -> usize {
+        self.live.len() as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+
+    pub fn index_defs(&self) -> Vec<IndexDef> {
+        self.indexes.iter().map(|i| i.def.clone()).collect()
+    }
+
+    pub(crate) fn column(&self, id: usize) -> &Column {
+        self.columns[id].as_ref().expect("indexes only name live columns")
+    }
+
+    /// The collation a field compares with: its canonical column's, else exact.
+    pub fn field_collation(&self, field: &str) -> Collation {
+        self.field_columns
+            .get(field)
+            .map_or(Collation::None, |&c| self.column(c).spec.collation)
+    }
+
+    pub(crate) fn pk(&self) -> &Index {
+        &self.indexes[self.pk_index]
+    }
+
+    pub(crate) fn pk_paths(&self) -> Vec<FieldPath> {
+        self.pk().def.paths()
+    }
+
+    pub(crate) fn extract(&self, doc: &Value) -> Result<Extracted> {
+        let owner = |column: usize| {
+            self.indexes
+                .iter()
+                .find(|i| i.columns.contains(&column))
+                .map(|i| i.def.name.clone())
+                .unwrap_or_default()
+        };
+        extract(doc, &self.columns, &owner)
+    }
+
+    /// The pk key of a document from its extracted values, or an error naming the field
+    /// when the key is missing.
+    pub(crate) fn pk_key(&self, values: &Extracted) -> Result<Key> {
+        let pk = self.pk();
+        let mut parts = Vec::with_capacity(pk.columns.len());
+        for (&column, field) in pk.columns.iter().zip(&pk.def.fields) {
+            match values[column].as_ref().and_then(|v| v.first()) {
+                Some(value) => parts.push(value.clone()),
+                None => {
+                    return Err(Error::MissingKey {
+                        namespace: self.name.clone(),
+                        field: field.clone(),
+                    });
+                }
+            }
+        }
+        Ok(match parts.len() {
+            1 => Key::One(parts.pop().expect("one part")),
+            _ => Key::Many(parts.into_boxed_slice()),
+        })
+    }
+
+    /// The pk key for a key given by a client: a JSON scalar, or an array for a
+    /// composite key.
+    pub(crate) fn key_from_json(&self, key: &Value) -> Result<Key> {
+        let pk = self.pk();
+        let parts: Vec<&Value> = match (pk.columns.len(), key) {
+            (1, key) => vec![key],
+            (n, Value::Array(items)) if items.len() == n => items.iter().collect(),
+            (n, _) => {
+                return Err(Error::InvalidQuery {
+                    reason: format!("the primary key of '{}' has {n} fields; give them as an array", self.name),
+                });
+            }
+        };
+        let mut scalars = Vec::with_capacity(parts.len());
+        for (value, (&column, field)) in parts.into_iter().zip(pk.columns.iter().zip(&pk.def.fields)) {
+            let spec = &self.column(column).spec;
+            match crate::value::scalar_for_type(value, spec.field_type, spec.collation) {
+                Ok(Scalar::Null) | Err(_) => {
+                    return Err(Error::WrongType {
+                        index: pk.def.name.clone(),
+                        field: field.clone(),
+                        expected: spec.field_type.name().to_string(),
+                        found: crate::error::json_kind(value).to_string(),
+                    });
+                }
+                Ok(scalar) => scalars.push(scalar),
+            }
+        }
+        Ok(match scalars.len() {
+            1 => Key::One(scalars.pop().expect("one part")),
+            _ => Key::Many(scalars.into_boxed_slice()),
+        })
+    }
+
+    pub(crate) fn row_of(&self, key: &Key) -> Option<u32> {
+        self.pk().get(key).map(|postings| {
+            assert_eq!(postings.len(), 1, "a primary key maps to one row");
+            let mut row = 0;
+            postings.for_each(|r| {
+                row = r;
+                false
+            });
+            row
+        })
+    }
+
+    pub fn doc(&self, row: u32) -> Option<&Arc<[u8]>> {
+        self.docs.get(row as usize).and_then(Option::as_ref)
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        let docs = self.document_bytes + self.docs.capacity() * std::mem::size_of::<Option<Arc<[u8]>>>() + self.len() * 16;
+        let columns: usize = self.columns.iter().flatten().map(Column::memory_bytes).sum();
+        let indexes: usize = self.indexes.iter().map(Index::memory_bytes).sum();
+        docs + columns + indexes + self.live.serialized_size() + self.free_rows.capacity() * 4
+    }
+
+    pub fn info(&self) -> super::NamespaceInfo {
+        super::NamespaceInfo {
+            name: self.name.clone(),
+            indexes: self.index_defs(),
+            documents: self.len(),
+            memory_bytes: self.memory_bytes(),
+            document_bytes: self.document_bytes,
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! Write paths of a namespace: every change to rows, columns and indexes.
+//!
+//! Owns: insert/update/upsert/delete of documents, replacing a row's document, index
+//! add/drop on a live namespace, truncate, and `Undo` records that roll a failed batch
+//! back. Never: change anything before every check of the operation has passed, so a
+//! failed call leaves the namespace exactly as it was.
+
+use super::extract::Extracted;
+use super::store::NamespaceData;
+use crate::doc;
+use crate::error::{Error, KeyText, Result};
+use crate::schema::IndexDef;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// How to roll back one applied write.
+#[derive(Debug)]
+pub enum Undo {
+    /// A new row was added: delete it.
+    Inserted(u32),
+    /// A row's document was replaced: put the old one back.
+    Replaced(u32, Arc<[u8]>),
+    /// A row was deleted: insert its document again.
+    Deleted(Arc<[u8]>),
+}
+
+/// The kind of a single-document write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    Insert,
+    Update,
+    Upsert,
+}
+
+impl NamespaceData {
+    /// Writes one document; returns how to undo it.
+    pub fn write(&mut self, doc: &Value, mode: WriteMode) -> Result<Undo> {
+        doc::ensure_object(doc)?;
+        let values = self.extract(doc)?;
+        let key = self.pk_key(&values)?;
+        let bytes = doc::encode(doc);
+        match (self.row_of(&key), mode) {
+            (Some(_), WriteMode::Insert) => Err(Error::DuplicateKey {
+                namespace: self.name.clone(),
+                key: KeyText(&super::key_json(doc, &self.pk_paths())).to_string(),
+            }),
+            (None, WriteMode::Update) => Err(Error::NotFound {
+                namespace: self.name.clone(),
+                key: KeyText(&super::key_json(doc, &self.pk_paths())).to_string(),
+            }),
+            (Some(row), _) => Ok(Undo::Replaced(row, self.replace_row(row, bytes, &values))),
+            (None, _) => Ok(Undo::Inserted(self.insert_row(bytes, &values))),
+        }
+    }
+
+    /// Deletes the document with primary key `key` (JSON); returns its undo, or `None`
+    /// when there was no such document.
+    pub fn delete_key(&mut self, key: &Value) -> Result<Option<Undo>> {
+        let key = self.key_from_json(key)?;
+        Ok(self.row_of(&key).map(|row| Undo::Deleted(self.delete_row(row))))
+    }
+
+    /// Applies undo records in reverse order. Undo cannot fail: it only restores
+    /// documents that fitted the indexes a moment ago.
+    pub fn rollback(&mut self, undo: Vec<Undo>) {
+        for record in undo.into_iter().rev() {
+            match record {
+                Undo::Inserted(row) => {
+                    self.delete_row(row);
+                }
+                Undo::Replaced(row, old) => {
+                    let values = self.extract(&doc::decode(&old)).expect("an old document fits its indexes");
+                    self.replace_row(row, old, &values);
+                }
+                Undo::Deleted(old) => {
+                    let values = self.extract(&doc::decode(&old)).expect("an old document fits its indexes");
+                    self.insert_row(old, &values);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn insert_row(&mut self, bytes: Arc<[u8]>, values: &Extracted) -> u32 {
+        let row = self.free_rows.pop().unwrap_or_else(|| {
+            self.docs.push(None);
+            u32::try_from(self.docs.len() - 1).expect("row ids fit in u32")
+        });
+        assert!(self.docs[row as usize].is_none(), "a free row id holds no document");
+        self.document_bytes += bytes.len();
+        self.docs[row as usize] = Some(bytes);
+        self.live.insert(row);
+        self.index_row(row, values);
+        row
+    }
+
+    /// Replaces the document of a live row (same primary key); returns the old one.
+    pub(crate) fn replace_row(&mut self, row: u32, bytes: Arc<[u8]>, values: &Extracted) -> Arc<[u8]> {
+        self.unindex_row(row);
+        self.document_bytes += bytes.len();
+        let old = self.docs[row as usize].replace(bytes).expect("replacing a live row");
+        self.document_bytes -= old.len();
+        self.index_row(row, values);
+        old
+    }
+
+    pub(crate) fn delete_row(&mut self, row: u32) -> Arc<[u8]> {
+        self.unindex_row(row);
+        let old = self.docs[row as usize].take().expect("deleting a live row");
+        self.document_bytes -= old.len();
+        self.live.remove(row);
+        self.free_rows.push(row);
+        old
+    }
+
+    fn index_row(&mut self, row: u32, values: &Extracted) {
+        for (slot, values) in self.columns.iter_mut().zip(values) {
+            if let (Some(column), Some(values)) = (slot, values) {
+                column.set(row, values);
+            }
+        }
+        for index in &mut self.indexes {
+            for key in index.row_keys(&self.columns, row) {
+                index.insert(key, row);
+            }
+        }
+    }
+
+    fn unindex_row(&mut self, row: u32) {
+        for index in &mut self.indexes {
+            for key in index.row_keys(&self.columns, row) {
+                index.remove(&key, row);
+            }
+        }
+        for column in self.columns.iter_mut().flatten() {
+            column.clear(row);
+        }
+    }
+
+    /// Removes every document, keeping the schema.
+    pub fn truncate(&mut self) {
+        let defs = self.index_defs();
+        *self = NamespaceData::new(&self.name, defs).expect("the current schema is valid");
+    }
+
+    /// Adds an index and builds it over the existing documents. Every document is
+    /// checked against the new schema first, so one that does not fit leaves the
+    /// namespace unchanged.
+    pub fn add_index(&mut self, def: IndexDef) -> Result<()> {
+        self.check_new_index(&def)?;
+        if def.pk {
+            return Err(Error::InvalidIndex {
+                index: def.name,
+                reason: "the primary key is fixed when the namespace is created".to_string(),
+            });
+        }
+        let mut defs = self.index_defs();
+        defs.push(def);
+        *self = self.rebuilt(defs)?;
+        Ok(())
+    }
+
+    /// Drops an index by name; the primary key index cannot be dropped.
+    pub fn drop_index(&mut self, name: &str) -> Result<()> {
+        let position = self.indexes.iter().position(|i| i.def.name == name).ok_or_else(|| Error::UnknownIndex {
+            namespace: self.name.clone(),
+            index: name.to_string(),
+        })?;
+        if position == self.pk_index {
+            return Err(Error::InvalidIndex {
+                index: name.to_string(),
+                reason: "the primary key index cannot be dropped".to_string(),
+            });
+        }
+        self.indexes.remove(position);
+        if self.pk_index > position {
+            self.pk_index -= 1;
+        }
+        self.refresh_field_columns();
+        Ok(())
+    }
+
+    /// A copy of this namespace's documents under another schema, with the same row ids
+    /// (so unsorted results keep their order).
+    fn rebuilt(&self, defs: Vec<IndexDef>) -> Result<NamespaceData> {
+        let mut fresh = NamespaceData::new(&self.name, defs)?;
+        fresh.docs = vec![None; self.docs.len()];
+        fresh.free_rows = self.free_rows.clone();
+        for row in self.live.iter() {
+            let bytes = self.docs[row as usize].clone().expect("live rows have documents");
+            let values = fresh.extract(&doc::decode(&bytes))?;
+            fresh.document_bytes += bytes.len();
+            fresh.docs[row as usize] = Some(bytes);
+            fresh.live.insert(row);
+            fresh.index_row(row, &values);
+        }
+        Ok(fresh)
+    }
+}

@@ -1,0 +1,192 @@
+//! Aggregations over every matching row: count, sum, avg, min, max, facet, distinct.
+//!
+//! Owns: computing each aggregation from the matched row ids. Numbers aggregate every
+//! numeric value of the field (all elements of an array); a facet over one field counts
+//! each distinct value a document has, a facet over several fields groups documents by
+//! the tuple of each field's first value (`null` when empty). Strings group by their
+//! collation (`utf8_ci` groups `Ёлка` with `ёлка`) and show the first spelling met.
+//! Never: change rows, or fail on documents whose values are of mixed kinds.
+
+use super::ast::{Aggregation, Facet};
+use super::pred::{sort_order, Access, RowView};
+use super::result::{AggregationResult, FacetGroup};
+use crate::doc::{self, FieldPath};
+use crate::error::{Error, Result};
+use crate::namespace::NamespaceData;
+use crate::value::{scalar_natural, Scalar, ScalarRef};
+use serde_json::Value;
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+pub(crate) fn aggregate(data: &NamespaceData, rows: &[u32], aggregations: &[Aggregation]) -> Result<Vec<AggregationResult>> {
+    aggregations
+        .iter()
+        .map(|aggregation| {
+            Ok(match aggregation {
+                Aggregation::Count => AggregationResult::Count(rows.len() as u64),
+                Aggregation::Sum(field) => numeric(data, rows, field, "sum"),
+                Aggregation::Avg(field) => numeric(data, rows, field, "avg"),
+                Aggregation::Min(field) => numeric(data, rows, field, "min"),
+                Aggregation::Max(field) => numeric(data, rows, field, "max"),
+                Aggregation::Facet(facet) => facet_result(data, rows, facet)?,
+                Aggregation::Distinct(field) => distinct(data, rows, field),
+            })
+        })
+        .collect()
+}
+
+fn numeric(data: &NamespaceData, rows: &[u32], field: &str, kind: &'static str) -> AggregationResult {
+    let access = Access::for_field(data, field);
+    let (mut int_sum, mut float_sum, mut all_ints, mut count) = (0i128, 0f64, true, 0u64);
+    let (mut low, mut high): (Option<Scalar>, Option<Scalar>) = (None, None);
+    for &row in rows {
+        let view = RowView::new(data, row);
+        view.any(&access, |v| {
+            let Some(number) = v.as_f64() else { return false };
+            count += 1;
+            match v {
+                ScalarRef::Int(i) => int_sum += i128::from(i),
+                _ => {
+                    all_ints = false;
+                    float_sum += number;
+                }
+            }
+            let beyond = |current: &Option<Scalar>, want: Ordering| {
+                current.as_ref().and_then(Scalar::as_ref).is_none_or(|c| crate::value::compare(v, c) == Some(want))
+            };
+            if beyond(&low, Ordering::Less) {
+                low = Some(v.to_owned());
+            }
+            if beyond(&high, Ordering::Greater) {
+                high = Some(v.to_owned());
+            }
+            false
+        });
+    }
+    let sum = || {
+        if all_ints && let Ok(exact) = i64::try_from(int_sum) {
+            return Value::from(exact);
+        }
+        number_value(int_sum as f64 + float_sum)
+    };
+    let value = match (kind, count) {
+        (_, 0) => Value::Null,
+        ("sum", _) => sum(),
+        ("avg", _) => number_value((int_sum as f64 + float_sum) / count as f64),
+        ("min", _) => low.map_or(Value::Null, |s| scalar_json(&s)),
+        _ => high.map_or(Value::Null, |s| scalar_json(&s)),
+    };
+    AggregationResult::Value { kind, field: field.to_string(), value }
+}
+
+fn number_value(value: f64) -> Value {
+    serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number)
+}
+
+fn scalar_json(value: &Scalar) -> Value {
+    match value {
+        Scalar::Null => Value::Null,
+        Scalar::Bool(b) => Value::Bool(*b),
+        Scalar::Int(i) => Value::from(*i),
+        Scalar::Double(d) => number_value(d.0),
+        Scalar::Str(s) => Value::String(String::from_utf8_lossy(s).into_owned()),
+    }
+}
+
+/// The values of a field in a row as (grouping key, value to show). Keys use the field's
+/// collation; shown values are the document's own.
+fn keyed_values(view: &RowView<'_>, path: &FieldPath, data: &NamespaceData, field: &str) -> Vec<(Scalar, Value)> {
+    let collation = data.field_collation(field);
+    let (values, _) = doc::field_values(view.doc(), path);
+    values
+        .iter()
+        .filter_map(|v| scalar_natural(v, collation).map(|key| (key, (*v).clone())))
+        .collect()
+}
+
+fn facet_result(data: &NamespaceData, rows: &[u32], facet: &Facet) -> Result<AggregationResult> {
+    if facet.fields.is_empty() {
+        return Err(Error::InvalidQuery { reason: "a facet needs at least one field".to_string() });
+    }
+    let paths: Vec<FieldPath> = facet.fields.iter().map(|f| FieldPath::new(f)).collect();
+    let mut groups: HashMap<Vec<Scalar>, (Vec<Value>, u64)> = HashMap::new();
+    for &row in rows {
+        let view = RowView::new(data, row);
+        if let [path] = &paths[..] {
+            let mut values = keyed_values(&view, path, data, &facet.fields[0]);
+            values.sort_by(|a, b| a.0.cmp(&b.0));
+            values.dedup_by(|a, b| a.0 == b.0);
+            for (key, shown) in values {
+                groups.entry(vec![key]).or_insert_with(|| (vec![shown], 0)).1 += 1;
+            }
+        } else {
+            let (mut key, mut shown) = (Vec::new(), Vec::new());
+            for (path, field) in paths.iter().zip(&facet.fields) {
+                let first = keyed_values(&view, path, data, field).into_iter().next();
+                let (k, v) = first.unwrap_or((Scalar::Null, Value::Null));
+                key.push(k);
+                shown.push(v);
+            }
+            groups.entry(key).or_insert_with(|| (shown, 0)).1 += 1;
+        }
+    }
+    let mut list: Vec<(Vec<Scalar>, Vec<Value>, u64)> = groups.into_iter().map(|(k, (v, c))| (k, v, c)).collect();
+    let sort = facet_sort(facet)?;
+    list.sort_by(|a, b| {
+        for (field, desc) in &sort {
+            let order = match field {
+                None => a.2.cmp(&b.2),
+                Some(i) => sort_order(Some(&a.0[*i]), Some(&b.0[*i])),
+            };
+            let order = if *desc { order.reverse() } else { order };
+            if order != Ordering::Equal {
+                return order;
+            }
+        }
+        a.0.iter().zip(&b.0).map(|(x, y)| sort_order(Some(x), Some(y))).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
+    });
+    let groups_total = list.len();
+    let groups = list
+        .into_iter()
+        .skip(facet.offset)
+        .take(facet.limit.unwrap_or(usize::MAX))
+        .map(|(_, values, count)| FacetGroup { values, count })
+        .collect();
+    Ok(AggregationResult::Facet { fields: facet.fields.clone(), groups, groups_total })
+}
+
+/// The facet's sort as (field position or `None` for the count, descending).
+fn facet_sort(facet: &Facet) -> Result<Vec<(Option<usize>, bool)>> {
+    if facet.sort.is_empty() {
+        return Ok(vec![(None, true)]);
+    }
+    facet
+        .sort
+        .iter()
+        .map(|key| {
+            if key.field == "count" {
+                return Ok((None, key.desc));
+            }
+            match facet.fields.iter().position(|f| *f == key.field) {
+                Some(at) => Ok((Some(at), key.desc)),
+                None => Err(Error::InvalidQuery {
+                    reason: format!("a facet sorts by 'count' or one of its fields, not '{}'", key.field),
+                }),
+            }
+        })
+        .collect()
+}
+
+fn distinct(data: &NamespaceData, rows: &[u32], field: &str) -> AggregationResult {
+    let path = FieldPath::new(field);
+    let mut seen: HashMap<Scalar, Value> = HashMap::new();
+    for &row in rows {
+        let view = RowView::new(data, row);
+        for (key, shown) in keyed_values(&view, &path, data, field) {
+            seen.entry(key).or_insert(shown);
+        }
+    }
+    let mut values: Vec<(Scalar, Value)> = seen.into_iter().collect();
+    values.sort_by(|a, b| sort_order(Some(&a.0), Some(&b.0)));
+    AggregationResult::Distinct { field: field.to_string(), values: values.into_iter().map(|(_, v)| v).collect() }
+}

@@ -1,0 +1,381 @@
+//! The executor: runs a plan over a read-locked namespace and builds the result.
+//!
+//! Owns: building id sets from index scans, checking residual predicates and inner
+//! joins per candidate row, producing the page by walking a sort index or by sorting
+//! the matches, counting the exact total, feeding aggregations, attaching joined
+//! documents, and recording per-step timings for `explain`. Never: write, take locks,
+//! or materialise more documents than the page holds.
+
+use super::aggregate::aggregate;
+use super::ast::{JoinKind, Query};
+use super::join::JoinPlan;
+use super::planner::{plan, Plan, SetPlan, Walk};
+use super::pred::{Pred, RowView};
+use super::result::{Explain, ExplainStep, Item, QueryResult};
+use super::scan::{IndexScan, ScanKind};
+use super::sort::{compare_keys, sort_rows};
+use crate::error::{Error, Result};
+use crate::namespace::NamespaceData;
+use crate::value::Scalar;
+use roaring::RoaringBitmap;
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::time::Instant;
+
+/// Records explain steps when asked to, at no cost otherwise.
+struct Recorder {
+    on: bool,
+    start: Instant,
+    last: Instant,
+    steps: Vec<ExplainStep>,
+}
+
+impl Recorder {
+    fn new(on: bool) -> Recorder {
+        let now = Instant::now();
+        Recorder { on, start: now, last: now, steps: Vec::new() }
+    }
+
+    fn step(&mut self, step: &'static str, detail: impl FnOnce() -> String, rows: Option<usize>) {
+        if !self.on {
+            return;
+        }
+        let now = Instant::now();
+        let time_ns = u64::try_from(now.duration_since(self.last).as_nanos()).unwrap_or(u64::MAX);
+        self.steps.push(ExplainStep { step, detail: detail(), rows, time_ns });
+        self.last = now;
+    }
+
+    fn finish(self) -> Option<Explain> {
+        self.on.then(|| Explain {
+            total_ns: u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            steps: self.steps,
+        })
+    }
+}
+
+/// Runs `query` on `data`; `others` holds the read-locked namespaces joins refer to.
+pub(crate) fn run(data: &NamespaceData, query: &Query, others: &HashMap<String, &NamespaceData>) -> Result<QueryResult> {
+    let mut recorder = Recorder::new(query.explain);
+    let plan = plan(data, query)?;
+    let joins = query
+        .joins
+        .iter()
+        .map(|join| {
+            let right = others.get(&join.query.namespace).ok_or_else(|| Error::UnknownNamespace {
+                namespace: join.query.namespace.clone(),
+            })?;
+            JoinPlan::compile(data, right, join)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    recorder.step("plan", || describe_plan(data, &plan), None);
+    let set = plan.set.as_ref().map(|s| materialize(data, s));
+    if let Some(set) = &set {
+        recorder.step("scan", || describe_set(data, plan.set.as_ref().expect("set present")), Some(set.len() as usize));
+    }
+    let run = Run { data, plan: &plan, set: set.as_ref(), joins: &joins, query };
+    let mut outcome = run.outcome();
+    recorder.step("filter", || run.describe_filter(), outcome.total);
+    let aggregations = match outcome.all.take() {
+        Some(all) => {
+            let results = aggregate(data, &all, &query.aggregations)?;
+            recorder.step("aggregate", || format!("{} aggregation(s)", query.aggregations.len()), Some(all.len()));
+            results
+        }
+        None => Vec::new(),
+    };
+    let items = run.items(&outcome.page);
+    recorder.step("fetch", || format!("{} document(s), {} join(s)", items.len(), joins.len()), Some(items.len()));
+    Ok(QueryResult {
+        items,
+        total: query.total.then_some(outcome.total.unwrap_or(0)),
+        aggregations,
+        explain: recorder.finish(),
+    })
+}
+
+/// The page's row ids of a query without joins (update and delete by query).
+pub(crate) fn page_rows(data: &NamespaceData, query: &Query) -> Result<Vec<u32>> {
+    let plan = plan(data, query)?;
+    let set = plan.set.as_ref().map(|s| materialize(data, s));
+    let run = Run { data, plan: &plan, set: set.as_ref(), joins: &[], query };
+    Ok(run.outcome().page)
+}
+
+/// The rows of one query: the page, the total, and every match when aggregations
+/// need them.
+struct Outcome {
+    page: Vec<u32>,
+    total: Option<usize>,
+    all: Option<Vec<u32>>,
+}
+
+struct Run<'a> {
+    data: &'a NamespaceData,
+    plan: &'a Plan,
+    set: Option<&'a RoaringBitmap>,
+    joins: &'a [JoinPlan<'a>],
+    query: &'a Query,
+}
+
+impl Run<'_> {
+    fn outcome(&self) -> Outcome {
+        let need_all = !self.query.aggregations.is_empty();
+        match &self.plan.walk {
+            Some(walk) => self.walk(walk, self.query.total || need_all, need_all),
+            None if !self.plan.sort.is_empty() => self.sorted(),
+            None => self.unsorted(self.query.total, need_all),
+        }
+    }
+
+    /// Residual predicates and inner joins: what a candidate row must pass.
+    fn accepts(&self, row: u32) -> bool {
+        let view = RowView::new(self.data, row);
+        self.plan.residual.iter().all(|p| p.matches(&view))
+            && self.joins.iter().filter(|j| j.kind == JoinKind::Inner).all(|j| j.exists(&view))
+    }
+
+    fn checks_rows(&self) -> bool {
+        !self.plan.residual.is_empty() || self.joins.iter().any(|j| j.kind == JoinKind::Inner)
+    }
+
+    fn candidates(&self) -> &RoaringBitmap {
+        self.set.unwrap_or(&self.data.live)
+    }
+
+    fn window_end(&self) -> usize {
+        self.query.offset.saturating_add(self.query.limit.unwrap_or(usize::MAX))
+    }
+
+    fn unsorted(&self, total: bool, need_all: bool) -> Outcome {
+        let end = self.window_end();
+        if !self.checks_rows() && !need_all {
+            let candidates = self.candidates();
+            let page = candidates.iter().skip(self.query.offset).take(end - self.query.offset.min(end)).collect();
+            return Outcome { page, total: Some(candidates.len() as usize), all: None };
+        }
+        let mut page = Vec::new();
+        let mut all = need_all.then(Vec::new);
+        let mut count = 0usize;
+        for row in self.candidates().iter() {
+            if !self.accepts(row) {
+                continue;
+            }
+            if count >= self.query.offset && count < end {
+                page.push(row);
+            }
+            count += 1;
+            if let Some(all) = &mut all {
+                all.push(row);
+            } else if !total && count >= end {
+                break;
+            }
+        }
+        Outcome { page, total: Some(count), all }
+    }
+
+    fn sorted(&self) -> Outcome {
+        let mut rows: Vec<u32> = if self.checks_rows() {
+            self.candidates().iter().filter(|&r| self.accepts(r)).collect()
+        } else {
+            self.candidates().iter().collect()
+        };
+        let total = rows.len();
+        let all = (!self.query.aggregations.is_empty()).then(|| rows.clone());
+        let window = sort_rows(self.data, &mut rows, &self.plan.sort, self.query.offset, self.query.limit);
+        rows.truncate(window.end);
+        rows.drain(..window.start);
+        Outcome { page: rows, total: Some(total), all }
+    }
+
+    /// Walks the sort index in order. Rows with equal leading keys form a group sorted
+    /// by the remaining sort keys before it is paged.
+    fn walk(&self, walk: &Walk, count_all: bool, need_all: bool) -> Outcome {
+        let index = &self.data.indexes[walk.scan.index];
+        let rest = &self.plan.sort[walk.covered..];
+        let end = self.window_end();
+        let (mut page, mut group, mut all) = (Vec::new(), Vec::new(), need_all.then(Vec::new));
+        let mut seen = 0usize;
+        let mut group_key: Option<Vec<Scalar>> = None;
+        let flush = |group: &mut Vec<u32>, page: &mut Vec<u32>, seen: &mut usize| {
+            if !rest.is_empty() && group.len() > 1 && *seen < end && *seen + group.len() > self.query.offset {
+                sort_group(self.data, group, rest);
+            }
+            for &row in group.iter() {
+                if *seen >= self.query.offset && *seen < end {
+                    page.push(row);
+                }
+                *seen += 1;
+            }
+            group.clear();
+        };
+        let fast_count = !self.checks_rows() && self.set.is_none();
+        walk.scan.walk(index, walk.desc, |key, postings| {
+            let prefix = &key.parts()[..walk.covered.min(key.parts().len())];
+            if group_key.as_deref() != Some(prefix) {
+                flush(&mut group, &mut page, &mut seen);
+                group_key = Some(prefix.to_vec());
+            }
+            if seen >= end && !count_all {
+                return false;
+            }
+            if seen >= end && fast_count && all.is_none() {
+                seen += postings.len();
+                return true;
+            }
+            let mut visit = |row: u32| {
+                if self.set.is_none_or(|s| s.contains(row)) && self.accepts(row) {
+                    group.push(row);
+                    if let Some(all) = &mut all {
+                        all.push(row);
+                    }
+                }
+                true
+            };
+            if walk.desc { postings.for_each_rev(&mut visit) } else { postings.for_each(&mut visit) };
+            true
+        });
+        flush(&mut group, &mut page, &mut seen);
+        Outcome { page, total: count_all.then_some(seen), all }
+    }
+
+    fn items(&self, rows: &[u32]) -> Vec<Item> {
+        rows.iter()
+            .map(|&row| {
+                let doc = self.data.doc(row).expect("result rows are live").clone();
+                let view = RowView::new(self.data, row);
+                let joined = self
+                    .joins
+                    .iter()
+                    .map(|join| (join.alias.clone(), join.documents(&join.rows(&view))))
+                    .collect();
+                Item { doc, joined }
+            })
+            .collect()
+    }
+
+    fn describe_filter(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.plan.residual.is_empty() {
+            parts.push(format!("checked per row: {}", self.plan.residual.iter().map(Pred::describe).collect::<Vec<_>>().join(", ")));
+        }
+        let inner = self.joins.iter().filter(|j| j.kind == JoinKind::Inner).count();
+        if inner > 0 {
+            parts.push(format!("{inner} inner join(s) checked per row"));
+        }
+        let order = match &self.plan.walk {
+            Some(walk) => format!(
+                "sorted by walking index '{}' {}",
+                self.data.indexes[walk.scan.index].def.name,
+                if walk.desc { "backwards" } else { "forwards" }
+            ),
+            None if self.plan.sort.is_empty() => "unsorted (row order)".to_string(),
+            None => format!(
+                "sorted by {} (partial sort of the window)",
+                self.plan.sort.iter().map(|s| format!("{}{}", s.field, if s.desc { " desc" } else { "" })).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        parts.push(order);
+        parts.join("; ")
+    }
+}
+
+fn sort_group(data: &NamespaceData, group: &mut Vec<u32>, specs: &[super::planner::SortSpec]) {
+    let mut keyed: Vec<(Vec<Option<Scalar>>, u32)> = group
+        .iter()
+        .map(|&row| {
+            let view = RowView::new(data, row);
+            (specs.iter().map(|s| view.first(&s.access)).collect(), row)
+        })
+        .collect();
+    keyed.sort_by(|a, b| compare_keys(&a.0, &b.0, specs));
+    group.clear();
+    group.extend(keyed.into_iter().map(|(_, row)| row));
+}
+
+/// Builds the id set of a set plan.
+pub(crate) fn materialize(data: &NamespaceData, plan: &SetPlan) -> RoaringBitmap {
+    match plan {
+        SetPlan::Scan(scan) => scan_set(data, scan),
+        SetPlan::And(items) => {
+            let mut ordered: Vec<&SetPlan> = items.iter().collect();
+            let total = data.len();
+            ordered.sort_by_key(|p| p.estimate(total));
+            let mut iter = ordered.into_iter();
+            let mut set = iter.next().map_or_else(|| data.live.clone(), |p| materialize(data, p));
+            for item in iter {
+                if set.is_empty() {
+                    break;
+                }
+                set &= materialize(data, item);
+            }
+            set
+        }
+        SetPlan::Or(items) => items.iter().fold(RoaringBitmap::new(), |mut set, p| {
+            set |= materialize(data, p);
+            set
+        }),
+        SetPlan::Not(inner) => &data.live - &materialize(data, inner),
+    }
+}
+
+fn scan_set(data: &NamespaceData, scan: &IndexScan) -> RoaringBitmap {
+    let mut set = RoaringBitmap::new();
+    scan.walk(&data.indexes[scan.index], false, |_, postings| {
+        postings.union_into(&mut set);
+        true
+    });
+    set
+}
+
+fn describe_plan(data: &NamespaceData, plan: &Plan) -> String {
+    let set = plan.set.as_ref().map_or("all rows".to_string(), |s| describe_set(data, s));
+    let walk = plan.walk.as_ref().map_or(String::new(), |w| format!("; walk {}", describe_scan(data, &w.scan)));
+    format!("candidates: {set}{walk}; residual: {}", plan.residual.len())
+}
+
+fn describe_set(data: &NamespaceData, plan: &SetPlan) -> String {
+    match plan {
+        SetPlan::Scan(scan) => describe_scan(data, scan),
+        SetPlan::And(items) => format!("AND({})", items.iter().map(|p| describe_set(data, p)).collect::<Vec<_>>().join(", ")),
+        SetPlan::Or(items) => format!("OR({})", items.iter().map(|p| describe_set(data, p)).collect::<Vec<_>>().join(", ")),
+        SetPlan::Not(inner) => format!("NOT({})", describe_set(data, inner)),
+    }
+}
+
+fn describe_scan(data: &NamespaceData, scan: &IndexScan) -> String {
+    let index = &data.indexes[scan.index];
+    let what = match &scan.kind {
+        ScanKind::Keys(keys) => format!("{} key(s)", keys.len()),
+        ScanKind::Range(range) if range.full => "full order".to_string(),
+        ScanKind::Range(range) => {
+            let low = match &range.low {
+                Bound::Included(v) => format!("[{}", scalar_text(v)),
+                Bound::Excluded(v) => format!("({}", scalar_text(v)),
+                Bound::Unbounded => "(-inf".to_string(),
+            };
+            let high = match &range.high {
+                Bound::Included(v) => format!("{}]", scalar_text(v)),
+                Bound::Excluded(v) => format!("{})", scalar_text(v)),
+                Bound::Unbounded => "+inf)".to_string(),
+            };
+            let prefix = if range.prefix.is_empty() {
+                String::new()
+            } else {
+                format!("after {} ", range.prefix.iter().map(scalar_text).collect::<Vec<_>>().join(", "))
+            };
+            format!("range {prefix}{low}, {high}")
+        }
+    };
+    format!("index '{}' ({}) {what}, ~{} rows", index.def.name, index.def.kind.name(), scan.estimate)
+}
+
+fn scalar_text(value: &Scalar) -> String {
+    match value {
+        Scalar::Null => "null".to_string(),
+        Scalar::Bool(b) => b.to_string(),
+        Scalar::Int(i) => i.to_string(),
+        Scalar::Double(d) => d.0.to_string(),
+        Scalar::Str(s) => format!("{:?}", String::from_utf8_lossy(s)),
+    }
+}

@@ -1,0 +1,137 @@
+//! SQL LIKE patterns: parsing, matching, and the literal prefix an index can use.
+//!
+//! Owns: `LikePattern` (`%` any run of characters, `_` exactly one character, `\`
+//! escapes the next character). Never: fold case (the caller folds the pattern with the
+//! field's collation before compiling, and matches against folded values).
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Char(char),
+    One,
+    Any,
+}
+
+/// A compiled LIKE pattern.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LikePattern {
+    tokens: Vec<Token>,
+}
+
+/// Patterns longer than this are refused: matching is O(pattern × text) in the worst
+/// case, and no real prefix search needs more.
+pub const LIKE_PATTERN_CHARS_MAX: usize = 4096;
+
+impl LikePattern {
+    pub fn parse(pattern: &str) -> Result<LikePattern> {
+        if pattern.chars().count() > LIKE_PATTERN_CHARS_MAX {
+            return Err(Error::InvalidPattern {
+                pattern: pattern.chars().take(64).collect(),
+                reason: "the pattern is too long",
+            });
+        }
+        let mut tokens = Vec::new();
+        let mut chars = pattern.chars();
+        while let Some(c) = chars.next() {
+            let token = match c {
+                '%' => Token::Any,
+                '_' => Token::One,
+                '\\' => Token::Char(chars.next().ok_or_else(|| Error::InvalidPattern {
+                    pattern: pattern.to_string(),
+                    reason: "it ends with an escape character",
+                })?),
+                c => Token::Char(c),
+            };
+            // Runs of `%` mean the same as one.
+            if !(token == Token::Any && tokens.last() == Some(&Token::Any)) {
+                tokens.push(token);
+            }
+        }
+        Ok(LikePattern { tokens })
+    }
+
+    /// The literal text every match starts with.
+    pub fn prefix(&self) -> String {
+        self.tokens
+            .iter()
+            .map_while(|t| match t {
+                Token::Char(c) => Some(*c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// True when the pattern is `prefix%` (or just `prefix`, or `%`): a prefix range
+    /// answers it exactly, with no check per row.
+    pub fn is_prefix_only(&self) -> bool {
+        let literal = self.tokens.iter().take_while(|t| matches!(t, Token::Char(_))).count();
+        matches!(&self.tokens[literal..], [Token::Any])
+    }
+
+    pub fn matches(&self, text: &str) -> bool {
+        let text: Vec<char> = text.chars().collect();
+        // Greedy matching with one backtrack point (the last `%`): linear for typical
+        // patterns, O(pattern × text) at worst, never exponential.
+        let (mut t, mut p) = (0usize, 0usize);
+        let mut star: Option<(usize, usize)> = None;
+        while t < text.len() {
+            match self.tokens.get(p) {
+                Some(Token::Char(c)) if *c == text[t] => {
+                    t += 1;
+                    p += 1;
+                }
+                Some(Token::One) => {
+                    t += 1;
+                    p += 1;
+                }
+                Some(Token::Any) => {
+                    star = Some((p, t));
+                    p += 1;
+                }
+                _ => match star {
+                    Some((star_p, star_t)) => {
+                        p = star_p + 1;
+                        t = star_t + 1;
+                        star = Some((star_p, star_t + 1));
+                    }
+                    None => return false,
+                },
+            }
+        }
+        self.tokens[p..].iter().all(|t| *t == Token::Any)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn like(p: &str, t: &str) -> bool {
+        LikePattern::parse(p).unwrap().matches(t)
+    }
+
+    #[test]
+    fn wildcards_and_escapes() {
+        assert!(like("ab%", "abc") && like("ab%", "ab") && !like("ab%", "a"));
+        assert!(like("%b%", "abc") && !like("%d%", "abc"));
+        assert!(like("a_c", "abc") && !like("a_c", "ac") && like("a_c", "aёc"));
+        assert!(like("%", "") && !like("_", ""));
+        assert!(like("a\\%", "a%") && !like("a\\%", "ab"));
+        assert!(like("%a%b%c", "xxaybzc") && !like("%a%b%c", "xxaybzcd"));
+        assert!(like("a%%b", "ab"));
+        assert!(matches!(LikePattern::parse("ab\\"), Err(Error::InvalidPattern { .. })));
+    }
+
+    #[test]
+    fn prefix_analysis() {
+        let p = LikePattern::parse("ab%").unwrap();
+        assert_eq!(p.prefix(), "ab");
+        assert!(p.is_prefix_only());
+        let p = LikePattern::parse("ab%c").unwrap();
+        assert!(!p.is_prefix_only());
+        let p = LikePattern::parse("ab").unwrap();
+        assert!(!p.is_prefix_only());
+        assert_eq!(LikePattern::parse("_b%").unwrap().prefix(), "");
+    }
+}

@@ -1,0 +1,354 @@
+//! The planner: which indexes answer which conditions, in what order, and how to sort.
+//!
+//! Owns: turning a filter into an id-set plan (index scans combined with AND / OR / NOT)
+//! plus residual predicates checked per row; ordering ANDed scans by their estimated
+//! size so the smallest drives and much larger ones become cheap column checks; matching
+//! composite indexes; and choosing between walking a tree index in sort order and
+//! sorting the matches. Never: read rows or documents, or change a condition's meaning:
+//! every plan yields exactly the rows its predicates would.
+
+use super::ast::{Cond, Op, Query};
+use super::pred::{Access, FieldPred, Pred};
+use super::scan::{IndexScan, KeyRange};
+use crate::collate::prefix_successor;
+use crate::error::Result;
+use crate::index::{bound_for_type, key_for_type, Index, Key};
+use crate::namespace::NamespaceData;
+use crate::schema::IndexKind;
+use crate::value::Scalar;
+use std::ops::Bound;
+
+/// A scan that is bigger than the driving one by more than this factor is not
+/// intersected; its condition is checked on the columns of the driver's rows instead.
+pub const INTERSECT_RATIO_MAX: usize = 8;
+
+/// An id-set plan: index scans combined by set operations.
+#[derive(Debug, Clone)]
+pub(crate) enum SetPlan {
+    Scan(IndexScan),
+    And(Vec<SetPlan>),
+    Or(Vec<SetPlan>),
+    Not(Box<SetPlan>),
+}
+
+impl SetPlan {
+    pub fn estimate(&self, rows_total: usize) -> usize {
+        match self {
+            SetPlan::Scan(scan) => scan.estimate,
+            SetPlan::And(items) => items.iter().map(|p| p.estimate(rows_total)).min().unwrap_or(rows_total),
+            SetPlan::Or(items) => items.iter().map(|p| p.estimate(rows_total)).sum::<usize>().min(rows_total),
+            SetPlan::Not(inner) => rows_total.saturating_sub(inner.estimate(rows_total)),
+        }
+    }
+}
+
+/// A sort key resolved against the namespace.
+#[derive(Debug, Clone)]
+pub(crate) struct SortSpec {
+    pub field: String,
+    pub access: Access,
+    pub desc: bool,
+}
+
+/// Walking a tree index in key order to produce sorted results without a sort.
+#[derive(Debug, Clone)]
+pub(crate) struct Walk {
+    pub scan: IndexScan,
+    pub desc: bool,
+    /// Leading key components the sort covers; rows with equal components form a group
+    /// sorted by `Plan::sort[covered..]`.
+    pub covered: usize,
+}
+
+/// The plan of one query over one namespace.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    /// Rows to consider (`None`: every row).
+    pub set: Option<SetPlan>,
+    /// Checked on every considered row.
+    pub residual: Vec<Pred>,
+    pub sort: Vec<SortSpec>,
+    pub walk: Option<Walk>,
+}
+
+/// A condition of an AND, with what an index can do for it.
+struct Conjunct {
+    pred: Pred,
+    /// An index plan and whether it is exact (else the predicate is checked too).
+    access: Option<(SetPlan, bool)>,
+}
+
+pub(crate) fn plan(data: &NamespaceData, query: &Query) -> Result<Plan> {
+    let rows_total = data.len();
+    let items: Vec<&Cond> = match &query.filter {
+        None => Vec::new(),
+        Some(cond) => flatten_and(cond),
+    };
+    let mut conjuncts = items
+        .into_iter()
+        .map(|cond| {
+            let pred = Pred::compile(data, cond)?;
+            let access = set_plan(data, &pred);
+            Ok(Conjunct { pred, access })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    use_composites(data, &mut conjuncts);
+    let sort: Vec<SortSpec> = query
+        .sort
+        .iter()
+        .map(|key| SortSpec {
+            field: key.field.clone(),
+            access: Access::for_field(data, &key.field),
+            desc: key.desc,
+        })
+        .collect();
+    let walk = match choose_walk(data, query, &sort, &mut conjuncts) {
+        Some((walk, _)) if walk_pays(query, rows_total, &conjuncts, &walk) => Some(walk),
+        Some((_, own)) => {
+            // Sorting the few candidates is cheaper than walking for them: the walk's
+            // own condition goes back among the others.
+            conjuncts.extend(own);
+            None
+        }
+        None => None,
+    };
+    let (set, residual) = choose_sets(conjuncts, rows_total);
+    Ok(Plan { set, residual, sort, walk })
+}
+
+/// Whether walking the sort index beats sorting the candidates. Without other
+/// conditions the walk reads about `window` rows; with candidates that are a fraction
+/// `c / n` of the rows it reads about `window * n / c` before the window is full.
+fn walk_pays(query: &Query, rows_total: usize, conjuncts: &[Conjunct], walk: &Walk) -> bool {
+    let window = query.offset.saturating_add(query.limit.unwrap_or(usize::MAX));
+    let candidates = conjuncts
+        .iter()
+        .filter_map(|c| c.access.as_ref().map(|(plan, _)| plan.estimate(rows_total)))
+        .min()
+        .unwrap_or(rows_total)
+        .min(walk.scan.estimate)
+        .max(1);
+    let expected_walk = window.saturating_mul(rows_total.max(1)) / candidates;
+    expected_walk <= candidates.saturating_mul(2)
+}
+
+fn flatten_and(cond: &Cond) -> Vec<&Cond> {
+    match cond {
+        Cond::And(items) => items.iter().flat_map(flatten_and).collect(),
+        other => vec![other],
+    }
+}
+
+/// The id-set plan for a predicate and whether it is exact, or `None` when no index
+/// helps (the predicate is then checked per row).
+fn set_plan(data: &NamespaceData, pred: &Pred) -> Option<(SetPlan, bool)> {
+    match pred {
+        Pred::Field(field) => field_plan(data, field),
+        Pred::And(items) => {
+            let plans: Option<Vec<_>> = items.iter().map(|p| exact_plan(data, p)).collect();
+            Some((SetPlan::And(plans?), true))
+        }
+        Pred::Or(items) => {
+            let plans: Option<Vec<_>> = items.iter().map(|p| exact_plan(data, p)).collect();
+            Some((SetPlan::Or(plans?), true))
+        }
+        Pred::Not(inner) => Some((SetPlan::Not(Box::new(exact_plan(data, inner)?)), true)),
+    }
+}
+
+fn exact_plan(data: &NamespaceData, pred: &Pred) -> Option<SetPlan> {
+    match set_plan(data, pred) {
+        Some((plan, true)) => Some(plan),
+        _ => None,
+    }
+}
+
+/// Indexes that answer conditions on the field read through `column`: single-field
+/// indexes on that column, and tree composites whose first field it is.
+fn indexes_on(data: &NamespaceData, column: usize) -> impl Iterator<Item = (usize, &Index)> {
+    data.indexes.iter().enumerate().filter(move |(_, index)| {
+        index.has_lookup() && index.columns[0] == column && (index.columns.len() == 1 || index.is_ordered())
+    })
+}
+
+fn field_plan(data: &NamespaceData, field: &FieldPred) -> Option<(SetPlan, bool)> {
+    let Access::Column(column) = field.access else {
+        return None;
+    };
+    let rows_total = data.len();
+    let field_type = data.column(column).spec.field_type;
+    let mut best: Option<(SetPlan, bool)> = None;
+    for (id, index) in indexes_on(data, column) {
+        let single = index.columns.len() == 1;
+        let keys = |values: &[Scalar]| -> Vec<Key> {
+            values.iter().filter_map(|v| key_for_type(v, field_type)).map(|v| one_key(v, single)).collect()
+        };
+        let range = |low: Bound<&Scalar>, high: Bound<&Scalar>| -> IndexScan {
+            match (bound_for_type(low, field_type, true), bound_for_type(high, field_type, false)) {
+                (Ok(low), Ok(high)) => IndexScan::range(index, id, KeyRange::between(low, high), rows_total),
+                _ => IndexScan::keys(index, id, Vec::new()),
+            }
+        };
+        let candidate = match field.op {
+            Op::Eq | Op::In if single => Some((SetPlan::Scan(IndexScan::keys(index, id, keys(&field.values))), true)),
+            Op::Eq | Op::In => Some((SetPlan::Or(field.values.iter().map(|v| SetPlan::Scan(range(Bound::Included(v), Bound::Included(v)))).collect()), true)),
+            Op::Ne => field_plan_eq(data, field).map(|p| (SetPlan::Not(Box::new(p)), true)),
+            Op::AllSet if single && !field.values.is_empty() => Some((
+                SetPlan::And(field.values.iter().map(|v| SetPlan::Scan(IndexScan::keys(index, id, keys(std::slice::from_ref(v))))).collect()),
+                true,
+            )),
+            Op::Empty if single && !index.def.sparse => Some((SetPlan::Scan(IndexScan::keys(index, id, vec![Key::One(Scalar::Null)])), true)),
+            Op::Any if single && !index.def.sparse => Some((
+                SetPlan::Not(Box::new(SetPlan::Scan(IndexScan::keys(index, id, vec![Key::One(Scalar::Null)])))),
+                true,
+            )),
+            _ if !index.is_ordered() => None,
+            Op::Lt => Some((SetPlan::Scan(range(Bound::Unbounded, Bound::Excluded(&field.values[0]))), true)),
+            Op::Le => Some((SetPlan::Scan(range(Bound::Unbounded, Bound::Included(&field.values[0]))), true)),
+            Op::Gt => Some((SetPlan::Scan(range(Bound::Excluded(&field.values[0]), Bound::Unbounded)), true)),
+            Op::Ge => Some((SetPlan::Scan(range(Bound::Included(&field.values[0]), Bound::Unbounded)), true)),
+            Op::Range => Some((SetPlan::Scan(range(Bound::Included(&field.values[0]), Bound::Included(&field.values[1]))), true)),
+            Op::Like => like_plan(index, id, field, rows_total),
+            _ => None,
+        };
+        if let Some(candidate) = candidate {
+            let better = best.as_ref().is_none_or(|(b, _)| candidate.0.estimate(rows_total) < b.estimate(rows_total));
+            if better {
+                best = Some(candidate);
+            }
+        }
+    }
+    best
+}
+
+fn field_plan_eq(data: &NamespaceData, field: &FieldPred) -> Option<SetPlan> {
+    let eq = FieldPred { op: Op::Eq, ..field.clone() };
+    match field_plan(data, &eq) {
+        Some((plan, true)) => Some(plan),
+        _ => None,
+    }
+}
+
+fn one_key(value: Scalar, single: bool) -> Key {
+    if single { Key::One(value) } else { Key::Many(Box::new([value])) }
+}
+
+/// A LIKE with a literal prefix reads the prefix's key range; it is exact when the
+/// pattern is just `prefix%`.
+fn like_plan(index: &Index, id: usize, field: &FieldPred, rows_total: usize) -> Option<(SetPlan, bool)> {
+    let pattern = field.like.as_ref()?;
+    let prefix = pattern.prefix();
+    let exact = pattern.is_prefix_only();
+    if prefix.is_empty() && !exact {
+        return None;
+    }
+    let low = Bound::Included(Scalar::str(prefix.as_bytes()));
+    let high = prefix_successor(prefix.as_bytes()).map_or(Bound::Unbounded, |s| Bound::Excluded(Scalar::str(&s)));
+    let scan = IndexScan::range(index, id, KeyRange::between(low, high), rows_total);
+    Some((SetPlan::Scan(scan), exact))
+}
+
+/// Replaces equality conditions on the leading fields of a composite index (and a range
+/// on the next one) by one scan of that index when it is smaller than what they had.
+fn use_composites(data: &NamespaceData, conjuncts: &mut Vec<Conjunct>) {
+    let rows_total = data.len();
+    for (id, index) in data.indexes.iter().enumerate() {
+        if index.columns.len() < 2 || !index.has_lookup() {
+            continue;
+        }
+        let mut prefix = Vec::new();
+        let mut used = Vec::new();
+        for &column in &index.columns {
+            let field_type = data.column(column).spec.field_type;
+            let found = conjuncts.iter().position(|c| {
+                matches!(&c.pred, Pred::Field(f) if matches!(f.access, Access::Column(col) if col == column) && f.op == Op::Eq)
+            });
+            let Some(at) = found else { break };
+            let Pred::Field(f) = &conjuncts[at].pred else { unreachable!() };
+            let Some(value) = key_for_type(&f.values[0], field_type) else { break };
+            prefix.push(value);
+            used.push(at);
+        }
+        if used.len() < 2 || (!index.is_ordered() && used.len() < index.columns.len()) {
+            continue;
+        }
+        let scan = if used.len() == index.columns.len() {
+            IndexScan::keys(index, id, vec![Key::Many(prefix.into_boxed_slice())])
+        } else {
+            let range = KeyRange { prefix, low: Bound::Unbounded, high: Bound::Unbounded, full: false };
+            IndexScan::range(index, id, range, rows_total)
+        };
+        let current = used.iter().filter_map(|&at| conjuncts[at].access.as_ref()).map(|(p, _)| p.estimate(rows_total)).min();
+        if current.is_some_and(|c| c <= scan.estimate) {
+            continue;
+        }
+        used.sort_unstable();
+        let preds: Vec<Pred> = used.iter().rev().map(|&at| conjuncts.remove(at).pred).collect();
+        conjuncts.push(Conjunct { pred: Pred::And(preds), access: Some((SetPlan::Scan(scan), true)) });
+    }
+}
+
+/// Picks the conjuncts whose id sets are worth building: the smallest drives, those at
+/// most `INTERSECT_RATIO_MAX` times bigger are intersected with it, and the rest become
+/// residual checks.
+fn choose_sets(conjuncts: Vec<Conjunct>, rows_total: usize) -> (Option<SetPlan>, Vec<Pred>) {
+    let mut residual = Vec::new();
+    let mut scans: Vec<(usize, SetPlan, Pred, bool)> = Vec::new();
+    for conjunct in conjuncts {
+        match conjunct.access {
+            Some((plan, exact)) => scans.push((plan.estimate(rows_total), plan, conjunct.pred, exact)),
+            None => residual.push(conjunct.pred),
+        }
+    }
+    scans.sort_by_key(|(estimate, ..)| *estimate);
+    let mut chosen = Vec::new();
+    let driver = scans.first().map_or(0, |(estimate, ..)| *estimate);
+    for (estimate, plan, pred, exact) in scans {
+        if chosen.is_empty() || estimate <= driver.saturating_mul(INTERSECT_RATIO_MAX) {
+            chosen.push(plan);
+            if !exact {
+                residual.push(pred);
+            }
+        } else {
+            residual.push(pred);
+        }
+    }
+    let set = match chosen.len() {
+        0 => None,
+        1 => chosen.pop(),
+        _ => Some(SetPlan::And(chosen)),
+    };
+    (set, residual)
+}
+
+/// Finds a tree index whose key order is the query's sort order, and the conjunct (if
+/// any) that reads a range of it, which the walk then answers by itself.
+fn choose_walk(data: &NamespaceData, query: &Query, sort: &[SortSpec], conjuncts: &mut Vec<Conjunct>) -> Option<(Walk, Option<Conjunct>)> {
+    query.limit?;
+    let first = sort.first()?;
+    let Access::Column(first_column) = first.access else {
+        return None;
+    };
+    let rows_total = data.len();
+    for (id, index) in data.indexes.iter().enumerate() {
+        let eligible = index.def.kind == IndexKind::Tree && !index.def.sparse && !index.def.array && index.columns[0] == first_column;
+        if !eligible {
+            continue;
+        }
+        let covered = sort
+            .iter()
+            .zip(&index.columns)
+            .take_while(|(spec, column)| spec.desc == first.desc && matches!(spec.access, Access::Column(c) if c == **column))
+            .count();
+        let own = conjuncts.iter().position(|c| {
+            matches!(&c.access, Some((SetPlan::Scan(scan), true)) if scan.index == id)
+        });
+        let own = own.map(|at| conjuncts.remove(at));
+        let scan = match own.as_ref().and_then(|c| c.access.as_ref()) {
+            Some((SetPlan::Scan(scan), _)) => scan.clone(),
+            _ => IndexScan::range(index, id, KeyRange::full(), rows_total),
+        };
+        return Some((Walk { scan, desc: first.desc, covered }, own));
+    }
+    None
+}

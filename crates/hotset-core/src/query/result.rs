@@ -1,0 +1,119 @@
+//! Query results: documents (with joined documents), totals, aggregations, explain.
+//!
+//! Owns: the shapes a query answers with and their JSON rendering. Documents are shared
+//! stored bytes (`Arc`), so building a result copies no document.
+//! Never: hold a lock or a reference into a namespace.
+
+use serde_json::Value;
+use std::sync::Arc;
+
+/// One result document and the documents joined to it, by join alias.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub doc: Arc<[u8]>,
+    pub joined: Vec<(Arc<str>, Vec<Arc<[u8]>>)>,
+}
+
+impl Item {
+    /// The document as JSON text, joined documents nested as arrays under their alias.
+    pub fn to_json(&self) -> String {
+        let mut out = Vec::with_capacity(self.doc.len() + 2);
+        self.write_json(&mut out);
+        String::from_utf8(out).expect("stored documents are UTF-8 JSON")
+    }
+
+    /// Appends the JSON text to `out` (no parse: stored bytes are spliced).
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        if self.joined.is_empty() {
+            out.extend_from_slice(&self.doc);
+            return;
+        }
+        // Stored documents are minified objects: drop the closing brace, add fields.
+        let body = &self.doc[..self.doc.len() - 1];
+        out.extend_from_slice(body);
+        let mut first = body.len() == 1;
+        for (alias, docs) in &self.joined {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            out.extend_from_slice(serde_json::to_string(alias.as_ref()).expect("a string serialises").as_bytes());
+            out.extend_from_slice(b":[");
+            for (i, doc) in docs.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(doc);
+            }
+            out.push(b']');
+        }
+        out.push(b'}');
+    }
+
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.to_json()).expect("results are valid JSON")
+    }
+}
+
+/// One facet group: the values of the faceted fields and how many documents have them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FacetGroup {
+    pub values: Vec<Value>,
+    pub count: u64,
+}
+
+/// The result of one aggregation, in the order the query asked for them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AggregationResult {
+    Count(u64),
+    /// `sum`, `avg`, `min` or `max` of a field; `null` when no value was seen.
+    Value { kind: &'static str, field: String, value: Value },
+    Facet { fields: Vec<String>, groups: Vec<FacetGroup>, groups_total: usize },
+    Distinct { field: String, values: Vec<Value> },
+}
+
+/// One step of an executed plan, for `explain`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExplainStep {
+    pub step: &'static str,
+    pub detail: String,
+    /// Rows the step produced, when it counts rows.
+    pub rows: Option<usize>,
+    pub time_ns: u64,
+}
+
+/// The plan a query ran with and what each step cost.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Explain {
+    pub steps: Vec<ExplainStep>,
+    pub total_ns: u64,
+}
+
+impl Explain {
+    pub fn to_text(&self) -> String {
+        let mut text = String::new();
+        for step in &self.steps {
+            let rows = step.rows.map_or(String::new(), |r| format!(" rows={r}"));
+            text.push_str(&format!("{:<10} {}{} ({} µs)\n", step.step, step.detail, rows, step.time_ns / 1000));
+        }
+        text.push_str(&format!("total {} µs\n", self.total_ns / 1000));
+        text
+    }
+}
+
+/// What a query answers.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct QueryResult {
+    pub items: Vec<Item>,
+    /// Exact number of matches when the query asked for it.
+    pub total: Option<usize>,
+    pub aggregations: Vec<AggregationResult>,
+    pub explain: Option<Explain>,
+}
+
+impl QueryResult {
+    /// The documents as JSON values (joined documents nested).
+    pub fn values(&self) -> Vec<Value> {
+        self.items.iter().map(Item::value).collect()
+    }
+}

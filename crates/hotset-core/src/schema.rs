@@ -1,0 +1,151 @@
+//! Index definitions: what a namespace declares about its fields.
+//!
+//! Owns: `IndexDef` (fields, kind, type, options), its validation, and the naming of
+//! composite indexes (`a+b`). Never: hold data; indexes themselves live in `index`.
+
+use crate::collate::Collation;
+use crate::doc::FieldPath;
+use crate::error::{Error, Result};
+use crate::value::FieldType;
+
+/// The lookup structure of an index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IndexKind {
+    /// Equality and IN through a hash map.
+    Hash,
+    /// Ordered: equality, ranges, prefixes and sorting through an ordered map.
+    Tree,
+    /// Store only (`-`): a typed column for fast filtering and sorting, no lookup.
+    Store,
+}
+
+impl IndexKind {
+    pub fn parse(name: &str) -> Option<IndexKind> {
+        match name {
+            "hash" => Some(IndexKind::Hash),
+            "tree" => Some(IndexKind::Tree),
+            "-" | "store" | "column" => Some(IndexKind::Store),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexKind::Hash => "hash",
+            IndexKind::Tree => "tree",
+            IndexKind::Store => "-",
+        }
+    }
+}
+
+/// One index of a namespace. Build with `IndexDef::hash`, `tree`, `store` or `composite`
+/// and the option methods.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexDef {
+    pub name: String,
+    pub fields: Vec<String>,
+    pub kind: IndexKind,
+    pub field_type: FieldType,
+    pub pk: bool,
+    pub array: bool,
+    pub sparse: bool,
+    pub collate: Collation,
+}
+
+impl IndexDef {
+    pub fn new(field: &str, kind: IndexKind, field_type: FieldType) -> IndexDef {
+        IndexDef {
+            name: field.to_string(),
+            fields: vec![field.to_string()],
+            kind,
+            field_type,
+            pk: false,
+            array: false,
+            sparse: false,
+            collate: Collation::None,
+        }
+    }
+
+    pub fn hash(field: &str, field_type: FieldType) -> IndexDef {
+        IndexDef::new(field, IndexKind::Hash, field_type)
+    }
+
+    pub fn tree(field: &str, field_type: FieldType) -> IndexDef {
+        IndexDef::new(field, IndexKind::Tree, field_type)
+    }
+
+    pub fn store(field: &str, field_type: FieldType) -> IndexDef {
+        IndexDef::new(field, IndexKind::Store, field_type)
+    }
+
+    /// A composite index over several fields of one type, named `a+b`.
+    pub fn composite(fields: &[&str], kind: IndexKind, field_type: FieldType) -> IndexDef {
+        IndexDef {
+            name: fields.join("+"),
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+            ..IndexDef::new(fields.first().copied().unwrap_or(""), kind, field_type)
+        }
+    }
+
+    pub fn pk(mut self) -> Self {
+        self.pk = true;
+        self
+    }
+    pub fn array(mut self) -> Self {
+        self.array = true;
+        self
+    }
+    pub fn sparse(mut self) -> Self {
+        self.sparse = true;
+        self
+    }
+    pub fn collate(mut self, collate: Collation) -> Self {
+        self.collate = collate;
+        self
+    }
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.to_string();
+        self
+    }
+
+    pub fn is_composite(&self) -> bool {
+        self.fields.len() > 1
+    }
+
+    pub fn paths(&self) -> Vec<FieldPath> {
+        self.fields.iter().map(|f| FieldPath::new(f)).collect()
+    }
+
+    /// Checks the definition on its own (not against other indexes).
+    pub fn validate(&self) -> Result<()> {
+        let fail = |reason: &str| {
+            Err(Error::InvalidIndex {
+                index: self.name.clone(),
+                reason: reason.to_string(),
+            })
+        };
+        if self.name.is_empty() {
+            return fail("the index has no name");
+        }
+        if self.fields.is_empty() || self.fields.iter().any(|f| f.is_empty() || f.split('.').any(str::is_empty)) {
+            return fail("every field path must be non-empty (dotted parts too)");
+        }
+        if self.pk && (self.array || self.sparse) {
+            return fail("a primary key cannot be array or sparse");
+        }
+        if self.pk && self.kind == IndexKind::Store {
+            return fail("a primary key needs a hash or tree index");
+        }
+        if self.is_composite() && self.array {
+            return fail("a composite index cannot be an array index");
+        }
+        if self.collate != Collation::None && self.field_type != FieldType::String {
+            return fail("a collation applies to string fields only");
+        }
+        let mut seen = std::collections::HashSet::new();
+        if !self.fields.iter().all(|f| seen.insert(f)) {
+            return fail("a composite index lists a field twice");
+        }
+        Ok(())
+    }
+}
