@@ -170,6 +170,15 @@ fn compare_int_double(int: i64, double: f64) -> Option<Ordering> {
     }
 }
 
+/// The form of a scalar used to group or hash values that compare equal: an integral
+/// double becomes the int it equals, so `3` and `3.0` fall in one group.
+pub fn group_key(value: Scalar) -> Scalar {
+    match value {
+        Scalar::Double(d) if d.0.fract() == 0.0 && d.0.abs() < 9.2e18 => Scalar::Int(d.0 as i64),
+        other => other,
+    }
+}
+
 /// Converts one JSON scalar to the `Scalar` of a field with the given type and collation.
 /// `Err(found_kind)` when the value does not fit the type. Ints widen to doubles; nothing
 /// else converts, so a wrong type is an error rather than a silent guess.

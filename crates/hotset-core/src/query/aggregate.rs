@@ -13,7 +13,7 @@ use super::result::{AggregationResult, FacetGroup};
 use crate::doc::{self, FieldPath};
 use crate::error::{Error, Result};
 use crate::namespace::NamespaceData;
-use crate::value::{scalar_natural, Scalar, ScalarRef};
+use crate::value::{group_key, scalar_natural, Scalar, ScalarRef};
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -100,7 +100,7 @@ fn keyed_values(view: &RowView<'_>, path: &FieldPath, data: &NamespaceData, fiel
     let (values, _) = doc::field_values(view.doc(), path);
     values
         .iter()
-        .filter_map(|v| scalar_natural(v, collation).map(|key| (key, (*v).clone())))
+        .filter_map(|v| scalar_natural(v, collation).map(|key| (group_key(key), (*v).clone())))
         .collect()
 }
 

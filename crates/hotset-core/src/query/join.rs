@@ -17,7 +17,7 @@ use crate::doc::FieldPath;
 use crate::error::{Error, Result};
 use crate::index::{key_for_type, HashMap, Key};
 use crate::namespace::NamespaceData;
-use crate::value::{compare, Scalar, ScalarRef};
+use crate::value::{compare, group_key, Scalar, ScalarRef};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -183,12 +183,9 @@ fn holds(left: &RowView<'_>, right: &RowView<'_>, cond: &OnPlan) -> bool {
     })
 }
 
-/// Numbers that are equal must hash equal: integral doubles become ints.
+/// Numbers that are equal must hash equal.
 fn normalize(value: ScalarRef<'_>) -> Scalar {
-    match value {
-        ScalarRef::Double(d) if d.fract() == 0.0 && d.abs() < 9.2e18 => Scalar::Int(d as i64),
-        other => other.to_owned(),
-    }
+    group_key(value.to_owned())
 }
 
 fn finder_for(right: &NamespaceData, access: &Access) -> Finder {

@@ -1,0 +1,271 @@
+//! Seeded generators for property tests: schemas, documents, operations and queries
+//! over a small fixed field pool, chosen so that conditions often match, values collide
+//! across collations, and every operator, index kind and option gets exercised.
+//!
+//! Field pool (the type is what indexes declare; `u` is never indexed and mixes kinds):
+//! `id` int pk, `a` int, `b` string, `c` double, `tags` int array, `flag` bool,
+//! `n.x` nested int, `s` string (composite with `b`), `u` anything.
+
+use hotset_core::query::{Aggregation, ArithOp, Cond, Expr, Facet, Op, Query, SetField, SortKey};
+use hotset_core::{Collation, FieldType, IndexDef, IndexKind};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+pub const NAMESPACE: &str = "t";
+const STRINGS: &[&str] = &["abc", "ABC", "Abd", "ёлка", "Ёлка", "straße", "STRASSE", "x1", "x10", "x2", "", "a%b", "a_b", "b"];
+const PATTERNS: &[&str] = &["ab%", "A%", "%b%", "x1_", "ЁЛ%", "stra%", "%", "a\\%b", "_", "x%", "abc", "%c"];
+const QUERY_FIELDS: &[&str] = &["id", "a", "b", "c", "tags", "flag", "n.x", "s", "u", "missing"];
+
+fn collation() -> impl Strategy<Value = Collation> {
+    prop_oneof![Just(Collation::None), Just(Collation::AsciiCi), Just(Collation::Utf8Ci), Just(Collation::Numeric)]
+}
+
+fn kind(kinds: &'static [IndexKind]) -> impl Strategy<Value = Option<IndexKind>> {
+    prop_oneof![1 => Just(None), 3 => proptest::sample::select(kinds).prop_map(Some)]
+}
+
+/// A schema: the pk plus a random subset of optional indexes, in random order.
+pub fn schema() -> impl Strategy<Value = Vec<IndexDef>> {
+    const ALL: &[IndexKind] = &[IndexKind::Hash, IndexKind::Tree, IndexKind::Store];
+    const LOOKUP: &[IndexKind] = &[IndexKind::Hash, IndexKind::Tree];
+    (
+        proptest::sample::select(LOOKUP),
+        (kind(ALL), any::<bool>()),
+        (kind(ALL), any::<bool>(), collation()),
+        kind(LOOKUP),
+        kind(LOOKUP),
+        kind(LOOKUP),
+        kind(&[IndexKind::Tree]),
+        (kind(LOOKUP), collation()),
+        any::<u64>(),
+    )
+        .prop_map(|(pk, a, b, c, tags, flag, nx, bs, shuffle)| {
+            let mut defs = Vec::new();
+            let sparse = |def: IndexDef, on: bool| if on { def.sparse() } else { def };
+            if let (Some(k), sp) = a {
+                defs.push(sparse(IndexDef::new("a", k, FieldType::Int), sp));
+            }
+            if let (Some(k), sp, coll) = b {
+                defs.push(sparse(IndexDef::new("b", k, FieldType::String).collate(coll), sp));
+            }
+            if let Some(k) = c {
+                defs.push(IndexDef::new("c", k, FieldType::Double));
+            }
+            if let Some(k) = tags {
+                defs.push(IndexDef::new("tags", k, FieldType::Int).array());
+            }
+            if let Some(k) = flag {
+                defs.push(IndexDef::new("flag", k, FieldType::Bool));
+            }
+            if let Some(k) = nx {
+                defs.push(IndexDef::new("n.x", k, FieldType::Int));
+            }
+            if let (Some(k), coll) = bs {
+                defs.push(IndexDef::composite(&["b", "s"], k, FieldType::String).collate(coll));
+            }
+            // A deterministic shuffle: declaration order decides each field's collation.
+            let mut order: Vec<(u64, IndexDef)> =
+                defs.into_iter().enumerate().map(|(i, d)| (shuffle.rotate_left(i as u32 * 7) % 1000, d)).collect();
+            order.sort_by_key(|(k, _)| *k);
+            let mut defs: Vec<IndexDef> = order.into_iter().map(|(_, d)| d).collect();
+            let pk_at = (shuffle % (defs.len() as u64 + 1)) as usize;
+            defs.insert(pk_at, IndexDef::new("id", pk, FieldType::Int).pk());
+            defs
+        })
+}
+
+fn maybe<T: std::fmt::Debug + Clone + 'static>(s: impl Strategy<Value = T> + 'static) -> impl Strategy<Value = Option<Option<T>>> {
+    // None: field absent; Some(None): null; Some(Some(v)): a value.
+    prop_oneof![1 => Just(None), 1 => Just(Some(None)), 5 => s.prop_map(|v| Some(Some(v)))]
+}
+
+fn string() -> impl Strategy<Value = String> {
+    proptest::sample::select(STRINGS).prop_map(str::to_string)
+}
+
+fn double() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        proptest::sample::select(&[-1.5, 0.0, 0.5, 2.0, 2.5, 3.0][..]).prop_map(|d| json!(d)),
+        (-2i64..4).prop_map(|i| json!(i)),
+    ]
+}
+
+fn mixed() -> impl Strategy<Value = Value> {
+    let scalar = prop_oneof![
+        (-3i64..6).prop_map(|i| json!(i)),
+        string().prop_map(Value::String),
+        any::<bool>().prop_map(Value::Bool),
+        Just(json!(1.5)),
+        Just(Value::Null),
+    ];
+    prop_oneof![
+        4 => scalar.clone(),
+        1 => proptest::collection::vec(scalar, 0..3).prop_map(Value::Array),
+        1 => Just(json!({"k": 1})),
+    ]
+}
+
+/// A document with `id` in `0..ids`; every indexed field has its declared type.
+pub fn document(ids: i64) -> impl Strategy<Value = Value> {
+    (
+        0..ids,
+        maybe(-3i64..8),
+        maybe(string()),
+        maybe(double()),
+        maybe(proptest::collection::vec(0i64..5, 0..4)),
+        maybe(any::<bool>()),
+        maybe(-2i64..4),
+        maybe(string()),
+        maybe(mixed()),
+    )
+        .prop_map(|(id, a, b, c, tags, flag, nx, s, u)| {
+            let mut doc = serde_json::Map::new();
+            doc.insert("id".into(), json!(id));
+            let mut put = |name: &str, value: Option<Option<Value>>| {
+                if let Some(value) = value {
+                    doc.insert(name.into(), value.unwrap_or(Value::Null));
+                }
+            };
+            put("a", a.map(|v| v.map(|x| json!(x))));
+            put("b", b.map(|v| v.map(Value::String)));
+            put("c", c);
+            put("tags", tags.map(|v| v.map(|t| json!(t))));
+            put("flag", flag.map(|v| v.map(Value::Bool)));
+            put("n", nx.map(|v| v.map(|x| json!({"x": x}))));
+            put("s", s.map(|v| v.map(Value::String)));
+            put("u", u);
+            Value::Object(doc)
+        })
+}
+
+/// A document whose `a` or `b` has the wrong type (refused when that field is indexed).
+pub fn bad_document(ids: i64) -> impl Strategy<Value = Value> {
+    (document(ids), prop_oneof![Just(("a", json!("text"))), Just(("b", json!(7))), Just(("c", json!("x"))), Just(("flag", json!(1))), Just(("a", json!([1, 2])))])
+        .prop_map(|(mut doc, (field, value))| {
+            doc[field] = value;
+            doc
+        })
+}
+
+fn query_value(field: &'static str) -> BoxedStrategy<Value> {
+    let typed: BoxedStrategy<Value> = match field {
+        "b" | "s" => string().prop_map(Value::String).boxed(),
+        "c" => double().boxed(),
+        "flag" => any::<bool>().prop_map(Value::Bool).boxed(),
+        _ => (-3i64..8).prop_map(|i| json!(i)).boxed(),
+    };
+    let other = prop_oneof![(-3i64..8).prop_map(|i| json!(i)), string().prop_map(Value::String), Just(json!(2.5)), any::<bool>().prop_map(Value::Bool)];
+    prop_oneof![4 => typed, 1 => other].boxed()
+}
+
+fn leaf() -> impl Strategy<Value = Cond> {
+    const OPS: &[Op] = &[Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::Range, Op::In, Op::AllSet, Op::Empty, Op::Any, Op::Like];
+    (proptest::sample::select(QUERY_FIELDS), proptest::sample::select(OPS)).prop_flat_map(|(field, op)| {
+        let values: BoxedStrategy<Vec<Value>> = match op {
+            Op::Empty | Op::Any => Just(Vec::new()).boxed(),
+            Op::Range => proptest::collection::vec(query_value(field), 2).boxed(),
+            Op::In | Op::AllSet => proptest::collection::vec(query_value(field), 0..4).boxed(),
+            Op::Like => proptest::sample::select(PATTERNS).prop_map(|p| vec![json!(p)]).boxed(),
+            _ => proptest::collection::vec(query_value(field), 1).boxed(),
+        };
+        values.prop_map(move |values| Cond::Field { field: field.to_string(), op, values })
+    })
+}
+
+/// Conditions with AND / OR / NOT nested up to three levels.
+pub fn condition() -> impl Strategy<Value = Cond> {
+    leaf().prop_recursive(3, 12, 3, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 1..4).prop_map(Cond::And),
+            proptest::collection::vec(inner.clone(), 1..4).prop_map(Cond::Or),
+            inner.prop_map(|c| Cond::Not(Box::new(c))),
+        ]
+    })
+}
+
+fn aggregation() -> impl Strategy<Value = Aggregation> {
+    let numeric = proptest::sample::select(&["a", "c", "tags", "n.x", "u"][..]);
+    let any_field = proptest::sample::select(&["a", "b", "c", "tags", "flag", "s", "u"][..]);
+    prop_oneof![
+        Just(Aggregation::Count),
+        numeric.clone().prop_map(|f| Aggregation::Sum(f.into())),
+        numeric.clone().prop_map(|f| Aggregation::Avg(f.into())),
+        numeric.clone().prop_map(|f| Aggregation::Min(f.into())),
+        numeric.prop_map(|f| Aggregation::Max(f.into())),
+        any_field.clone().prop_map(|f| Aggregation::Distinct(f.into())),
+        (proptest::collection::vec(any_field, 1..3), any::<bool>(), 0usize..2, proptest::option::of(0usize..4)).prop_map(|(fields, by_value, offset, limit)| {
+            let mut fields: Vec<String> = fields.into_iter().map(String::from).collect();
+            fields.dedup();
+            let sort = if by_value { vec![SortKey { field: fields[0].clone(), desc: false }] } else { Vec::new() };
+            Aggregation::Facet(Facet { fields, sort, offset, limit })
+        }),
+    ]
+}
+
+/// A query: filter, 0–3 sort keys, paging, total and aggregations.
+pub fn query() -> impl Strategy<Value = Query> {
+    let sort_fields = proptest::sample::select(&["id", "a", "b", "c", "tags", "flag", "n.x", "s", "u"][..]);
+    (
+        proptest::option::weighted(0.85, condition()),
+        proptest::collection::vec((sort_fields, any::<bool>()), 0..3),
+        any::<bool>(),
+        0usize..5,
+        proptest::option::weighted(0.7, 0usize..8),
+        any::<bool>(),
+        proptest::collection::vec(aggregation(), 0..3),
+    )
+        .prop_map(|(filter, sort, by_pk, offset, limit, total, aggregations)| {
+            let mut sort: Vec<SortKey> = sort.into_iter().map(|(f, desc)| SortKey { field: f.into(), desc }).collect();
+            if by_pk && !sort.is_empty() {
+                sort.push(SortKey { field: "id".into(), desc: false });
+            }
+            Query { namespace: NAMESPACE.into(), filter, sort, offset, limit, total, aggregations, ..Query::default() }
+        })
+}
+
+/// One write in a generated history.
+#[derive(Debug, Clone)]
+pub enum Write {
+    Insert(Value),
+    Upsert(Value),
+    Update(Value),
+    Delete(i64),
+    UpdateQuery(Option<Cond>, Vec<SetField>),
+    DeleteQuery(Cond),
+    AddIndex(IndexDef),
+    DropIndex(String),
+}
+
+fn set_field() -> impl Strategy<Value = SetField> {
+    prop_oneof![
+        Just(SetField::Set("a".into(), Expr::field("a").binary(ArithOp::Add, Expr::value(1)))),
+        Just(SetField::Set("a".into(), Expr::field("a").binary(ArithOp::Mul, Expr::value(2)))),
+        string().prop_map(|s| SetField::Set("b".into(), Expr::value(s))),
+        Just(SetField::Set("c".into(), Expr::field("c").binary(ArithOp::Div, Expr::value(2)))),
+        Just(SetField::Set("u".into(), Expr::field("u").binary(ArithOp::Add, Expr::value(1)))),
+        Just(SetField::Set("n.x".into(), Expr::value(5))),
+        Just(SetField::Drop("c".into())),
+        Just(SetField::Drop("u".into())),
+        Just(SetField::Set("a".into(), Expr::value("bad"))),
+    ]
+}
+
+/// A history of writes over ids `0..ids`.
+pub fn writes(ids: i64) -> impl Strategy<Value = Vec<Write>> {
+    let write = prop_oneof![
+        6 => document(ids).prop_map(Write::Upsert),
+        3 => document(ids).prop_map(Write::Insert),
+        2 => document(ids).prop_map(Write::Update),
+        2 => (0..ids).prop_map(Write::Delete),
+        1 => bad_document(ids).prop_map(Write::Upsert),
+        1 => (proptest::option::of(condition()), proptest::collection::vec(set_field(), 1..3)).prop_map(|(c, s)| Write::UpdateQuery(c, s)),
+        1 => condition().prop_map(Write::DeleteQuery),
+        1 => (proptest::sample::select(&["a", "b", "s", "u"][..]), prop_oneof![Just(IndexKind::Tree), Just(IndexKind::Hash)], collation()).prop_map(|(f, k, c)| {
+            let field_type = if f == "a" { FieldType::Int } else { FieldType::String };
+            let def = IndexDef::new(f, k, field_type).named(&format!("extra_{f}"));
+            Write::AddIndex(if field_type == FieldType::String { def.collate(c) } else { def })
+        }),
+        1 => proptest::sample::select(&["a", "b", "extra_a", "extra_b", "extra_u", "b+s"][..]).prop_map(|n| Write::DropIndex(n.into())),
+    ];
+    proptest::collection::vec(write, 0..70)
+}
