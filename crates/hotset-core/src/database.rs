@@ -5,7 +5,9 @@
 //! with writers), transactions, and checking limits at the boundary. Never: do I/O, or
 //! hold a lock across anything but the in-memory work of one call.
 
+use crate::clock::{Clock, SystemClock};
 use crate::doc;
+use crate::kv::Keyspaces;
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 use crate::namespace::{Namespace, NamespaceData, NamespaceInfo, Undo};
@@ -19,10 +21,22 @@ use std::sync::Arc;
 
 /// An in-memory database: namespaces of JSON documents. `Send + Sync`; share it with
 /// an `Arc` between threads.
-#[derive(Debug, Default)]
 pub struct Database {
     namespaces: RwLock<BTreeMap<String, Arc<Namespace>>>,
+    keyspaces: Keyspaces,
     limits: Limits,
+}
+
+impl Default for Database {
+    fn default() -> Database {
+        Database::with_clock(Arc::new(SystemClock), Limits::default())
+    }
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database").field("namespaces", &self.namespace_names()).field("keyspaces", &self.keyspaces.list()).finish()
+    }
 }
 
 /// A stored document.
@@ -34,7 +48,17 @@ impl Database {
     }
 
     pub fn with_limits(limits: Limits) -> Database {
-        Database { limits, ..Database::default() }
+        Database::with_clock(Arc::new(SystemClock), limits)
+    }
+
+    /// A database whose key expiry reads time from `clock` (tests use a manual clock).
+    pub fn with_clock(clock: Arc<dyn Clock>, limits: Limits) -> Database {
+        Database { namespaces: RwLock::new(BTreeMap::new()), keyspaces: Keyspaces::new(clock), limits }
+    }
+
+    /// The key-value keyspaces (Redis-style strings, counters and hashes with expiry).
+    pub fn keyspaces(&self) -> &Keyspaces {
+        &self.keyspaces
     }
 
     pub fn limits(&self) -> &Limits {

@@ -3,11 +3,13 @@
 //! async: everything above it (storage, server, bindings) is an adapter.
 #![forbid(unsafe_code)]
 
+pub mod clock;
 pub mod collate;
 pub mod database;
 pub mod doc;
 pub mod error;
 pub mod index;
+pub mod kv;
 pub mod limits;
 pub mod namespace;
 pub mod query;

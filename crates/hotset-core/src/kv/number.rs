@@ -1,0 +1,170 @@
+//! Redis-compatible number parsing and formatting.
+//!
+//! Owns: the byte-level rules deciding whether a value is an integer or a
+//! float, and how INCRBYFLOAT results are printed.
+//!
+//! Must never: accept anything Redis rejects for counters (leading `+`,
+//! leading zeros, spaces, `-0`), since a value that is "an integer" here is
+//! stored as `Int` and GET must then reproduce the exact original bytes.
+//!
+//! Invariants: `parse_i64(b)` succeeds iff `b` is exactly `format_i64(v)` for
+//! some `v`, so the integer representation round-trips byte for byte.
+//!
+//! Known divergence: Redis does INCRBYFLOAT arithmetic in `long double`
+//! (80-bit on x86); this module uses `f64`, so results needing more than
+//! ~15-17 significant digits (e.g. integers beyond 2^53) can differ from
+//! Redis in the last digits, and hexadecimal float input is not accepted.
+
+/// Longest text Redis' `string2ld` accepts (`MAX_LONG_DOUBLE_CHARS`).
+const MAX_FLOAT_TEXT: usize = 5 * 1024;
+
+/// Parses a canonical decimal `i64` with Redis' `string2ll` rules: optional
+/// `-`, no `+`, no leading zeros (except `"0"` itself), no whitespace.
+pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
+    let (negative, digits) = match bytes.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, bytes),
+    };
+    match digits {
+        [] => return None,
+        [b'0'] => return (!negative).then_some(0),
+        [b'1'..=b'9', ..] if digits.len() <= 19 => {}
+        _ => return None,
+    }
+    let mut magnitude: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        magnitude = magnitude
+            .checked_mul(10)?
+            .checked_add(u64::from(d - b'0'))?;
+    }
+    if negative {
+        0i64.checked_sub_unsigned(magnitude)
+    } else {
+        i64::try_from(magnitude).ok()
+    }
+}
+
+/// Decimal text of `v`; the inverse of [`parse_i64`].
+pub fn format_i64(v: i64) -> Vec<u8> {
+    v.to_string().into_bytes()
+}
+
+/// Number of bytes `format_i64(v)` would produce, without allocating.
+pub fn i64_text_len(v: i64) -> usize {
+    let digits = v
+        .unsigned_abs()
+        .checked_ilog10()
+        .map_or(1, |l| l as usize + 1);
+    digits + usize::from(v < 0)
+}
+
+/// Parses a float like Redis' `string2ld` (strtold): decimal or exponent
+/// notation, optional sign, `inf`/`infinity`; rejects NaN, whitespace, empty
+/// input, and text that overflows to infinity or underflows to zero.
+/// (strtold's hexadecimal floats are not supported.)
+pub fn parse_f64(bytes: &[u8]) -> Option<f64> {
+    if bytes.is_empty() || bytes.len() >= MAX_FLOAT_TEXT {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let value: f64 = text.parse().ok()?;
+    if value.is_nan() {
+        return None;
+    }
+    // Rust saturates out-of-range literals; strtold reports ERANGE instead,
+    // which Redis turns into "not a valid float".
+    if value.is_infinite() && !is_infinity_literal(text) {
+        return None;
+    }
+    if value == 0.0 && mantissa_has_nonzero_digit(text) {
+        return None;
+    }
+    Some(value)
+}
+
+fn is_infinity_literal(text: &str) -> bool {
+    let unsigned = text.trim_start_matches(['+', '-']);
+    unsigned.eq_ignore_ascii_case("inf") || unsigned.eq_ignore_ascii_case("infinity")
+}
+
+fn mantissa_has_nonzero_digit(text: &str) -> bool {
+    text.bytes()
+        .take_while(|b| !matches!(b, b'e' | b'E'))
+        .any(|b| matches!(b, b'1'..=b'9'))
+}
+
+/// Formats an INCRBYFLOAT result: the shortest decimal text that round-trips,
+/// never in exponent notation, without trailing zeros or a trailing dot
+/// (`10.5`, `3`, `5000`), which is the shape Redis' human format produces.
+pub fn format_f64(v: f64) -> Vec<u8> {
+    // Rust's `Display` for f64 is exactly "shortest round-trip, no exponent".
+    v.to_string().into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_follow_string2ll() {
+        for ok in [
+            "0",
+            "1",
+            "-1",
+            "42",
+            "9223372036854775807",
+            "-9223372036854775808",
+        ] {
+            let v = parse_i64(ok.as_bytes()).unwrap();
+            assert_eq!(format_i64(v), ok.as_bytes());
+            assert_eq!(i64_text_len(v), ok.len());
+        }
+        for bad in [
+            "",
+            "-",
+            "+1",
+            "01",
+            "-0",
+            "00",
+            " 1",
+            "1 ",
+            "1a",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999",
+            "1.0",
+            "0x10",
+        ] {
+            assert_eq!(parse_i64(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn floats_follow_string2ld() {
+        assert_eq!(parse_f64(b"10.5"), Some(10.5));
+        assert_eq!(parse_f64(b"5.0e3"), Some(5000.0));
+        assert_eq!(parse_f64(b".5"), Some(0.5));
+        assert_eq!(parse_f64(b"+1"), Some(1.0));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"0.0"), Some(0.0));
+        for bad in [
+            "", "nan", "NaN", " 1", "1 ", "abc", "1e999", "1e-999", "1,5",
+        ] {
+            assert_eq!(parse_f64(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn float_formatting_is_shortest_without_exponent() {
+        assert_eq!(format_f64(10.5), b"10.5");
+        assert_eq!(format_f64(3.0), b"3");
+        assert_eq!(format_f64(5000.0), b"5000");
+        assert_eq!(format_f64(5200.0), b"5200");
+        assert_eq!(format_f64(-0.25), b"-0.25");
+        assert_eq!(format_f64(1e21), b"1000000000000000000000");
+        assert_eq!(format_f64(1e-7), b"0.0000001");
+    }
+}
