@@ -16,7 +16,7 @@ use crate::query::{exec, update, Query, QueryResult, SetField};
 use crate::schema::IndexDef;
 use parking_lot::{RwLock, RwLockReadGuard};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// An in-memory database: namespaces of JSON documents. `Send + Sync`; share it with
@@ -212,6 +212,11 @@ impl Database {
 
     /// Runs a query.
     pub fn query(&self, query: &Query) -> Result<QueryResult> {
+        if query.joins.is_empty() {
+            let namespace = self.namespace(&query.namespace)?;
+            let data = namespace.data.read();
+            return exec::run(&data, query, &[]);
+        }
         let mut names: Vec<&str> = vec![query.namespace.as_str()];
         names.extend(query.joins.iter().map(|j| j.query.namespace.as_str()));
         names.sort_unstable();
@@ -220,8 +225,8 @@ impl Database {
         // Read locks in name order: a writer holds one namespace at a time, so ordered
         // readers cannot form a cycle with writers.
         let guards: Vec<RwLockReadGuard<'_, NamespaceData>> = namespaces.iter().map(|n| n.data.read()).collect();
-        let by_name: HashMap<String, &NamespaceData> = names.iter().map(|n| n.to_string()).zip(guards.iter().map(|g| &**g)).collect();
-        let main = by_name[query.namespace.as_str()];
+        let by_name: Vec<(&str, &NamespaceData)> = names.iter().copied().zip(guards.iter().map(|g| &**g)).collect();
+        let main = by_name.iter().find(|(n, _)| *n == query.namespace).expect("the main namespace is locked").1;
         exec::run(main, query, &by_name)
     }
 

@@ -18,7 +18,6 @@ use crate::error::{Error, Result};
 use crate::namespace::NamespaceData;
 use crate::value::Scalar;
 use roaring::RoaringBitmap;
-use std::collections::HashMap;
 use std::ops::Bound;
 use std::time::Instant;
 
@@ -55,15 +54,15 @@ impl Recorder {
 }
 
 /// Runs `query` on `data`; `others` holds the read-locked namespaces joins refer to.
-pub(crate) fn run(data: &NamespaceData, query: &Query, others: &HashMap<String, &NamespaceData>) -> Result<QueryResult> {
+pub(crate) fn run(data: &NamespaceData, query: &Query, others: &[(&str, &NamespaceData)]) -> Result<QueryResult> {
     let mut recorder = Recorder::new(query.explain);
     let plan = plan(data, query)?;
     let joins = query
         .joins
         .iter()
         .map(|join| {
-            let right = others.get(&join.query.namespace).ok_or_else(|| Error::UnknownNamespace {
-                namespace: join.query.namespace.clone(),
+            let right = others.iter().find(|(name, _)| *name == join.query.namespace).map(|(_, data)| *data).ok_or_else(|| {
+                Error::UnknownNamespace { namespace: join.query.namespace.clone() }
             })?;
             JoinPlan::compile(data, right, join)
         })
@@ -210,11 +209,16 @@ impl Run<'_> {
             group.clear();
         };
         let fast_count = !self.checks_rows() && self.set.is_none();
+        // Without further sort keys a row's place is final as soon as it is seen, so
+        // no groups are formed and the walk can stop inside a key's postings.
+        let streaming = rest.is_empty();
         walk.scan.walk(index, walk.desc, |key, postings| {
-            let prefix = &key.parts()[..walk.covered.min(key.parts().len())];
-            if group_key.as_deref() != Some(prefix) {
-                flush(&mut group, &mut page, &mut seen);
-                group_key = Some(prefix.to_vec());
+            if !streaming {
+                let prefix = &key.parts()[..walk.covered.min(key.parts().len())];
+                if group_key.as_deref() != Some(prefix) {
+                    flush(&mut group, &mut page, &mut seen);
+                    group_key = Some(prefix.to_vec());
+                }
             }
             if seen >= end && !count_all {
                 return false;
@@ -224,16 +228,23 @@ impl Run<'_> {
                 return true;
             }
             let mut visit = |row: u32| {
-                if self.set.is_none_or(|s| s.contains(row)) && self.accepts(row) {
-                    group.push(row);
-                    if let Some(all) = &mut all {
-                        all.push(row);
-                    }
+                if !(self.set.is_none_or(|s| s.contains(row)) && self.accepts(row)) {
+                    return true;
                 }
-                true
+                if let Some(all) = &mut all {
+                    all.push(row);
+                }
+                if !streaming {
+                    group.push(row);
+                    return true;
+                }
+                if seen >= self.query.offset && seen < end {
+                    page.push(row);
+                }
+                seen += 1;
+                seen < end || count_all
             };
-            if walk.desc { postings.for_each_rev(&mut visit) } else { postings.for_each(&mut visit) };
-            true
+            if walk.desc { postings.for_each_rev(&mut visit) } else { postings.for_each(&mut visit) }
         });
         flush(&mut group, &mut page, &mut seen);
         Outcome { page, total: count_all.then_some(seen), all }

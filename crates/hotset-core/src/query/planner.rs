@@ -116,20 +116,21 @@ pub(crate) fn plan(data: &NamespaceData, query: &Query) -> Result<Plan> {
     Ok(Plan { set, residual, sort, walk })
 }
 
-/// Whether walking the sort index beats sorting the candidates. Without other
-/// conditions the walk reads about `window` rows; with candidates that are a fraction
-/// `c / n` of the rows it reads about `window * n / c` before the window is full.
+/// Whether walking the sort index beats sorting the candidates. The walk reads rows of
+/// its range in order until the window is full; if the other conditions keep a fraction
+/// `c / n` of all rows, that is about `window * n / c` rows (at most the range). Sorting
+/// instead costs about the candidates' count (at most the range).
 fn walk_pays(query: &Query, rows_total: usize, conjuncts: &[Conjunct], walk: &Walk) -> bool {
     let window = query.offset.saturating_add(query.limit.unwrap_or(usize::MAX));
-    let candidates = conjuncts
-        .iter()
-        .filter_map(|c| c.access.as_ref().map(|(plan, _)| plan.estimate(rows_total)))
-        .min()
-        .unwrap_or(rows_total)
-        .min(walk.scan.estimate)
-        .max(1);
-    let expected_walk = window.saturating_mul(rows_total.max(1)) / candidates;
-    expected_walk <= candidates.saturating_mul(2)
+    let range_rows = walk.scan.estimate.max(1);
+    let others = conjuncts.iter().filter_map(|c| c.access.as_ref().map(|(plan, _)| plan.estimate(rows_total))).min();
+    let expected_walk = match others {
+        None => window,
+        Some(others) => window.saturating_mul(rows_total.max(1)) / others.max(1),
+    }
+    .min(range_rows);
+    let sort_cost = others.unwrap_or(range_rows).min(range_rows);
+    expected_walk <= sort_cost.saturating_mul(2)
 }
 
 fn flatten_and(cond: &Cond) -> Vec<&Cond> {

@@ -13,7 +13,7 @@ use std::ops::Bound;
 
 /// Walking a range stops estimating after this many distinct keys (and assumes the
 /// worst), so planning stays cheap on high-cardinality indexes.
-pub const ESTIMATE_KEYS_MAX: usize = 1024;
+pub const ESTIMATE_KEYS_MAX: usize = 32;
 
 /// A range over one component of an index key, after `prefix` (equal leading components
 /// of a composite key). `full` walks every key, the empty (`Null`) one included.

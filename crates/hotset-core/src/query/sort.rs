@@ -6,9 +6,9 @@
 //! values are all equal (add the primary key to the sort for a total order).
 
 use super::planner::SortSpec;
-use super::pred::{sort_order, RowView};
+use super::pred::{sort_order, Access, RowView};
 use crate::namespace::NamespaceData;
-use crate::value::Scalar;
+use crate::value::{FieldType, Scalar, ScalarRef};
 use std::cmp::Ordering;
 use std::ops::Range;
 
@@ -25,22 +25,65 @@ pub(crate) fn sort_rows(
     if specs.is_empty() || start == end {
         return start..end;
     }
-    let mut keyed: Vec<(Vec<Option<Scalar>>, u32)> = rows
-        .iter()
-        .map(|&row| {
-            let view = RowView::new(data, row);
-            (specs.iter().map(|s| view.first(&s.access)).collect(), row)
-        })
-        .collect();
-    let order = |a: &(Vec<Option<Scalar>>, u32), b: &(Vec<Option<Scalar>>, u32)| compare_keys(&a.0, &b.0, specs);
-    if end < keyed.len() {
-        // Only the first `end` rows matter: select them, then sort just those.
-        keyed.select_nth_unstable_by(end, order);
-        keyed.truncate(end);
+    if let [spec] = specs
+        && let Some(keys) = int_keys(data, rows, spec)
+    {
+        return sort_by_int_keys(rows, keys, spec.desc, start, end);
     }
-    keyed.sort_unstable_by(order);
+    // Sort values of all rows in one flat buffer (row i's at `i * width`), ordered
+    // through a permutation: one allocation however many keys there are.
+    let width = specs.len();
+    let mut values: Vec<Option<Scalar>> = Vec::with_capacity(rows.len() * width);
+    for &row in rows.iter() {
+        let view = RowView::new(data, row);
+        values.extend(specs.iter().map(|s| view.first(&s.access)));
+    }
+    let mut order: Vec<u32> = (0..rows.len() as u32).collect();
+    let by_values = |a: &u32, b: &u32| {
+        let (a, b) = (*a as usize * width, *b as usize * width);
+        compare_keys(&values[a..a + width], &values[b..b + width], specs)
+    };
+    select_window(&mut order, end, by_values);
+    let sorted: Vec<u32> = order.iter().map(|&i| rows[i as usize]).collect();
+    *rows = sorted;
+    start..end
+}
+
+/// Puts the first `end` elements in order (selecting them first when fewer than all).
+fn select_window<T>(items: &mut Vec<T>, end: usize, order: impl Fn(&T, &T) -> Ordering + Copy) {
+    if end < items.len() {
+        items.select_nth_unstable_by(end, order);
+        items.truncate(end);
+    }
+    items.sort_unstable_by(order);
+}
+
+/// The common case of one sort key on an int column: sort plain integers. Empty rows
+/// sort first (as `sort_order` says), which `(false, _) < (true, _)` gives.
+fn int_keys(data: &NamespaceData, rows: &[u32], spec: &SortSpec) -> Option<Vec<(bool, i64, u32)>> {
+    let Access::Column(column) = spec.access else { return None };
+    let column = data.column(column);
+    if column.spec.field_type != FieldType::Int || column.spec.array {
+        return None;
+    }
+    Some(
+        rows.iter()
+            .map(|&row| match column.first(row) {
+                Some(ScalarRef::Int(v)) => (true, v, row),
+                _ => (false, 0, row),
+            })
+            .collect(),
+    )
+}
+
+fn sort_by_int_keys(rows: &mut Vec<u32>, mut keys: Vec<(bool, i64, u32)>, desc: bool, start: usize, end: usize) -> Range<usize> {
+    let order = move |a: &(bool, i64, u32), b: &(bool, i64, u32)| {
+        let order = (a.0, a.1).cmp(&(b.0, b.1));
+        if desc { order.reverse() } else { order }
+    };
+    select_window(&mut keys, end, order);
     rows.clear();
-    rows.extend(keyed.into_iter().map(|(_, row)| row));
+    rows.extend(keys.into_iter().map(|(_, _, row)| row));
     start..end
 }
 

@@ -1,0 +1,205 @@
+//! Benchmark runner for the embedded engine on the shared data sets
+//! (`../shared/bench/gen_dataset.py`), asking the same seeded queries as the peer
+//! scripts (`bench/params.py`). Prints one JSON line last, like the peer scripts, so
+//! `median_runs.py` can take the median of several runs.
+//!
+//! usage: hotset-bench items ITEMS.jsonl PARAMS.json [--seconds S] [--warmup S]
+//!        hotset-bench users USERS.jsonl PREFIXES.json [--seconds S] [--warmup S]
+
+use hotset_core::query::{Op, Query};
+use hotset_core::{Collation, Database, FieldType, IndexDef, IndexKind};
+use serde_json::{json, Map, Value};
+use std::time::{Duration, Instant};
+
+struct Options {
+    seconds: f64,
+    warmup: f64,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!("usage: hotset-bench items|users DATA.jsonl PARAMS.json [--seconds S] [--warmup S]");
+        std::process::exit(2);
+    }
+    let flag = |name: &str, default: f64| {
+        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    };
+    let options = Options { seconds: flag("--seconds", 3.0), warmup: flag("--warmup", 0.5) };
+    let lines: Vec<String> = std::fs::read_to_string(&args[2]).expect("reading the data set").lines().map(String::from).collect();
+    let params: Value = serde_json::from_str(&std::fs::read_to_string(&args[3]).expect("reading the parameters")).expect("parameters are JSON");
+    let report = match args[1].as_str() {
+        "items" => items(&lines, &params, &options),
+        "users" => users(&lines, &params, &options),
+        other => panic!("unknown data set kind {other}"),
+    };
+    println!("{}", serde_json::to_string(&report).expect("a report serialises"));
+}
+
+fn rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb: f64 = status.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    (kb / 1024.0 * 10.0).round() / 10.0
+}
+
+/// Calls `op` with successive parameters for `warmup` seconds (discarded), then for
+/// `seconds`; reports throughput and latency percentiles like `bench_common.timed_run`.
+fn timed<P>(params: &[P], options: &Options, mut op: impl FnMut(&P) -> usize) -> Value {
+    let mut at = 0usize;
+    let mut next = || {
+        at = (at + 1) % params.len();
+        &params[at]
+    };
+    let warm_end = Instant::now() + Duration::from_secs_f64(options.warmup);
+    while Instant::now() < warm_end {
+        op(next());
+    }
+    let (mut latencies, mut rows) = (Vec::new(), 0usize);
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(options.seconds);
+    let mut last = start;
+    while last < end {
+        rows += op(next());
+        let now = Instant::now();
+        latencies.push(now - last);
+        last = now;
+    }
+    latencies.sort_unstable();
+    let count = latencies.len();
+    let micros = |d: Duration| (d.as_secs_f64() * 1e7).round() / 10.0;
+    json!({
+        "ops": count,
+        "ops_s": (count as f64 / (last - start).as_secs_f64()).round(),
+        "p50_us": micros(latencies[count / 2]),
+        "p99_us": micros(latencies[(count * 99 / 100).min(count - 1)]),
+        "avg_rows": (rows as f64 / count as f64 * 100.0).round() / 100.0,
+    })
+}
+
+/// Runs a query and renders its page to JSON bytes, as a server would.
+fn render(db: &Database, query: &Query, out: &mut Vec<u8>) -> usize {
+    let result = db.query(query).expect("benchmark queries are valid");
+    out.clear();
+    for item in &result.items {
+        item.write_json(out);
+    }
+    std::hint::black_box(result.total);
+    result.items.len()
+}
+
+fn item_indexes() -> Vec<IndexDef> {
+    vec![IndexDef::hash("id", FieldType::Int).pk(), IndexDef::hash("name", FieldType::String), IndexDef::tree("year", FieldType::Int)]
+}
+
+fn load(db: &Database, namespace: &str, lines: &[String]) -> f64 {
+    let start = Instant::now();
+    for line in lines {
+        db.upsert_json(namespace, line.as_bytes()).expect("data set documents are valid");
+    }
+    start.elapsed().as_secs_f64()
+}
+
+fn items(lines: &[String], params: &Value, options: &Options) -> Value {
+    let mut results = Map::new();
+    let rss_start = rss_mb();
+    let db = Database::new();
+    // f) bulk insert: one transaction of parsed documents, then one call per JSON line.
+    db.create_namespace("items", item_indexes()).expect("schema");
+    let parsed: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+    let start = Instant::now();
+    let mut tx = db.transaction("items").expect("namespace");
+    for doc in parsed {
+        tx.insert(doc).expect("within limits");
+    }
+    tx.commit().expect("bulk insert");
+    let seconds = start.elapsed().as_secs_f64();
+    results.insert("f_bulk_insert_tx".into(), json!({"seconds": (seconds * 1000.0).round() / 1000.0, "rows_s": (lines.len() as f64 / seconds).round()}));
+    let rss_loaded = rss_mb();
+    db.create_namespace("items_loop", item_indexes()).expect("schema");
+    let seconds = load(&db, "items_loop", lines);
+    results.insert("f_bulk_insert_loop".into(), json!({"seconds": (seconds * 1000.0).round() / 1000.0, "rows_s": (lines.len() as f64 / seconds).round()}));
+    db.drop_namespace("items_loop").expect("drop");
+
+    let list = |key: &str| params[key].as_array().expect("parameter list").clone();
+    let ids = list("ids");
+    let names = list("names");
+    let mut out = Vec::with_capacity(1 << 16);
+    results.insert(
+        "a_get_by_id".into(),
+        timed(&ids, options, |id| {
+            let doc = db.get("items", id).expect("valid key");
+            out.clear();
+            out.extend_from_slice(doc.as_deref().unwrap_or_default());
+            usize::from(doc.is_some())
+        }),
+    );
+    results.insert(
+        "b_name_year".into(),
+        timed(&names, options, |name| {
+            let query = Query::new("items").where_("name", Op::Eq, name.clone()).where_("year", Op::Gt, 2010).sort("year", false).limit(10).with_total();
+            render(&db, &query, &mut out)
+        }),
+    );
+    let range = Query::new("items").filter(hotset_core::Cond::new("year", Op::Range, json!([2010, 2020]))).sort("year", true).offset(100).limit(20);
+    results.insert("c_year_range".into(), timed(&[()], options, |_| render(&db, &range, &mut out)));
+    let upserts = list("upserts");
+    results.insert(
+        "e_upsert".into(),
+        timed(&upserts, options, |doc| {
+            db.upsert("items", doc).expect("valid document");
+            1
+        }),
+    );
+    let info = db.describe("items").expect("namespace");
+    let json_bytes: usize = lines.iter().map(|l| l.len()).sum();
+    json!({
+        "bench": "hotset_core_items",
+        "records": lines.len(),
+        "seconds": options.seconds,
+        "results": results,
+        "json_bytes": json_bytes,
+        "engine_memory_bytes": info.memory_bytes,
+        "engine_bytes_per_doc": (info.memory_bytes as f64 / info.documents as f64).round(),
+        "json_bytes_per_doc": (json_bytes as f64 / lines.len() as f64).round(),
+        "rss_mb_before_load": rss_start,
+        "rss_mb_after_load": rss_loaded,
+    })
+}
+
+fn users(lines: &[String], params: &Value, options: &Options) -> Value {
+    let mut results = Map::new();
+    let rss_start = rss_mb();
+    let db = Database::new();
+    let indexes = vec![
+        IndexDef::hash("id", FieldType::Int).pk(),
+        IndexDef::composite(&["first_name", "last_name"], IndexKind::Tree, FieldType::String).collate(Collation::Utf8Ci),
+    ];
+    db.create_namespace("users", indexes).expect("schema");
+    let seconds = load(&db, "users", lines);
+    results.insert("load".into(), json!({"seconds": (seconds * 1000.0).round() / 1000.0, "rows_s": (lines.len() as f64 / seconds).round()}));
+    let rss_loaded = rss_mb();
+    let prefixes = params["prefixes"].as_array().expect("prefix list").clone();
+    let mut out = Vec::with_capacity(1 << 16);
+    let query = |p: &Value, total: bool| {
+        let pattern = format!("{}%", p["prefix"].as_str().expect("prefix"));
+        let page = p["page"].as_u64().expect("page") as usize;
+        let q = Query::new("users").where_("first_name", Op::Like, pattern).sort("first_name", false).sort("last_name", false).offset(page * 10).limit(10);
+        if total { q.with_total() } else { q }
+    };
+    results.insert("g_prefix_page".into(), timed(&prefixes, options, |p| render(&db, &query(p, false), &mut out)));
+    results.insert("g_prefix_page_total".into(), timed(&prefixes, options, |p| render(&db, &query(p, true), &mut out)));
+    let info = db.describe("users").expect("namespace");
+    let json_bytes: usize = lines.iter().map(|l| l.len()).sum();
+    json!({
+        "bench": "hotset_core_users",
+        "records": lines.len(),
+        "seconds": options.seconds,
+        "results": results,
+        "json_bytes": json_bytes,
+        "engine_memory_bytes": info.memory_bytes,
+        "engine_bytes_per_doc": (info.memory_bytes as f64 / info.documents as f64).round(),
+        "json_bytes_per_doc": (json_bytes as f64 / lines.len() as f64).round(),
+        "rss_mb_before_load": rss_start,
+        "rss_mb_after_load": rss_loaded,
+    })
+}
