@@ -93,41 +93,75 @@ fn scalar_json(value: &Scalar) -> Value {
     }
 }
 
-/// The values of a field in a row as (grouping key, value to show). Keys use the field's
-/// collation; shown values are the document's own.
-fn keyed_values(view: &RowView<'_>, path: &FieldPath, data: &NamespaceData, field: &str) -> Vec<(Scalar, Value)> {
-    let collation = data.field_collation(field);
-    let (values, _) = doc::field_values(view.doc(), path);
-    values
-        .iter()
-        .filter_map(|v| scalar_natural(v, collation).map(|key| (group_key(key), (*v).clone())))
-        .collect()
+/// Reads a field's values for grouping: the key (with the field's collation, equal
+/// numbers made one) and, only when asked, the value to show (the document's own
+/// spelling, so documents are parsed once per new group rather than once per row).
+struct GroupReader {
+    access: Access,
+    path: FieldPath,
+    collation: crate::collate::Collation,
+}
+
+impl GroupReader {
+    fn new(data: &NamespaceData, field: &str) -> GroupReader {
+        GroupReader { access: Access::for_field(data, field), path: FieldPath::new(field), collation: data.field_collation(field) }
+    }
+
+    fn keys(&self, view: &RowView<'_>) -> Vec<Scalar> {
+        let mut keys = Vec::new();
+        match &self.access {
+            Access::Column(_) => {
+                view.any(&self.access, |v| {
+                    keys.push(group_key(v.to_owned()));
+                    false
+                });
+            }
+            Access::Doc(..) => {
+                let (values, _) = doc::field_values(view.doc(), &self.path);
+                keys.extend(values.iter().filter_map(|v| scalar_natural(v, self.collation)).map(group_key));
+            }
+        }
+        keys
+    }
+
+    /// The document's value whose key is `key`.
+    fn shown(&self, view: &RowView<'_>, key: &Scalar) -> Value {
+        let (values, _) = doc::field_values(view.doc(), &self.path);
+        values
+            .iter()
+            .find(|v| scalar_natural(v, self.collation).map(group_key).as_ref() == Some(key))
+            .map_or(Value::Null, |v| (*v).clone())
+    }
 }
 
 fn facet_result(data: &NamespaceData, rows: &[u32], facet: &Facet) -> Result<AggregationResult> {
     if facet.fields.is_empty() {
         return Err(Error::InvalidQuery { reason: "a facet needs at least one field".to_string() });
     }
-    let paths: Vec<FieldPath> = facet.fields.iter().map(|f| FieldPath::new(f)).collect();
+    let readers: Vec<GroupReader> = facet.fields.iter().map(|f| GroupReader::new(data, f)).collect();
     let mut groups: HashMap<Vec<Scalar>, (Vec<Value>, u64)> = HashMap::new();
+    let mut count = |view: &RowView<'_>, key: Vec<Scalar>| {
+        let shown = || key.iter().zip(&readers).map(|(k, r)| if *k == Scalar::Null { Value::Null } else { r.shown(view, k) }).collect();
+        match groups.get_mut(&key) {
+            Some(group) => group.1 += 1,
+            None => {
+                let values = shown();
+                groups.insert(key, (values, 1));
+            }
+        }
+    };
     for &row in rows {
         let view = RowView::new(data, row);
-        if let [path] = &paths[..] {
-            let mut values = keyed_values(&view, path, data, &facet.fields[0]);
-            values.sort_by(|a, b| a.0.cmp(&b.0));
-            values.dedup_by(|a, b| a.0 == b.0);
-            for (key, shown) in values {
-                groups.entry(vec![key]).or_insert_with(|| (vec![shown], 0)).1 += 1;
+        if let [reader] = &readers[..] {
+            let mut keys = reader.keys(&view);
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                count(&view, vec![key]);
             }
         } else {
-            let (mut key, mut shown) = (Vec::new(), Vec::new());
-            for (path, field) in paths.iter().zip(&facet.fields) {
-                let first = keyed_values(&view, path, data, field).into_iter().next();
-                let (k, v) = first.unwrap_or((Scalar::Null, Value::Null));
-                key.push(k);
-                shown.push(v);
-            }
-            groups.entry(key).or_insert_with(|| (shown, 0)).1 += 1;
+            let key = readers.iter().map(|r| r.keys(&view).into_iter().next().unwrap_or(Scalar::Null)).collect();
+            count(&view, key);
         }
     }
     let mut list: Vec<(Vec<Scalar>, Vec<Value>, u64)> = groups.into_iter().map(|(k, (v, c))| (k, v, c)).collect();
@@ -178,12 +212,15 @@ fn facet_sort(facet: &Facet) -> Result<Vec<(Option<usize>, bool)>> {
 }
 
 fn distinct(data: &NamespaceData, rows: &[u32], field: &str) -> AggregationResult {
-    let path = FieldPath::new(field);
+    let reader = GroupReader::new(data, field);
     let mut seen: HashMap<Scalar, Value> = HashMap::new();
     for &row in rows {
         let view = RowView::new(data, row);
-        for (key, shown) in keyed_values(&view, &path, data, field) {
-            seen.entry(key).or_insert(shown);
+        for key in reader.keys(&view) {
+            if !seen.contains_key(&key) {
+                let shown = reader.shown(&view, &key);
+                seen.insert(key, shown);
+            }
         }
     }
     let mut values: Vec<(Scalar, Value)> = seen.into_iter().collect();

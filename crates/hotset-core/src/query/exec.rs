@@ -15,6 +15,7 @@ use super::result::{Explain, ExplainStep, Item, QueryResult};
 use super::scan::{IndexScan, ScanKind};
 use super::sort::{compare_keys, sort_rows};
 use crate::error::{Error, Result};
+use crate::index::postings::Postings;
 use crate::namespace::NamespaceData;
 use crate::value::Scalar;
 use roaring::RoaringBitmap;
@@ -331,11 +332,26 @@ pub(crate) fn materialize(data: &NamespaceData, plan: &SetPlan) -> RoaringBitmap
 }
 
 fn scan_set(data: &NamespaceData, scan: &IndexScan) -> RoaringBitmap {
+    // Small posting lists are gathered and sorted first: building a bitmap from sorted
+    // ids is much cheaper than inserting them in key order, which is random row order.
     let mut set = RoaringBitmap::new();
+    let mut loose: Vec<u32> = Vec::new();
     scan.walk(&data.indexes[scan.index], false, |_, postings| {
-        postings.union_into(&mut set);
+        match postings {
+            Postings::Bitmap(bitmap) => set |= bitmap.as_ref(),
+            small => {
+                small.for_each(|row| {
+                    loose.push(row);
+                    true
+                });
+            }
+        }
         true
     });
+    loose.sort_unstable();
+    // An array row sits under several keys of one range.
+    loose.dedup();
+    set |= RoaringBitmap::from_sorted_iter(loose).expect("sorted above");
     set
 }
 
