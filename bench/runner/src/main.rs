@@ -8,7 +8,7 @@
 
 use hotset_core::query::{Op, Query};
 use hotset_core::{Collation, Database, FieldType, IndexDef, IndexKind};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
 
 struct Options {
@@ -23,11 +23,17 @@ fn main() {
         std::process::exit(2);
     }
     let flag = |name: &str, default: f64| {
-        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
     };
     let options = Options { seconds: flag("--seconds", 3.0), warmup: flag("--warmup", 0.5) };
-    let lines: Vec<String> = std::fs::read_to_string(&args[2]).expect("reading the data set").lines().map(String::from).collect();
-    let params: Value = serde_json::from_str(&std::fs::read_to_string(&args[3]).expect("reading the parameters")).expect("parameters are JSON");
+    let lines: Vec<String> =
+        std::fs::read_to_string(&args[2]).expect("reading the data set").lines().map(String::from).collect();
+    let params: Value = serde_json::from_str(&std::fs::read_to_string(&args[3]).expect("reading the parameters"))
+        .expect("parameters are JSON");
     let report = match args[1].as_str() {
         "items" => items(&lines, &params, &options),
         "users" => users(&lines, &params, &options),
@@ -38,7 +44,12 @@ fn main() {
 
 fn rss_mb() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb: f64 = status.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    let kb: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
     (kb / 1024.0 * 10.0).round() / 10.0
 }
 
@@ -88,7 +99,11 @@ fn render(db: &Database, query: &Query, out: &mut Vec<u8>) -> usize {
 }
 
 fn item_indexes() -> Vec<IndexDef> {
-    vec![IndexDef::hash("id", FieldType::Int).pk(), IndexDef::hash("name", FieldType::String), IndexDef::tree("year", FieldType::Int)]
+    vec![
+        IndexDef::hash("id", FieldType::Int).pk(),
+        IndexDef::hash("name", FieldType::String),
+        IndexDef::tree("year", FieldType::Int),
+    ]
 }
 
 fn load(db: &Database, namespace: &str, lines: &[String]) -> f64 {
@@ -113,11 +128,17 @@ fn items(lines: &[String], params: &Value, options: &Options) -> Value {
     }
     tx.commit().expect("bulk insert");
     let seconds = start.elapsed().as_secs_f64();
-    results.insert("f_bulk_insert_tx".into(), json!({"seconds": (seconds * 1000.0).round() / 1000.0, "rows_s": (lines.len() as f64 / seconds).round()}));
+    results.insert(
+        "f_bulk_insert_tx".into(),
+        json!({"seconds": (seconds * 1000.0).round() / 1000.0, "rows_s": (lines.len() as f64 / seconds).round()}),
+    );
     let rss_loaded = rss_mb();
     db.create_namespace("items_loop", item_indexes()).expect("schema");
     let seconds = load(&db, "items_loop", lines);
-    results.insert("f_bulk_insert_loop".into(), json!({"seconds": (seconds * 1000.0).round() / 1000.0, "rows_s": (lines.len() as f64 / seconds).round()}));
+    results.insert(
+        "f_bulk_insert_loop".into(),
+        json!({"seconds": (seconds * 1000.0).round() / 1000.0, "rows_s": (lines.len() as f64 / seconds).round()}),
+    );
     db.drop_namespace("items_loop").expect("drop");
 
     let list = |key: &str| params[key].as_array().expect("parameter list").clone();
@@ -136,11 +157,20 @@ fn items(lines: &[String], params: &Value, options: &Options) -> Value {
     results.insert(
         "b_name_year".into(),
         timed(&names, options, |name| {
-            let query = Query::new("items").where_("name", Op::Eq, name.clone()).where_("year", Op::Gt, 2010).sort("year", false).limit(10).with_total();
+            let query = Query::new("items")
+                .where_("name", Op::Eq, name.clone())
+                .where_("year", Op::Gt, 2010)
+                .sort("year", false)
+                .limit(10)
+                .with_total();
             render(&db, &query, &mut out)
         }),
     );
-    let range = Query::new("items").filter(hotset_core::Cond::new("year", Op::Range, json!([2010, 2020]))).sort("year", true).offset(100).limit(20);
+    let range = Query::new("items")
+        .filter(hotset_core::Cond::new("year", Op::Range, json!([2010, 2020])))
+        .sort("year", true)
+        .offset(100)
+        .limit(20);
     results.insert("c_year_range".into(), timed(&[()], options, |_| render(&db, &range, &mut out)));
     let upserts = list("upserts");
     results.insert(
@@ -172,18 +202,27 @@ fn users(lines: &[String], params: &Value, options: &Options) -> Value {
     let db = Database::new();
     let indexes = vec![
         IndexDef::hash("id", FieldType::Int).pk(),
-        IndexDef::composite(&["first_name", "last_name"], IndexKind::Tree, FieldType::String).collate(Collation::Utf8Ci),
+        IndexDef::composite(&["first_name", "last_name"], IndexKind::Tree, FieldType::String)
+            .collate(Collation::Utf8Ci),
     ];
     db.create_namespace("users", indexes).expect("schema");
     let seconds = load(&db, "users", lines);
-    results.insert("load".into(), json!({"seconds": (seconds * 1000.0).round() / 1000.0, "rows_s": (lines.len() as f64 / seconds).round()}));
+    results.insert(
+        "load".into(),
+        json!({"seconds": (seconds * 1000.0).round() / 1000.0, "rows_s": (lines.len() as f64 / seconds).round()}),
+    );
     let rss_loaded = rss_mb();
     let prefixes = params["prefixes"].as_array().expect("prefix list").clone();
     let mut out = Vec::with_capacity(1 << 16);
     let query = |p: &Value, total: bool| {
         let pattern = format!("{}%", p["prefix"].as_str().expect("prefix"));
         let page = p["page"].as_u64().expect("page") as usize;
-        let q = Query::new("users").where_("first_name", Op::Like, pattern).sort("first_name", false).sort("last_name", false).offset(page * 10).limit(10);
+        let q = Query::new("users")
+            .where_("first_name", Op::Like, pattern)
+            .sort("first_name", false)
+            .sort("last_name", false)
+            .offset(page * 10)
+            .limit(10);
         if total { q.with_total() } else { q }
     };
     results.insert("g_prefix_page".into(), timed(&prefixes, options, |p| render(&db, &query(p, false), &mut out)));

@@ -21,7 +21,8 @@ impl Rng {
         self.next() % n
     }
     fn word(&mut self) -> String {
-        const SYLLABLES: [&str; 16] = ["ka", "lo", "mi", "ra", "sen", "tu", "vo", "zel", "an", "bri", "cho", "dar", "el", "fi", "gor", "ha"];
+        const SYLLABLES: [&str; 16] =
+            ["ka", "lo", "mi", "ra", "sen", "tu", "vo", "zel", "an", "bri", "cho", "dar", "el", "fi", "gor", "ha"];
         (0..2 + self.below(2)).map(|_| SYLLABLES[self.below(16) as usize]).collect()
     }
 }
@@ -36,7 +37,14 @@ fn show(db: &Database, title: &str, query: &Query) {
     }
     for item in result.items.iter().take(3) {
         let text = item.to_json();
-        println!("   {}", if text.len() > 150 { format!("{}…", &text[..text.char_indices().nth(150).map_or(text.len(), |(i, _)| i)]) } else { text });
+        println!(
+            "   {}",
+            if text.len() > 150 {
+                format!("{}…", &text[..text.char_indices().nth(150).map_or(text.len(), |(i, _)| i)])
+            } else {
+                text
+            }
+        );
     }
     for aggregation in &result.aggregations {
         match aggregation {
@@ -73,7 +81,8 @@ fn main() {
         "users",
         vec![
             IndexDef::hash("id", FieldType::Int).pk(),
-            IndexDef::composite(&["first_name", "last_name"], IndexKind::Tree, FieldType::String).collate(Collation::Utf8Ci),
+            IndexDef::composite(&["first_name", "last_name"], IndexKind::Tree, FieldType::String)
+                .collate(Collation::Utf8Ci),
         ],
     )
     .expect("schema");
@@ -105,7 +114,10 @@ fn main() {
     let mut tx = db.transaction("users").expect("namespace");
     for id in 0..count {
         let first = if id % 3 == 0 { firsts[rng.below(8) as usize].to_string() } else { capitalise(&rng.word()) };
-        tx.insert(json!({"id": id, "first_name": first, "last_name": capitalise(&rng.word()), "age": 14 + rng.below(70)})).expect("insert");
+        tx.insert(
+            json!({"id": id, "first_name": first, "last_name": capitalise(&rng.word()), "age": 14 + rng.below(70)}),
+        )
+        .expect("insert");
     }
     tx.commit().expect("commit");
     let items = db.describe("items").expect("namespace");
@@ -120,8 +132,27 @@ fn main() {
 
     let name = names[7].clone();
     show(&db, "get by key: id = 42", &Query::new("items").where_("id", Op::Eq, 42));
-    show(&db, &format!("name = '{name}' AND year > 2010 ORDER BY year LIMIT 10, with total"), &Query::new("items").where_("name", Op::Eq, name.clone()).where_("year", Op::Gt, 2010).sort("year", false).limit(10).with_total().explain());
-    show(&db, "year 2010..2020 ORDER BY year DESC LIMIT 20 OFFSET 100", &Query::new("items").filter(Cond::new("year", Op::Range, json!([2010, 2020]))).sort("year", true).offset(100).limit(20).explain());
+    show(
+        &db,
+        &format!("name = '{name}' AND year > 2010 ORDER BY year LIMIT 10, with total"),
+        &Query::new("items")
+            .where_("name", Op::Eq, name.clone())
+            .where_("year", Op::Gt, 2010)
+            .sort("year", false)
+            .limit(10)
+            .with_total()
+            .explain(),
+    );
+    show(
+        &db,
+        "year 2010..2020 ORDER BY year DESC LIMIT 20 OFFSET 100",
+        &Query::new("items")
+            .filter(Cond::new("year", Op::Range, json!([2010, 2020])))
+            .sort("year", true)
+            .offset(100)
+            .limit(20)
+            .explain(),
+    );
     show(
         &db,
         "(genre = doc OR tags ALLSET [t1, t2]) AND NOT price > 50, facet by genre",
@@ -130,15 +161,38 @@ fn main() {
             .filter(Cond::new("price", Op::Gt, 50).not())
             .limit(3)
             .with_total()
-            .aggregate(Aggregation::Facet(Facet { fields: vec!["genre".into()], sort: vec![], offset: 0, limit: Some(5) }))
+            .aggregate(Aggregation::Facet(Facet {
+                fields: vec!["genre".into()],
+                sort: vec![],
+                offset: 0,
+                limit: Some(5),
+            }))
             .aggregate(Aggregation::Avg("price".into())),
     );
-    show(&db, "users: first_name LIKE 'alex%' (case-insensitive) ORDER BY first_name, last_name, page 3", &Query::new("users").where_("first_name", Op::Like, "alex%").sort("first_name", false).sort("last_name", false).offset(20).limit(10).explain());
-    show(&db, "users: first_name LIKE 'ЁЛ%' (Unicode case folding)", &Query::new("users").where_("first_name", Op::Like, "ЁЛ%").limit(3).with_total());
+    show(
+        &db,
+        "users: first_name LIKE 'alex%' (case-insensitive) ORDER BY first_name, last_name, page 3",
+        &Query::new("users")
+            .where_("first_name", Op::Like, "alex%")
+            .sort("first_name", false)
+            .sort("last_name", false)
+            .offset(20)
+            .limit(10)
+            .explain(),
+    );
+    show(
+        &db,
+        "users: first_name LIKE 'ЁЛ%' (Unicode case folding)",
+        &Query::new("users").where_("first_name", Op::Like, "ЁЛ%").limit(3).with_total(),
+    );
     show(
         &db,
         "items joined with their genre (inner join), year = 2020",
-        &Query::new("items").where_("year", Op::Eq, 2020).limit(2).join(JoinKind::Inner, Query::new("genres"), &[("genre", Op::Eq, "code")], "genre_info").with_total(),
+        &Query::new("items")
+            .where_("year", Op::Eq, 2020)
+            .limit(2)
+            .join(JoinKind::Inner, Query::new("genres"), &[("genre", Op::Eq, "code")], "genre_info")
+            .with_total(),
     );
 }
 

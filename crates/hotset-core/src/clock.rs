@@ -27,9 +27,7 @@ impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
         // A clock set before 1970 reads as 0 rather than panicking: expiry then
         // simply behaves as if time had not started yet.
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
     }
 }
 
@@ -43,9 +41,7 @@ pub struct ManualClock {
 impl ManualClock {
     /// A clock reading `start_ms`.
     pub fn new(start_ms: u64) -> Self {
-        Self {
-            now_ms: AtomicU64::new(start_ms),
-        }
+        Self { now_ms: AtomicU64::new(start_ms) }
     }
 
     /// Sets the current time.
@@ -57,9 +53,7 @@ impl ManualClock {
     pub fn advance(&self, delta_ms: u64) -> u64 {
         let previous = self
             .now_ms
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| {
-                Some(t.saturating_add(delta_ms))
-            })
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| Some(t.saturating_add(delta_ms)))
             .unwrap_or_else(|t| t);
         previous.saturating_add(delta_ms)
     }

@@ -7,12 +7,12 @@
 
 use crate::clock::{Clock, SystemClock};
 use crate::doc;
-use crate::kv::Keyspaces;
 use crate::error::{Error, Result};
+use crate::kv::Keyspaces;
 use crate::limits::Limits;
-use crate::namespace::{Namespace, NamespaceData, NamespaceInfo, Undo};
 use crate::namespace::write::WriteMode;
-use crate::query::{exec, update, Query, QueryResult, SetField};
+use crate::namespace::{Namespace, NamespaceData, NamespaceInfo, Undo};
+use crate::query::{Query, QueryResult, SetField, exec, update};
 use crate::schema::IndexDef;
 use parking_lot::{RwLock, RwLockReadGuard};
 use serde_json::Value;
@@ -35,7 +35,10 @@ impl Default for Database {
 
 impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Database").field("namespaces", &self.namespace_names()).field("keyspaces", &self.keyspaces.list()).finish()
+        f.debug_struct("Database")
+            .field("namespaces", &self.namespace_names())
+            .field("keyspaces", &self.keyspaces.list())
+            .finish()
     }
 }
 
@@ -83,7 +86,11 @@ impl Database {
     pub fn create_namespace(&self, name: &str, indexes: Vec<IndexDef>) -> Result<()> {
         self.check_name(name)?;
         if indexes.len() > self.limits.indexes_max {
-            return Err(Error::LimitExceeded { what: "indexes_max", limit: self.limits.indexes_max as u64, actual: indexes.len() as u64 });
+            return Err(Error::LimitExceeded {
+                what: "indexes_max",
+                limit: self.limits.indexes_max as u64,
+                actual: indexes.len() as u64,
+            });
         }
         for def in &indexes {
             self.check_name(&def.name)?;
@@ -94,7 +101,11 @@ impl Database {
             return Err(Error::NamespaceExists { namespace: name.to_string() });
         }
         if namespaces.len() >= self.limits.namespaces_max {
-            return Err(Error::LimitExceeded { what: "namespaces_max", limit: self.limits.namespaces_max as u64, actual: namespaces.len() as u64 + 1 });
+            return Err(Error::LimitExceeded {
+                what: "namespaces_max",
+                limit: self.limits.namespaces_max as u64,
+                actual: namespaces.len() as u64 + 1,
+            });
         }
         namespaces.insert(name.to_string(), Arc::new(Namespace { name: name.to_string(), data: RwLock::new(data) }));
         Ok(())
@@ -131,7 +142,11 @@ impl Database {
     }
 
     pub fn drop_namespace(&self, name: &str) -> Result<()> {
-        self.namespaces.write().remove(name).map(|_| ()).ok_or_else(|| Error::UnknownNamespace { namespace: name.to_string() })
+        self.namespaces
+            .write()
+            .remove(name)
+            .map(|_| ())
+            .ok_or_else(|| Error::UnknownNamespace { namespace: name.to_string() })
     }
 
     pub fn truncate(&self, name: &str) -> Result<()> {
@@ -144,7 +159,11 @@ impl Database {
         let namespace = self.namespace(namespace)?;
         let mut data = namespace.data.write();
         if data.indexes.len() >= self.limits.indexes_max {
-            return Err(Error::LimitExceeded { what: "indexes_max", limit: self.limits.indexes_max as u64, actual: data.indexes.len() as u64 + 1 });
+            return Err(Error::LimitExceeded {
+                what: "indexes_max",
+                limit: self.limits.indexes_max as u64,
+                actual: data.indexes.len() as u64 + 1,
+            });
         }
         data.add_index(def)
     }
@@ -162,7 +181,11 @@ impl Database {
         // Cheap upper bound first; only large documents pay for an exact size.
         let size = serde_json::to_vec(doc).map(|v| v.len()).unwrap_or(usize::MAX);
         if size > self.limits.document_bytes_max {
-            return Err(Error::LimitExceeded { what: "document_bytes_max", limit: self.limits.document_bytes_max as u64, actual: size as u64 });
+            return Err(Error::LimitExceeded {
+                what: "document_bytes_max",
+                limit: self.limits.document_bytes_max as u64,
+                actual: size as u64,
+            });
         }
         Ok(())
     }
@@ -185,7 +208,11 @@ impl Database {
     /// Upserts a document given as JSON text.
     pub fn upsert_json(&self, namespace: &str, json: &[u8]) -> Result<()> {
         if json.len() > self.limits.document_bytes_max {
-            return Err(Error::LimitExceeded { what: "document_bytes_max", limit: self.limits.document_bytes_max as u64, actual: json.len() as u64 });
+            return Err(Error::LimitExceeded {
+                what: "document_bytes_max",
+                limit: self.limits.document_bytes_max as u64,
+                actual: json.len() as u64,
+            });
         }
         self.upsert(namespace, &doc::parse_object(json)?)
     }
@@ -272,7 +299,11 @@ impl Transaction<'_> {
     fn push(&mut self, operation: Operation) -> Result<()> {
         let limit = self.database.limits.transaction_operations_max;
         if self.operations.len() >= limit {
-            return Err(Error::LimitExceeded { what: "transaction_operations_max", limit: limit as u64, actual: self.operations.len() as u64 + 1 });
+            return Err(Error::LimitExceeded {
+                what: "transaction_operations_max",
+                limit: limit as u64,
+                actual: self.operations.len() as u64 + 1,
+            });
         }
         if let Operation::Write(doc, _) = &operation {
             self.database.check_size(doc)?;

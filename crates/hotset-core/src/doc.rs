@@ -24,10 +24,7 @@ pub struct FieldPath {
 
 impl FieldPath {
     pub fn new(text: &str) -> FieldPath {
-        FieldPath {
-            text: text.into(),
-            parts: text.split('.').map(Box::from).collect(),
-        }
+        FieldPath { text: text.into(), parts: text.split('.').map(Box::from).collect() }
     }
 
     pub fn as_str(&self) -> &str {
@@ -72,21 +69,13 @@ fn collect<'a>(value: &'a Value, path: &[Box<str>], out: &mut FieldValues<'a>, s
 
 /// Parses client JSON text into a document object.
 pub fn parse_object(text: &[u8]) -> Result<Value> {
-    let value: Value = serde_json::from_slice(text).map_err(|e| Error::InvalidJson {
-        reason: e.to_string(),
-    })?;
+    let value: Value = serde_json::from_slice(text).map_err(|e| Error::InvalidJson { reason: e.to_string() })?;
     ensure_object(&value)?;
     Ok(value)
 }
 
 pub fn ensure_object(value: &Value) -> Result<()> {
-    if value.is_object() {
-        Ok(())
-    } else {
-        Err(Error::NotAnObject {
-            found: crate::error::json_kind(value),
-        })
-    }
+    if value.is_object() { Ok(()) } else { Err(Error::NotAnObject { found: crate::error::json_kind(value) }) }
 }
 
 /// The stored form: minified JSON text.

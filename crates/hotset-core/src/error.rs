@@ -35,22 +35,13 @@ pub enum Error {
     #[error("no document with primary key {key} in namespace '{namespace}'")]
     NotFound { namespace: String, key: String },
     #[error("field '{field}' of index '{index}' expects {expected}, got {found}")]
-    WrongType {
-        index: String,
-        field: String,
-        expected: String,
-        found: String,
-    },
+    WrongType { index: String, field: String, expected: String, found: String },
     #[error("invalid query: {reason}")]
     InvalidQuery { reason: String },
     #[error("invalid LIKE pattern '{pattern}': {reason}")]
     InvalidPattern { pattern: String, reason: &'static str },
     #[error("{what} is {actual}, over the limit of {limit}")]
-    LimitExceeded {
-        what: &'static str,
-        limit: u64,
-        actual: u64,
-    },
+    LimitExceeded { what: &'static str, limit: u64, actual: u64 },
     #[error("cannot update primary key field '{field}' by query in namespace '{namespace}'")]
     PrimaryKeyUpdate { namespace: String, field: String },
 }

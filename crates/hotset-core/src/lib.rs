@@ -17,9 +17,9 @@ pub mod schema;
 pub mod value;
 
 pub use collate::Collation;
-pub use error::{Error, Result};
-pub use schema::{IndexDef, IndexKind};
-pub use value::FieldType;
 pub use database::{Database, Document, Transaction};
+pub use error::{Error, Result};
 pub use limits::Limits;
 pub use query::{Aggregation, Cond, Op, Query, QueryResult};
+pub use schema::{IndexDef, IndexKind};
+pub use value::FieldType;

@@ -118,12 +118,7 @@ impl IndexDef {
 
     /// Checks the definition on its own (not against other indexes).
     pub fn validate(&self) -> Result<()> {
-        let fail = |reason: &str| {
-            Err(Error::InvalidIndex {
-                index: self.name.clone(),
-                reason: reason.to_string(),
-            })
-        };
+        let fail = |reason: &str| Err(Error::InvalidIndex { index: self.name.clone(), reason: reason.to_string() });
         if self.name.is_empty() {
             return fail("the index has no name");
         }

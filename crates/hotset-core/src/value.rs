@@ -182,22 +182,13 @@ pub fn group_key(value: Scalar) -> Scalar {
 /// Converts one JSON scalar to the `Scalar` of a field with the given type and collation.
 /// `Err(found_kind)` when the value does not fit the type. Ints widen to doubles; nothing
 /// else converts, so a wrong type is an error rather than a silent guess.
-pub fn scalar_for_type(
-    value: &Value,
-    field_type: FieldType,
-    collation: Collation,
-) -> Result<Scalar, &'static str> {
+pub fn scalar_for_type(value: &Value, field_type: FieldType, collation: Collation) -> Result<Scalar, &'static str> {
     match (field_type, value) {
         (_, Value::Null) => Ok(Scalar::Null),
-        (FieldType::Int, Value::Number(n)) => n.as_i64().map(Scalar::Int).ok_or(if n.is_f64() {
-            "double"
-        } else {
-            "int out of the int64 range"
-        }),
-        (FieldType::Double, Value::Number(n)) => n
-            .as_f64()
-            .map(|d| Scalar::Double(OrdF64::new(d)))
-            .ok_or("number"),
+        (FieldType::Int, Value::Number(n)) => {
+            n.as_i64().map(Scalar::Int).ok_or(if n.is_f64() { "double" } else { "int out of the int64 range" })
+        }
+        (FieldType::Double, Value::Number(n)) => n.as_f64().map(|d| Scalar::Double(OrdF64::new(d))).ok_or("number"),
         (FieldType::String, Value::String(s)) => Ok(Scalar::Str(Arc::from(collation.key(s)))),
         (FieldType::Bool, Value::Bool(b)) => Ok(Scalar::Bool(*b)),
         (_, other) => Err(crate::error::json_kind(other)),
@@ -228,10 +219,7 @@ mod tests {
         assert_eq!(compare(ScalarRef::Int(2), ScalarRef::Double(2.0)), Some(Ordering::Equal));
         assert_eq!(compare(ScalarRef::Int(-3), ScalarRef::Double(-2.5)), Some(Ordering::Less));
         let big = (1i64 << 53) + 1;
-        assert_eq!(
-            compare(ScalarRef::Int(big), ScalarRef::Double((1i64 << 53) as f64)),
-            Some(Ordering::Greater)
-        );
+        assert_eq!(compare(ScalarRef::Int(big), ScalarRef::Double((1i64 << 53) as f64)), Some(Ordering::Greater));
         assert_eq!(compare(ScalarRef::Int(i64::MAX), ScalarRef::Double(1e19)), Some(Ordering::Less));
         assert_eq!(compare(ScalarRef::Str(b"a"), ScalarRef::Int(1)), None);
     }
@@ -241,10 +229,7 @@ mod tests {
         let c = Collation::None;
         assert_eq!(scalar_for_type(&serde_json::json!("x"), FieldType::Int, c), Err("string"));
         assert_eq!(scalar_for_type(&serde_json::json!(1.5), FieldType::Int, c), Err("double"));
-        assert_eq!(
-            scalar_for_type(&serde_json::json!(2), FieldType::Double, c),
-            Ok(Scalar::Double(OrdF64(2.0)))
-        );
+        assert_eq!(scalar_for_type(&serde_json::json!(2), FieldType::Double, c), Ok(Scalar::Double(OrdF64(2.0))));
         assert_eq!(scalar_for_type(&serde_json::json!(null), FieldType::Bool, c), Ok(Scalar::Null));
     }
 }

@@ -3,7 +3,7 @@
 
 use hotset_core::query::{Aggregation, Cond, Facet, JoinKind, Op, Query, SortKey};
 use hotset_core::{Database, Error, FieldType, IndexDef, IndexKind, Limits};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn db() -> Database {
     let db = Database::with_limits(Limits { document_bytes_max: 1024, ..Limits::default() });
@@ -19,7 +19,8 @@ fn db() -> Database {
     )
     .unwrap();
     for id in 0..5 {
-        db.insert("items", &json!({"id": id, "year": 2000 + id, "name": format!("n{id}"), "tags": [id], "ok": true})).unwrap();
+        db.insert("items", &json!({"id": id, "year": 2000 + id, "name": format!("n{id}"), "tags": [id], "ok": true}))
+            .unwrap();
     }
     db
 }
@@ -42,8 +43,14 @@ fn refused(db: &Database, f: impl FnOnce(&Database) -> Result<(), Error>, check:
 #[test]
 fn invalid_json_and_non_objects() {
     let db = db();
-    for text in [&b"{\"id\": 9,"[..], b"", b"nul", b"{\"id\": 1e999}", b"\xff\xfe", b"[1,2]", b"\"text\"", b"{\"id\": 9}}"] {
-        refused(&db, |db| db.upsert_json("items", text), |e| matches!(e, Error::InvalidJson { .. } | Error::NotAnObject { .. }));
+    for text in
+        [&b"{\"id\": 9,"[..], b"", b"nul", b"{\"id\": 1e999}", b"\xff\xfe", b"[1,2]", b"\"text\"", b"{\"id\": 9}}"]
+    {
+        refused(
+            &db,
+            |db| db.upsert_json("items", text),
+            |e| matches!(e, Error::InvalidJson { .. } | Error::NotAnObject { .. }),
+        );
     }
     refused(&db, |db| db.upsert("items", &json!([1])), |e| matches!(e, Error::NotAnObject { found: "array" }));
 }
@@ -51,14 +58,26 @@ fn invalid_json_and_non_objects() {
 #[test]
 fn keys_missing_duplicate_or_wrong() {
     let db = db();
-    refused(&db, |db| db.insert("items", &json!({"year": 2001})), |e| matches!(e, Error::MissingKey { field, .. } if field == "id"));
+    refused(
+        &db,
+        |db| db.insert("items", &json!({"year": 2001})),
+        |e| matches!(e, Error::MissingKey { field, .. } if field == "id"),
+    );
     refused(&db, |db| db.insert("items", &json!({"id": null})), |e| matches!(e, Error::MissingKey { .. }));
-    refused(&db, |db| db.insert("items", &json!({"id": 3})), |e| matches!(e, Error::DuplicateKey { key, .. } if key == "3"));
+    refused(
+        &db,
+        |db| db.insert("items", &json!({"id": 3})),
+        |e| matches!(e, Error::DuplicateKey { key, .. } if key == "3"),
+    );
     refused(&db, |db| db.update("items", &json!({"id": 77})), |e| matches!(e, Error::NotFound { .. }));
-    refused(&db, |db| db.insert("items", &json!({"id": "7"})), |e| matches!(e, Error::WrongType { field, .. } if field == "id"));
+    refused(
+        &db,
+        |db| db.insert("items", &json!({"id": "7"})),
+        |e| matches!(e, Error::WrongType { field, .. } if field == "id"),
+    );
     refused(&db, |db| db.get("items", &json!("x")).map(|_| ()), |e| matches!(e, Error::WrongType { .. }));
     refused(&db, |db| db.delete("items", &json!([1, 2])).map(|_| ()), |e| matches!(e, Error::WrongType { .. }));
-    assert_eq!(db.delete("items", &json!(99)).unwrap(), false);
+    assert!(!db.delete("items", &json!(99)).unwrap());
 }
 
 #[test]
@@ -94,14 +113,38 @@ fn unknown_namespaces_and_indexes() {
     refused(&db, |db| db.transaction("nope").map(|_| ()), unknown);
     let join = Query::new("items").join(JoinKind::Inner, Query::new("nope"), &[("id", Op::Eq, "id")], "x");
     refused(&db, |db| db.query(&join).map(|_| ()), unknown);
-    refused(&db, |db| db.drop_index("items", "nope"), |e| matches!(e, Error::UnknownIndex { index, .. } if index == "nope"));
+    refused(
+        &db,
+        |db| db.drop_index("items", "nope"),
+        |e| matches!(e, Error::UnknownIndex { index, .. } if index == "nope"),
+    );
     refused(&db, |db| db.drop_index("items", "id"), |e| matches!(e, Error::InvalidIndex { .. }));
-    refused(&db, |db| db.add_index("items", IndexDef::tree("year", FieldType::Int)), |e| matches!(e, Error::IndexExists { .. }));
+    refused(
+        &db,
+        |db| db.add_index("items", IndexDef::tree("year", FieldType::Int)),
+        |e| matches!(e, Error::IndexExists { .. }),
+    );
     // Building an index over documents that do not fit it is refused as a whole.
-    refused(&db, |db| db.add_index("items", IndexDef::tree("name", FieldType::Int).named("name_int")), |e| matches!(e, Error::WrongType { .. }));
-    refused(&db, |db| db.create_namespace("items", vec![IndexDef::hash("id", FieldType::Int).pk()]), |e| matches!(e, Error::NamespaceExists { .. }));
-    refused(&db, |db| db.create_namespace("x", vec![IndexDef::hash("id", FieldType::Int)]), |e| matches!(e, Error::NoPrimaryKey { .. }));
-    refused(&db, |db| db.create_namespace("bad name!", vec![IndexDef::hash("id", FieldType::Int).pk()]), |e| matches!(e, Error::InvalidName { .. }));
+    refused(
+        &db,
+        |db| db.add_index("items", IndexDef::tree("name", FieldType::Int).named("name_int")),
+        |e| matches!(e, Error::WrongType { .. }),
+    );
+    refused(
+        &db,
+        |db| db.create_namespace("items", vec![IndexDef::hash("id", FieldType::Int).pk()]),
+        |e| matches!(e, Error::NamespaceExists { .. }),
+    );
+    refused(
+        &db,
+        |db| db.create_namespace("x", vec![IndexDef::hash("id", FieldType::Int)]),
+        |e| matches!(e, Error::NoPrimaryKey { .. }),
+    );
+    refused(
+        &db,
+        |db| db.create_namespace("bad name!", vec![IndexDef::hash("id", FieldType::Int).pk()]),
+        |e| matches!(e, Error::InvalidName { .. }),
+    );
     let bad_defs = [
         IndexDef::hash("id", FieldType::Int).pk().array(),
         IndexDef::new("id", IndexKind::Store, FieldType::Int).pk(),
@@ -118,27 +161,57 @@ fn unknown_namespaces_and_indexes() {
 fn malformed_queries_and_patterns() {
     let db = db();
     let run = |q: Query| move |db: &Database| db.query(&q).map(|_| ());
-    refused(&db, run(Query::new("items").where_("name", Op::Like, "ab\\")), |e| matches!(e, Error::InvalidPattern { .. }));
+    refused(&db, run(Query::new("items").where_("name", Op::Like, "ab\\")), |e| {
+        matches!(e, Error::InvalidPattern { .. })
+    });
     refused(&db, run(Query::new("items").where_("name", Op::Like, 5)), |e| matches!(e, Error::InvalidQuery { .. }));
-    refused(&db, run(Query::new("items").where_("year", Op::Eq, Value::Null)), |e| matches!(e, Error::InvalidQuery { .. }));
-    refused(&db, run(Query::new("items").where_("year", Op::Eq, json!({"a": 1}))), |e| matches!(e, Error::InvalidQuery { .. }));
-    refused(&db, run(Query::new("items").filter(Cond::Field { field: "year".into(), op: Op::Range, values: vec![json!(1)] })), |e| matches!(e, Error::InvalidQuery { .. }));
+    refused(&db, run(Query::new("items").where_("year", Op::Eq, Value::Null)), |e| {
+        matches!(e, Error::InvalidQuery { .. })
+    });
+    refused(&db, run(Query::new("items").where_("year", Op::Eq, json!({"a": 1}))), |e| {
+        matches!(e, Error::InvalidQuery { .. })
+    });
+    refused(
+        &db,
+        run(Query::new("items").filter(Cond::Field { field: "year".into(), op: Op::Range, values: vec![json!(1)] })),
+        |e| matches!(e, Error::InvalidQuery { .. }),
+    );
     refused(&db, run(Query::new("items").where_("", Op::Eq, 1)), |e| matches!(e, Error::InvalidQuery { .. }));
-    let facet = Facet { fields: vec!["year".into()], sort: vec![SortKey { field: "nope".into(), desc: false }], offset: 0, limit: None };
-    refused(&db, run(Query::new("items").aggregate(Aggregation::Facet(facet))), |e| matches!(e, Error::InvalidQuery { .. }));
+    let facet = Facet {
+        fields: vec!["year".into()],
+        sort: vec![SortKey { field: "nope".into(), desc: false }],
+        offset: 0,
+        limit: None,
+    };
+    refused(&db, run(Query::new("items").aggregate(Aggregation::Facet(facet))), |e| {
+        matches!(e, Error::InvalidQuery { .. })
+    });
     let long_pattern = "%".repeat(5000);
-    refused(&db, run(Query::new("items").where_("name", Op::Like, long_pattern)), |e| matches!(e, Error::InvalidPattern { .. }));
+    refused(&db, run(Query::new("items").where_("name", Op::Like, long_pattern)), |e| {
+        matches!(e, Error::InvalidPattern { .. })
+    });
     // Fields no document has are valid in a schema-less namespace: they match nothing.
     assert_eq!(db.query(&Query::new("items").where_("nope", Op::Eq, 1).with_total()).unwrap().total, Some(0));
-    assert_eq!(db.query(&Query::new("items").where_("nope", Op::Empty, Value::Null).with_total()).unwrap().total, Some(5));
+    assert_eq!(
+        db.query(&Query::new("items").where_("nope", Op::Empty, Value::Null).with_total()).unwrap().total,
+        Some(5)
+    );
 }
 
 #[test]
 fn oversize_documents_and_failed_transactions() {
     let db = db();
     let big = json!({"id": 50, "blob": "x".repeat(2000)});
-    refused(&db, |db| db.upsert("items", &big), |e| matches!(e, Error::LimitExceeded { what: "document_bytes_max", .. }));
-    refused(&db, |db| db.upsert_json("items", big.to_string().as_bytes()), |e| matches!(e, Error::LimitExceeded { .. }));
+    refused(
+        &db,
+        |db| db.upsert("items", &big),
+        |e| matches!(e, Error::LimitExceeded { what: "document_bytes_max", .. }),
+    );
+    refused(
+        &db,
+        |db| db.upsert_json("items", big.to_string().as_bytes()),
+        |e| matches!(e, Error::LimitExceeded { .. }),
+    );
     // A transaction failing half-way leaves nothing of its earlier operations.
     refused(
         &db,
@@ -156,9 +229,21 @@ fn oversize_documents_and_failed_transactions() {
     use hotset_core::query::{ArithOp, Expr, SetField};
     db.upsert("items", &json!({"id": 4, "year": 2004, "name": "n4", "score": "high"})).unwrap();
     let sets = [SetField::Set("score".into(), Expr::field("score").binary(ArithOp::Add, Expr::value(1)))];
-    refused(&db, |db| db.update_query(&Query::new("items"), &sets).map(|_| ()), |e| matches!(e, Error::InvalidQuery { .. }));
+    refused(
+        &db,
+        |db| db.update_query(&Query::new("items"), &sets).map(|_| ()),
+        |e| matches!(e, Error::InvalidQuery { .. }),
+    );
     let sets = [SetField::Set("id".into(), Expr::value(100))];
-    refused(&db, |db| db.update_query(&Query::new("items"), &sets).map(|_| ()), |e| matches!(e, Error::PrimaryKeyUpdate { .. }));
+    refused(
+        &db,
+        |db| db.update_query(&Query::new("items"), &sets).map(|_| ()),
+        |e| matches!(e, Error::PrimaryKeyUpdate { .. }),
+    );
     let sets = [SetField::Set("year".into(), Expr::field("year").binary(ArithOp::Div, Expr::value(0)))];
-    refused(&db, |db| db.update_query(&Query::new("items"), &sets).map(|_| ()), |e| matches!(e, Error::InvalidQuery { .. }));
+    refused(
+        &db,
+        |db| db.update_query(&Query::new("items"), &sets).map(|_| ()),
+        |e| matches!(e, Error::InvalidQuery { .. }),
+    );
 }

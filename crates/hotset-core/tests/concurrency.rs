@@ -4,9 +4,9 @@
 
 use hotset_core::query::{Aggregation, AggregationResult, Cond, Op, Query};
 use hotset_core::{Database, FieldType, IndexDef};
-use serde_json::{json, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
+use serde_json::{Value, json};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
 const ACCOUNTS: i64 = 20;
@@ -17,7 +17,11 @@ fn bank() -> Arc<Database> {
     let db = Arc::new(Database::new());
     db.create_namespace(
         "accounts",
-        vec![IndexDef::hash("id", FieldType::Int).pk(), IndexDef::tree("balance", FieldType::Int), IndexDef::hash("group", FieldType::Int)],
+        vec![
+            IndexDef::hash("id", FieldType::Int).pk(),
+            IndexDef::tree("balance", FieldType::Int),
+            IndexDef::hash("group", FieldType::Int),
+        ],
     )
     .unwrap();
     for id in 0..ACCOUNTS {
@@ -116,7 +120,8 @@ fn readers_never_see_half_a_transaction() {
 #[test]
 fn index_answers_match_scans_under_concurrent_writes() {
     let db = Arc::new(Database::new());
-    db.create_namespace("t", vec![IndexDef::hash("id", FieldType::Int).pk(), IndexDef::tree("v", FieldType::Int)]).unwrap();
+    db.create_namespace("t", vec![IndexDef::hash("id", FieldType::Int).pk(), IndexDef::tree("v", FieldType::Int)])
+        .unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..2i64)
         .map(|w| {
@@ -142,8 +147,10 @@ fn index_answers_match_scans_under_concurrent_writes() {
                 let mut reads = 0;
                 while !done.load(Ordering::Acquire) || reads < 100 {
                     let low = reads % 90;
-                    let by_index = Query::new("t").filter(Cond::new("v", Op::Range, json!([low, low + 10]))).with_total();
-                    let by_scan = Query::new("t").filter(Cond::new("u", Op::Range, json!([low, low + 10]))).with_total();
+                    let by_index =
+                        Query::new("t").filter(Cond::new("v", Op::Range, json!([low, low + 10]))).with_total();
+                    let by_scan =
+                        Query::new("t").filter(Cond::new("u", Op::Range, json!([low, low + 10]))).with_total();
                     // The two queries take separate read locks, so compare within one
                     // snapshot instead: the filter on `u` inside the indexed query.
                     let both = Query::new("t")

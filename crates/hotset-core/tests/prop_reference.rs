@@ -7,8 +7,8 @@
 
 use hotset_core::query::{Aggregation, AggregationResult, Query};
 use hotset_core::{Database, Error};
-use hotset_testkit::generate::{self, Write, NAMESPACE};
-use hotset_testkit::reference::{to_scalar, RefAggregation, RefNamespace, RefScalar};
+use hotset_testkit::generate::{self, NAMESPACE, Write};
+use hotset_testkit::reference::{RefAggregation, RefNamespace, RefScalar, to_scalar};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::Value;
@@ -40,7 +40,12 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
 }
 
-fn check_aggregation(model: &RefNamespace, engine: &AggregationResult, expected: &RefAggregation, asked: &Aggregation) -> Result<(), TestCaseError> {
+fn check_aggregation(
+    model: &RefNamespace,
+    engine: &AggregationResult,
+    expected: &RefAggregation,
+    asked: &Aggregation,
+) -> Result<(), TestCaseError> {
     let keys = |field: &str, values: &[Value]| -> Vec<Option<RefScalar>> {
         let _ = field;
         values.iter().map(|v| to_scalar(v, model.collation(field))).collect()
@@ -60,7 +65,8 @@ fn check_aggregation(model: &RefNamespace, engine: &AggregationResult, expected:
         (AggregationResult::Facet { fields, groups, .. }, RefAggregation::Facet(want)) => {
             prop_assert_eq!(groups.len(), want.len(), "{:?}: {:?} vs {:?}", asked, groups, want);
             for (group, (want_keys, want_count)) in groups.iter().zip(want) {
-                let got: Vec<Option<RefScalar>> = group.values.iter().zip(fields).map(|(v, f)| to_scalar(v, model.collation(f))).collect();
+                let got: Vec<Option<RefScalar>> =
+                    group.values.iter().zip(fields).map(|(v, f)| to_scalar(v, model.collation(f))).collect();
                 prop_assert_eq!(&got, want_keys, "{:?}", asked);
                 prop_assert_eq!(group.count, *want_count, "{:?}", asked);
             }
@@ -89,7 +95,15 @@ fn check_query(db: &Database, model: &RefNamespace, query: &Query) -> Result<(),
         prop_assert_eq!(Some(doc), stored, "returned document differs from the stored one");
         if !query.sort.is_empty() {
             let want = &expected.matches[start + i];
-            prop_assert_eq!(model.compare_docs(doc, want, query), Ordering::Equal, "position {} of {:?}: {} vs {}", i, query, doc, want);
+            prop_assert_eq!(
+                model.compare_docs(doc, want, query),
+                Ordering::Equal,
+                "position {} of {:?}: {} vs {}",
+                i,
+                query,
+                doc,
+                want
+            );
         }
     }
     if query.sort.is_empty() && query.limit.is_none() && query.offset == 0 {
@@ -113,7 +127,14 @@ fn run_case(defs: Vec<hotset_core::IndexDef>, writes: Vec<Write>, queries: Vec<Q
     for write in &writes {
         let engine = apply_engine(&db, write);
         let reference = model.apply(write);
-        prop_assert_eq!(engine.is_ok(), reference.is_ok(), "{:?}: engine {:?}, reference {:?}", write, engine, reference);
+        prop_assert_eq!(
+            engine.is_ok(),
+            reference.is_ok(),
+            "{:?}: engine {:?}, reference {:?}",
+            write,
+            engine,
+            reference
+        );
     }
     let mut stored: Vec<Value> = model.docs.values().cloned().collect();
     stored.sort_by_key(|d| d["id"].as_i64());

@@ -3,7 +3,7 @@
 
 use hotset_core::query::{Aggregation, AggregationResult, Cond, JoinKind, Op, Query};
 use hotset_core::{Collation, Database, FieldType, IndexDef, IndexKind};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn ids(db: &Database, q: &Query) -> Vec<i64> {
     db.query(q).unwrap().values().iter().map(|v| v["id"].as_i64().unwrap()).collect()
@@ -21,8 +21,15 @@ fn catalogue() -> Database {
         ],
     )
     .unwrap();
-    for (id, name, year, tags) in [(1, "a", 2001, vec![1, 5]), (2, "b", 2011, vec![5]), (3, "a", 2015, vec![]), (4, "a", 2012, vec![2]), (5, "c", 2020, vec![1, 2, 5])] {
-        db.insert("items", &json!({"id": id, "name": name, "year": year, "tags": tags, "extra": {"deep": id * 10}})).unwrap();
+    for (id, name, year, tags) in [
+        (1, "a", 2001, vec![1, 5]),
+        (2, "b", 2011, vec![5]),
+        (3, "a", 2015, vec![]),
+        (4, "a", 2012, vec![2]),
+        (5, "c", 2020, vec![1, 2, 5]),
+    ] {
+        db.insert("items", &json!({"id": id, "name": name, "year": year, "tags": tags, "extra": {"deep": id * 10}}))
+            .unwrap();
     }
     db
 }
@@ -30,7 +37,12 @@ fn catalogue() -> Database {
 #[test]
 fn filters_sorts_and_totals() {
     let db = catalogue();
-    let q = Query::new("items").where_("name", Op::Eq, "a").where_("year", Op::Gt, 2010).sort("year", false).limit(10).with_total();
+    let q = Query::new("items")
+        .where_("name", Op::Eq, "a")
+        .where_("year", Op::Gt, 2010)
+        .sort("year", false)
+        .limit(10)
+        .with_total();
     let r = db.query(&q).unwrap();
     assert_eq!(ids(&db, &q), vec![4, 3]);
     assert_eq!(r.total, Some(2));
@@ -38,7 +50,9 @@ fn filters_sorts_and_totals() {
     assert_eq!(ids(&db, &Query::new("items").where_("tags", Op::AllSet, json!([1, 5])).sort("id", false)), vec![1, 5]);
     assert_eq!(ids(&db, &Query::new("items").where_("tags", Op::Empty, Value::Null)), vec![3]);
     assert_eq!(ids(&db, &Query::new("items").where_("extra.deep", Op::Ge, 30).sort("extra.deep", true)), vec![5, 4, 3]);
-    let or = Query::new("items").filter(Cond::eq("name", "b").or(Cond::new("year", Op::Range, json!([2014, 2016])))).sort("id", false);
+    let or = Query::new("items")
+        .filter(Cond::eq("name", "b").or(Cond::new("year", Op::Range, json!([2014, 2016]))))
+        .sort("id", false);
     assert_eq!(ids(&db, &or), vec![2, 3]);
     let not = Query::new("items").filter(Cond::eq("name", "a").not()).sort("year", true).offset(1).limit(1);
     assert_eq!(ids(&db, &not), vec![2]);
@@ -54,10 +68,18 @@ fn aggregations_and_facets() {
         .where_("year", Op::Gt, 2005)
         .aggregate(Aggregation::Sum("year".into()))
         .aggregate(Aggregation::Max("year".into()))
-        .aggregate(Aggregation::Facet(hotset_core::query::Facet { fields: vec!["name".into()], sort: vec![], offset: 0, limit: None }))
+        .aggregate(Aggregation::Facet(hotset_core::query::Facet {
+            fields: vec!["name".into()],
+            sort: vec![],
+            offset: 0,
+            limit: None,
+        }))
         .aggregate(Aggregation::Distinct("tags".into()));
     let r = db.query(&q).unwrap();
-    assert_eq!(r.aggregations[0], AggregationResult::Value { kind: "sum", field: "year".into(), value: json!(2011 + 2015 + 2012 + 2020) });
+    assert_eq!(
+        r.aggregations[0],
+        AggregationResult::Value { kind: "sum", field: "year".into(), value: json!(2011 + 2015 + 2012 + 2020) }
+    );
     assert_eq!(r.aggregations[1], AggregationResult::Value { kind: "max", field: "year".into(), value: json!(2020) });
     match &r.aggregations[2] {
         AggregationResult::Facet { groups, .. } => {
@@ -66,7 +88,10 @@ fn aggregations_and_facets() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(r.aggregations[3], AggregationResult::Distinct { field: "tags".into(), values: vec![json!(1), json!(2), json!(5)] });
+    assert_eq!(
+        r.aggregations[3],
+        AggregationResult::Distinct { field: "tags".into(), values: vec![json!(1), json!(2), json!(5)] }
+    );
 }
 
 #[test]
@@ -76,14 +101,22 @@ fn case_insensitive_prefix_on_composite_is_an_index_range() {
         "users",
         vec![
             IndexDef::hash("id", FieldType::Int).pk(),
-            IndexDef::composite(&["first_name", "last_name"], IndexKind::Tree, FieldType::String).collate(Collation::Utf8Ci),
+            IndexDef::composite(&["first_name", "last_name"], IndexKind::Tree, FieldType::String)
+                .collate(Collation::Utf8Ci),
         ],
     )
     .unwrap();
-    for (id, f, l) in [(1, "Ёлка", "Zed"), (2, "ёлочка", "Abc"), (3, "Anna", "Straße"), (4, "anna", "STRASSE"), (5, "Bob", "x")] {
+    for (id, f, l) in
+        [(1, "Ёлка", "Zed"), (2, "ёлочка", "Abc"), (3, "Anna", "Straße"), (4, "anna", "STRASSE"), (5, "Bob", "x")]
+    {
         db.insert("users", &json!({"id": id, "first_name": f, "last_name": l})).unwrap();
     }
-    let q = Query::new("users").where_("first_name", Op::Like, "ЁЛ%").sort("first_name", false).sort("last_name", false).limit(10).explain();
+    let q = Query::new("users")
+        .where_("first_name", Op::Like, "ЁЛ%")
+        .sort("first_name", false)
+        .sort("last_name", false)
+        .limit(10)
+        .explain();
     let r = db.query(&q).unwrap();
     assert_eq!(r.values().iter().map(|v| v["id"].as_i64().unwrap()).collect::<Vec<_>>(), vec![1, 2]);
     let plan = r.explain.as_ref().unwrap().to_text();
@@ -91,15 +124,25 @@ fn case_insensitive_prefix_on_composite_is_an_index_range() {
     // With many rows per prefix, paging walks the composite index in order instead of
     // sorting the matches.
     for id in 10..2000 {
-        db.insert("users", &json!({"id": id, "first_name": format!("Name{}", id % 50), "last_name": format!("L{id}")})).unwrap();
+        db.insert("users", &json!({"id": id, "first_name": format!("Name{}", id % 50), "last_name": format!("L{id}")}))
+            .unwrap();
     }
-    let q = Query::new("users").where_("first_name", Op::Like, "name%").sort("first_name", false).sort("last_name", false).offset(5).limit(3).explain();
+    let q = Query::new("users")
+        .where_("first_name", Op::Like, "name%")
+        .sort("first_name", false)
+        .sort("last_name", false)
+        .offset(5)
+        .limit(3)
+        .explain();
     let r = db.query(&q).unwrap();
     let plan = r.explain.as_ref().unwrap().to_text();
     assert!(plan.contains("sorted by walking index 'first_name+last_name' forwards"), "{plan}");
     let names: Vec<String> = r.values().iter().map(|v| v["last_name"].as_str().unwrap().to_string()).collect();
     assert_eq!(names, vec!["L1200", "L1250", "L1300"]);
-    let q = Query::new("users").where_("first_name", Op::Eq, "ANNA").where_("last_name", Op::Eq, "strasse").sort("id", false);
+    let q = Query::new("users")
+        .where_("first_name", Op::Eq, "ANNA")
+        .where_("last_name", Op::Eq, "strasse")
+        .sort("id", false);
     assert_eq!(ids(&db, &q), vec![3, 4]);
 }
 
@@ -109,11 +152,19 @@ fn joins_nest_documents() {
     db.create_namespace("names", vec![IndexDef::hash("code", FieldType::String).pk()]).unwrap();
     db.insert("names", &json!({"code": "a", "title": "Alpha"})).unwrap();
     db.insert("names", &json!({"code": "b", "title": "Beta"})).unwrap();
-    let inner = Query::new("items").sort("id", false).join(JoinKind::Inner, Query::new("names"), &[("name", Op::Eq, "code")], "names");
+    let inner = Query::new("items").sort("id", false).join(
+        JoinKind::Inner,
+        Query::new("names"),
+        &[("name", Op::Eq, "code")],
+        "names",
+    );
     let r = db.query(&inner).unwrap();
     assert_eq!(r.items.len(), 4);
     assert_eq!(r.values()[1]["names"], json!([{"code": "b", "title": "Beta"}]));
-    let left = Query::new("items").sort("id", false).join(JoinKind::Left, Query::new("names"), &[("name", Op::Eq, "code")], "names").with_total();
+    let left = Query::new("items")
+        .sort("id", false)
+        .join(JoinKind::Left, Query::new("names"), &[("name", Op::Eq, "code")], "names")
+        .with_total();
     let r = db.query(&left).unwrap();
     assert_eq!(r.total, Some(5));
     assert_eq!(r.values()[4]["names"], json!([]));
@@ -123,7 +174,12 @@ fn joins_nest_documents() {
 fn update_and_delete_by_query() {
     use hotset_core::query::{ArithOp, Expr, SetField};
     let db = catalogue();
-    let n = db.update_query(&Query::new("items").where_("name", Op::Eq, "a"), &[SetField::Set("year".into(), Expr::field("year").binary(ArithOp::Add, Expr::value(1)))]).unwrap();
+    let n = db
+        .update_query(
+            &Query::new("items").where_("name", Op::Eq, "a"),
+            &[SetField::Set("year".into(), Expr::field("year").binary(ArithOp::Add, Expr::value(1)))],
+        )
+        .unwrap();
     assert_eq!(n, 3);
     assert_eq!(ids(&db, &Query::new("items").where_("year", Op::Eq, 2016)), vec![3]);
     let bad = db.update_query(&Query::new("items"), &[SetField::Set("year".into(), Expr::value("x"))]);

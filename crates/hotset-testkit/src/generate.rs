@@ -9,10 +9,11 @@
 use hotset_core::query::{Aggregation, ArithOp, Cond, Expr, Facet, Op, Query, SetField, SortKey};
 use hotset_core::{Collation, FieldType, IndexDef, IndexKind};
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 pub const NAMESPACE: &str = "t";
-const STRINGS: &[&str] = &["abc", "ABC", "Abd", "ёлка", "Ёлка", "straße", "STRASSE", "x1", "x10", "x2", "", "a%b", "a_b", "b"];
+const STRINGS: &[&str] =
+    &["abc", "ABC", "Abd", "ёлка", "Ёлка", "straße", "STRASSE", "x1", "x10", "x2", "", "a%b", "a_b", "b"];
 const PATTERNS: &[&str] = &["ab%", "A%", "%b%", "x1_", "ЁЛ%", "stra%", "%", "a\\%b", "_", "x%", "abc", "%c"];
 const QUERY_FIELDS: &[&str] = &["id", "a", "b", "c", "tags", "flag", "n.x", "s", "u", "missing"];
 
@@ -74,7 +75,9 @@ pub fn schema() -> impl Strategy<Value = Vec<IndexDef>> {
         })
 }
 
-fn maybe<T: std::fmt::Debug + Clone + 'static>(s: impl Strategy<Value = T> + 'static) -> impl Strategy<Value = Option<Option<T>>> {
+fn maybe<T: std::fmt::Debug + Clone + 'static>(
+    s: impl Strategy<Value = T> + 'static,
+) -> impl Strategy<Value = Option<Option<T>>> {
     // None: field absent; Some(None): null; Some(Some(v)): a value.
     prop_oneof![1 => Just(None), 1 => Just(Some(None)), 5 => s.prop_map(|v| Some(Some(v)))]
 }
@@ -140,7 +143,16 @@ pub fn document(ids: i64) -> impl Strategy<Value = Value> {
 
 /// A document whose `a` or `b` has the wrong type (refused when that field is indexed).
 pub fn bad_document(ids: i64) -> impl Strategy<Value = Value> {
-    (document(ids), prop_oneof![Just(("a", json!("text"))), Just(("b", json!(7))), Just(("c", json!("x"))), Just(("flag", json!(1))), Just(("a", json!([1, 2])))])
+    (
+        document(ids),
+        prop_oneof![
+            Just(("a", json!("text"))),
+            Just(("b", json!(7))),
+            Just(("c", json!("x"))),
+            Just(("flag", json!(1))),
+            Just(("a", json!([1, 2])))
+        ],
+    )
         .prop_map(|(mut doc, (field, value))| {
             doc[field] = value;
             doc
@@ -154,12 +166,18 @@ fn query_value(field: &'static str) -> BoxedStrategy<Value> {
         "flag" => any::<bool>().prop_map(Value::Bool).boxed(),
         _ => (-3i64..8).prop_map(|i| json!(i)).boxed(),
     };
-    let other = prop_oneof![(-3i64..8).prop_map(|i| json!(i)), string().prop_map(Value::String), Just(json!(2.5)), any::<bool>().prop_map(Value::Bool)];
+    let other = prop_oneof![
+        (-3i64..8).prop_map(|i| json!(i)),
+        string().prop_map(Value::String),
+        Just(json!(2.5)),
+        any::<bool>().prop_map(Value::Bool)
+    ];
     prop_oneof![4 => typed, 1 => other].boxed()
 }
 
 fn leaf() -> impl Strategy<Value = Cond> {
-    const OPS: &[Op] = &[Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::Range, Op::In, Op::AllSet, Op::Empty, Op::Any, Op::Like];
+    const OPS: &[Op] =
+        &[Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::Range, Op::In, Op::AllSet, Op::Empty, Op::Any, Op::Like];
     (proptest::sample::select(QUERY_FIELDS), proptest::sample::select(OPS)).prop_flat_map(|(field, op)| {
         let values: BoxedStrategy<Vec<Value>> = match op {
             Op::Empty | Op::Any => Just(Vec::new()).boxed(),
@@ -193,12 +211,13 @@ fn aggregation() -> impl Strategy<Value = Aggregation> {
         numeric.clone().prop_map(|f| Aggregation::Min(f.into())),
         numeric.prop_map(|f| Aggregation::Max(f.into())),
         any_field.clone().prop_map(|f| Aggregation::Distinct(f.into())),
-        (proptest::collection::vec(any_field, 1..3), any::<bool>(), 0usize..2, proptest::option::of(0usize..4)).prop_map(|(fields, by_value, offset, limit)| {
-            let mut fields: Vec<String> = fields.into_iter().map(String::from).collect();
-            fields.dedup();
-            let sort = if by_value { vec![SortKey { field: fields[0].clone(), desc: false }] } else { Vec::new() };
-            Aggregation::Facet(Facet { fields, sort, offset, limit })
-        }),
+        (proptest::collection::vec(any_field, 1..3), any::<bool>(), 0usize..2, proptest::option::of(0usize..4))
+            .prop_map(|(fields, by_value, offset, limit)| {
+                let mut fields: Vec<String> = fields.into_iter().map(String::from).collect();
+                fields.dedup();
+                let sort = if by_value { vec![SortKey { field: fields[0].clone(), desc: false }] } else { Vec::new() };
+                Aggregation::Facet(Facet { fields, sort, offset, limit })
+            }),
     ]
 }
 

@@ -197,11 +197,7 @@ impl RefNamespace {
 
     fn aggregate(&self, matches: &[Value], aggregation: &Aggregation) -> RefAggregation {
         let numbers = |field: &str| -> Vec<f64> {
-            matches
-                .iter()
-                .flat_map(|d| field_values(d, field))
-                .filter_map(|v| v.as_f64())
-                .collect()
+            matches.iter().flat_map(|d| field_values(d, field)).filter_map(|v| v.as_f64()).collect()
         };
         match aggregation {
             Aggregation::Count => RefAggregation::Count(matches.len() as u64),
@@ -368,7 +364,8 @@ impl RefNamespace {
                 Ok(())
             }
             Write::DeleteQuery(cond) => {
-                let keys: Vec<String> = self.docs.iter().filter(|(_, d)| self.matches(d, cond)).map(|(k, _)| k.clone()).collect();
+                let keys: Vec<String> =
+                    self.docs.iter().filter(|(_, d)| self.matches(d, cond)).map(|(k, _)| k.clone()).collect();
                 for key in keys {
                     self.docs.remove(&key);
                 }

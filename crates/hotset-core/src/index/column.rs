@@ -50,12 +50,7 @@ impl Column {
             (false, FieldType::Bool) => Data::Bool(Vec::new()),
             (false, FieldType::String) => Data::Str(Vec::new()),
         };
-        Column {
-            spec,
-            data,
-            present: Vec::new(),
-            string_bytes: 0,
-        }
+        Column { spec, data, present: Vec::new(), string_bytes: 0 }
     }
 
     fn is_present(&self, row: u32) -> bool {
@@ -145,9 +140,7 @@ impl Column {
     pub fn any(&self, row: u32, mut f: impl FnMut(ScalarRef<'_>) -> bool) -> bool {
         let at = row as usize;
         match &self.data {
-            Data::Multi(rows) => rows
-                .get(at)
-                .is_some_and(|vals| vals.iter().filter_map(Scalar::as_ref).any(f)),
+            Data::Multi(rows) => rows.get(at).is_some_and(|vals| vals.iter().filter_map(Scalar::as_ref).any(f)),
             Data::Str(rows) => match rows.get(at) {
                 Some(Some(s)) => f(ScalarRef::Str(s)),
                 _ => false,
@@ -234,12 +227,7 @@ mod tests {
     use super::*;
 
     fn spec(field_type: FieldType, array: bool) -> ColumnSpec {
-        ColumnSpec {
-            path: FieldPath::new("f"),
-            field_type,
-            collation: Collation::None,
-            array,
-        }
+        ColumnSpec { path: FieldPath::new("f"), field_type, collation: Collation::None, array }
     }
 
     #[test]

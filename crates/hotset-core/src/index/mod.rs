@@ -64,12 +64,7 @@ impl Index {
             IndexKind::Hash => Lookup::Hash(HashMap::default()),
             IndexKind::Tree => Lookup::Tree(BTreeMap::new()),
         };
-        Index {
-            def,
-            columns,
-            lookup,
-            key_bytes: 0,
-        }
+        Index { def, columns, lookup, key_bytes: 0 }
     }
 
     /// The keys `row` is indexed under, read from its columns.
@@ -148,7 +143,11 @@ impl Index {
     }
 
     /// Ordered entries between two bounds (tree indexes only).
-    pub fn range(&self, lower: Bound<&Key>, upper: Bound<&Key>) -> Option<std::collections::btree_map::Range<'_, Key, Postings>> {
+    pub fn range(
+        &self,
+        lower: Bound<&Key>,
+        upper: Bound<&Key>,
+    ) -> Option<std::collections::btree_map::Range<'_, Key, Postings>> {
         match &self.lookup {
             Lookup::Tree(map) => {
                 if let Some(edge) = empty_range_edge(lower, upper) {
@@ -245,7 +244,9 @@ pub fn key_for_type(value: &Scalar, field_type: FieldType) -> Option<Scalar> {
         | (FieldType::String, Scalar::Str(_))
         | (FieldType::Bool, Scalar::Bool(_)) => Some(value.clone()),
         (FieldType::Double, Scalar::Int(i)) => Some(Scalar::Double(OrdF64::new(*i as f64))),
-        (FieldType::Int, Scalar::Double(d)) if d.0.fract() == 0.0 && d.0.abs() < 9.2e18 => Some(Scalar::Int(d.0 as i64)),
+        (FieldType::Int, Scalar::Double(d)) if d.0.fract() == 0.0 && d.0.abs() < 9.2e18 => {
+            Some(Scalar::Int(d.0 as i64))
+        }
         _ => None,
     }
 }

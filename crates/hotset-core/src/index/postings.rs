@@ -84,11 +84,8 @@ impl Postings {
                 let mut shrunk: Vec<u32> = Vec::with_capacity(ids.len() - 1);
                 shrunk.extend_from_slice(&ids[..at]);
                 shrunk.extend_from_slice(&ids[at + 1..]);
-                *self = if shrunk.len() == 1 {
-                    Postings::One(shrunk[0])
-                } else {
-                    Postings::Few(shrunk.into_boxed_slice())
-                };
+                *self =
+                    if shrunk.len() == 1 { Postings::One(shrunk[0]) } else { Postings::Few(shrunk.into_boxed_slice()) };
                 false
             }
             Postings::Bitmap(bitmap) => {

@@ -65,9 +65,7 @@ impl<S: Deref<Target = Shard>> ShardGroup<S> {
 
     fn position(&self, key: &KeyRef<'_>) -> KvResult<usize> {
         let idx = self.router.shard_of(key.hash);
-        self.shards
-            .binary_search_by_key(&idx, |(i, _)| *i)
-            .map_err(|_| KvError::KeyNotLocked)
+        self.shards.binary_search_by_key(&idx, |(i, _)| *i).map_err(|_| KvError::KeyNotLocked)
     }
 
     /// The shard holding `key`, with the hashed key.
@@ -104,22 +102,13 @@ pub trait ShardAccess {
     fn router(&self) -> Router;
 
     /// Runs `f` with shared access to shard `idx`.
-    fn read_shard<R>(&self, idx: usize, f: impl FnOnce(&Shard, &Ctx) -> KvResult<R>)
-    -> KvResult<R>;
+    fn read_shard<R>(&self, idx: usize, f: impl FnOnce(&Shard, &Ctx) -> KvResult<R>) -> KvResult<R>;
 
     /// Runs `f` with exclusive access to shard `idx`.
-    fn write_shard<R>(
-        &self,
-        idx: usize,
-        f: impl FnOnce(&mut Shard, &Ctx) -> KvResult<R>,
-    ) -> KvResult<R>;
+    fn write_shard<R>(&self, idx: usize, f: impl FnOnce(&mut Shard, &Ctx) -> KvResult<R>) -> KvResult<R>;
 
     /// Runs `f` with shared access to all of `idxs` at once (sorted, unique).
-    fn read_group<R>(
-        &self,
-        idxs: &[usize],
-        f: impl FnOnce(&ShardGroup<&Shard>, &Ctx) -> KvResult<R>,
-    ) -> KvResult<R>;
+    fn read_group<R>(&self, idxs: &[usize], f: impl FnOnce(&ShardGroup<&Shard>, &Ctx) -> KvResult<R>) -> KvResult<R>;
 
     /// Runs `f` with exclusive access to all of `idxs` at once (sorted,
     /// unique).
@@ -130,22 +119,14 @@ pub trait ShardAccess {
     ) -> KvResult<R>;
 
     /// Shared access to the shard owning `key`.
-    fn read_key<R>(
-        &self,
-        key: &[u8],
-        f: impl FnOnce(&Shard, KeyRef<'_>, &Ctx) -> KvResult<R>,
-    ) -> KvResult<R> {
+    fn read_key<R>(&self, key: &[u8], f: impl FnOnce(&Shard, KeyRef<'_>, &Ctx) -> KvResult<R>) -> KvResult<R> {
         let key = KeyRef::new(key);
         let idx = self.router().shard_of(key.hash);
         self.read_shard(idx, |shard, ctx| f(shard, key, ctx))
     }
 
     /// Exclusive access to the shard owning `key`.
-    fn write_key<R>(
-        &self,
-        key: &[u8],
-        f: impl FnOnce(&mut Shard, KeyRef<'_>, &Ctx) -> KvResult<R>,
-    ) -> KvResult<R> {
+    fn write_key<R>(&self, key: &[u8], f: impl FnOnce(&mut Shard, KeyRef<'_>, &Ctx) -> KvResult<R>) -> KvResult<R> {
         let key = KeyRef::new(key);
         let idx = self.router().shard_of(key.hash);
         self.write_shard(idx, |shard, ctx| f(shard, key, ctx))

@@ -27,9 +27,7 @@ impl KvLimits {
 
 impl Default for KvLimits {
     fn default() -> Self {
-        Self {
-            value_bytes_max: Self::DEFAULT_VALUE_BYTES_MAX,
-        }
+        Self { value_bytes_max: Self::DEFAULT_VALUE_BYTES_MAX }
     }
 }
 
@@ -50,9 +48,6 @@ impl KeyspaceConfig {
 
 impl Default for KeyspaceConfig {
     fn default() -> Self {
-        Self {
-            shards: Self::DEFAULT_SHARDS,
-            limits: KvLimits::default(),
-        }
+        Self { shards: Self::DEFAULT_SHARDS, limits: KvLimits::default() }
     }
 }

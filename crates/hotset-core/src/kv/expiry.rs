@@ -85,27 +85,17 @@ impl TtlIndex {
 /// `now + delta_ms` as Redis computes it for EXPIRE/PEXPIRE: in signed 64-bit,
 /// failing with "invalid expire time" on overflow.
 pub fn deadline_after(now: u64, delta_ms: i64, command: &'static str) -> Result<i64, KvError> {
-    i64::try_from(now)
-        .ok()
-        .and_then(|now| now.checked_add(delta_ms))
-        .ok_or(KvError::InvalidExpireTime { command })
+    i64::try_from(now).ok().and_then(|now| now.checked_add(delta_ms)).ok_or(KvError::InvalidExpireTime { command })
 }
 
 /// The deadline to store for `when`, or `None` if it is already due (Redis
 /// deletes instead of storing a deadline `<= now`).
 pub fn live_deadline(when: i64, now: u64) -> Option<NonZeroU64> {
-    u64::try_from(when)
-        .ok()
-        .filter(|&when| when > now)
-        .and_then(NonZeroU64::new)
+    u64::try_from(when).ok().filter(|&when| when > now).and_then(NonZeroU64::new)
 }
 
 /// Whether an EXPIRE with `condition` may replace `current` with `when`.
-pub fn condition_allows(
-    condition: Option<ExpireCondition>,
-    current: Option<NonZeroU64>,
-    when: i64,
-) -> bool {
+pub fn condition_allows(condition: Option<ExpireCondition>, current: Option<NonZeroU64>, when: i64) -> bool {
     let current = current.map(|c| i128::from(c.get()));
     let when = i128::from(when);
     match condition {

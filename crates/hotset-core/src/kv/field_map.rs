@@ -65,11 +65,7 @@ impl FieldMap {
     /// Removes `field`; returns true when it existed.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         let hash = hash_bytes(field);
-        let Some(removed) = self
-            .map
-            .find(hash, field)
-            .and_then(|slot| self.map.remove(hash, slot))
-        else {
+        let Some(removed) = self.map.find(hash, field).and_then(|slot| self.map.remove(hash, slot)) else {
             return false;
         };
         self.bytes -= field_cost(&removed.key, &removed.value);
@@ -90,7 +86,6 @@ impl FieldMap {
         visit: impl FnMut(&[u8], &[u8]),
     ) -> Option<SlabCursor> {
         let mut visit = visit;
-        self.map
-            .scan(cursor, budget, |slot| visit(&slot.key, &slot.value))
+        self.map.scan(cursor, budget, |slot| visit(&slot.key, &slot.value))
     }
 }

@@ -24,10 +24,7 @@ enum Token {
     Star,
     AnyByte,
     Literal(u8),
-    Class {
-        negated: bool,
-        ranges: Vec<(u8, u8)>,
-    },
+    Class { negated: bool, ranges: Vec<(u8, u8)> },
 }
 
 impl Token {
@@ -36,9 +33,7 @@ impl Token {
             Token::Star => true,
             Token::AnyByte => true,
             Token::Literal(b) => *b == byte,
-            Token::Class { negated, ranges } => {
-                ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&byte)) != *negated
-            }
+            Token::Class { negated, ranges } => ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&byte)) != *negated,
         }
     }
 }
@@ -53,10 +48,7 @@ pub struct Glob {
 impl Glob {
     /// Compiles `pattern`.
     pub fn new(pattern: &[u8]) -> Self {
-        Self {
-            tokens: compile(pattern),
-            match_all: pattern == b"*",
-        }
+        Self { tokens: compile(pattern), match_all: pattern == b"*" }
     }
 
     /// A glob for an optional pattern; `None` matches everything.

@@ -52,47 +52,23 @@ impl Shard {
         let result = f(&mut map)?;
         if !map.is_empty() {
             let value = Value::Hash(Box::new(map));
-            self.insert(
-                key,
-                Entry {
-                    value,
-                    expire_at: None,
-                },
-            );
+            self.insert(key, Entry { value, expire_at: None });
         }
         Ok(result)
     }
 
     /// HSET: returns how many fields were added (not updated).
-    pub fn hset(
-        &mut self,
-        key: KeyRef<'_>,
-        ctx: &Ctx,
-        pairs: &[(&[u8], &[u8])],
-    ) -> KvResult<usize> {
+    pub fn hset(&mut self, key: KeyRef<'_>, ctx: &Ctx, pairs: &[(&[u8], &[u8])]) -> KvResult<usize> {
         for (_, value) in pairs {
             ctx.check_value_len(value.len())?;
         }
-        self.upsert_hash(key, ctx.now, |h| {
-            Ok(pairs
-                .iter()
-                .filter(|(f, v)| h.insert(f, v.to_vec()))
-                .count())
-        })
+        self.upsert_hash(key, ctx.now, |h| Ok(pairs.iter().filter(|(f, v)| h.insert(f, v.to_vec())).count()))
     }
 
     /// HSETNX: sets `field` only if absent; returns whether it did.
-    pub fn hsetnx(
-        &mut self,
-        key: KeyRef<'_>,
-        ctx: &Ctx,
-        field: &[u8],
-        value: &[u8],
-    ) -> KvResult<bool> {
+    pub fn hsetnx(&mut self, key: KeyRef<'_>, ctx: &Ctx, field: &[u8], value: &[u8]) -> KvResult<bool> {
         ctx.check_value_len(value.len())?;
-        self.upsert_hash(key, ctx.now, |h| {
-            Ok(h.get(field).is_none() && h.insert(field, value.to_vec()))
-        })
+        self.upsert_hash(key, ctx.now, |h| Ok(h.get(field).is_none() && h.insert(field, value.to_vec())))
     }
 
     /// HDEL: returns how many fields were removed; deletes an emptied hash.
@@ -125,13 +101,7 @@ impl Shard {
     }
 
     /// HINCRBYFLOAT: returns the field's new text.
-    pub fn hincr_by_float(
-        &mut self,
-        key: KeyRef<'_>,
-        now: u64,
-        field: &[u8],
-        by: f64,
-    ) -> KvResult<Vec<u8>> {
+    pub fn hincr_by_float(&mut self, key: KeyRef<'_>, now: u64, field: &[u8], by: f64) -> KvResult<Vec<u8>> {
         self.upsert_hash(key, now, |h| {
             let current = match h.get(field) {
                 Some(bytes) => parse_f64(bytes).ok_or(KvError::HashNotFloat)?,

@@ -30,9 +30,9 @@ impl Shard {
     pub fn ttl_ms(&self, key: KeyRef<'_>, now: u64) -> i64 {
         match self.get(key, now) {
             None => TTL_MISSING,
-            Some(e) => e.expire_at.map_or(TTL_NONE, |at| {
-                i64::try_from(at.get().saturating_sub(now)).unwrap_or(i64::MAX)
-            }),
+            Some(e) => {
+                e.expire_at.map_or(TTL_NONE, |at| i64::try_from(at.get().saturating_sub(now)).unwrap_or(i64::MAX))
+            }
         }
     }
 
@@ -40,21 +40,13 @@ impl Shard {
     pub fn expire_time_ms(&self, key: KeyRef<'_>, now: u64) -> i64 {
         match self.get(key, now) {
             None => TTL_MISSING,
-            Some(e) => e
-                .expire_at
-                .map_or(TTL_NONE, |at| i64::try_from(at.get()).unwrap_or(i64::MAX)),
+            Some(e) => e.expire_at.map_or(TTL_NONE, |at| i64::try_from(at.get()).unwrap_or(i64::MAX)),
         }
     }
 
     /// PEXPIREAT with an optional condition: false if the key is missing or
     /// the condition fails; a deadline `<= now` deletes the key.
-    pub fn expire_at(
-        &mut self,
-        key: KeyRef<'_>,
-        now: u64,
-        when: i64,
-        condition: Option<ExpireCondition>,
-    ) -> bool {
+    pub fn expire_at(&mut self, key: KeyRef<'_>, now: u64, when: i64, condition: Option<ExpireCondition>) -> bool {
         let Some(mut live) = self.get_mut(key, now) else {
             return false;
         };

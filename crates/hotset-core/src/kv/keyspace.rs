@@ -57,16 +57,8 @@ impl Keyspace {
     /// clamped to 1..=65536) and `config.limits`.
     pub fn with_config(clock: Arc<dyn Clock>, config: KeyspaceConfig) -> Self {
         let router = Router::new(config.shards);
-        let shards = (0..router.shard_count())
-            .map(|_| RwLock::new(Shard::default()))
-            .collect();
-        Self {
-            router,
-            shards,
-            clock,
-            limits: config.limits,
-            expire_start: AtomicUsize::new(0),
-        }
+        let shards = (0..router.shard_count()).map(|_| RwLock::new(Shard::default())).collect();
+        Self { router, shards, clock, limits: config.limits, expire_start: AtomicUsize::new(0) }
     }
 
     /// Number of shards.
@@ -86,10 +78,7 @@ impl Keyspace {
     }
 
     fn ctx(&self) -> Ctx {
-        Ctx {
-            now: self.clock.now_ms(),
-            limits: self.limits,
-        }
+        Ctx { now: self.clock.now_ms(), limits: self.limits }
     }
 
     /// Runs `f` with every shard owning one of `keys` write-locked (in
@@ -166,34 +155,19 @@ impl ShardAccess for Keyspace {
         self.router
     }
 
-    fn read_shard<R>(
-        &self,
-        idx: usize,
-        f: impl FnOnce(&Shard, &Ctx) -> KvResult<R>,
-    ) -> KvResult<R> {
+    fn read_shard<R>(&self, idx: usize, f: impl FnOnce(&Shard, &Ctx) -> KvResult<R>) -> KvResult<R> {
         let guard = self.shards[idx].read();
         f(&guard, &self.ctx())
     }
 
-    fn write_shard<R>(
-        &self,
-        idx: usize,
-        f: impl FnOnce(&mut Shard, &Ctx) -> KvResult<R>,
-    ) -> KvResult<R> {
+    fn write_shard<R>(&self, idx: usize, f: impl FnOnce(&mut Shard, &Ctx) -> KvResult<R>) -> KvResult<R> {
         let mut guard = self.shards[idx].write();
         f(&mut guard, &self.ctx())
     }
 
-    fn read_group<R>(
-        &self,
-        idxs: &[usize],
-        f: impl FnOnce(&ShardGroup<&Shard>, &Ctx) -> KvResult<R>,
-    ) -> KvResult<R> {
+    fn read_group<R>(&self, idxs: &[usize], f: impl FnOnce(&ShardGroup<&Shard>, &Ctx) -> KvResult<R>) -> KvResult<R> {
         let guards: Vec<_> = idxs.iter().map(|&i| (i, self.shards[i].read())).collect();
-        let group = ShardGroup::new(
-            self.router,
-            guards.iter().map(|(i, g)| (*i, &**g)).collect(),
-        );
+        let group = ShardGroup::new(self.router, guards.iter().map(|(i, g)| (*i, &**g)).collect());
         f(&group, &self.ctx())
     }
 

@@ -36,15 +36,9 @@ pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
         if !d.is_ascii_digit() {
             return None;
         }
-        magnitude = magnitude
-            .checked_mul(10)?
-            .checked_add(u64::from(d - b'0'))?;
+        magnitude = magnitude.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
     }
-    if negative {
-        0i64.checked_sub_unsigned(magnitude)
-    } else {
-        i64::try_from(magnitude).ok()
-    }
+    if negative { 0i64.checked_sub_unsigned(magnitude) } else { i64::try_from(magnitude).ok() }
 }
 
 /// Decimal text of `v`; the inverse of [`parse_i64`].
@@ -54,10 +48,7 @@ pub fn format_i64(v: i64) -> Vec<u8> {
 
 /// Number of bytes `format_i64(v)` would produce, without allocating.
 pub fn i64_text_len(v: i64) -> usize {
-    let digits = v
-        .unsigned_abs()
-        .checked_ilog10()
-        .map_or(1, |l| l as usize + 1);
+    let digits = v.unsigned_abs().checked_ilog10().map_or(1, |l| l as usize + 1);
     digits + usize::from(v < 0)
 }
 
@@ -91,9 +82,7 @@ fn is_infinity_literal(text: &str) -> bool {
 }
 
 fn mantissa_has_nonzero_digit(text: &str) -> bool {
-    text.bytes()
-        .take_while(|b| !matches!(b, b'e' | b'E'))
-        .any(|b| matches!(b, b'1'..=b'9'))
+    text.bytes().take_while(|b| !matches!(b, b'e' | b'E')).any(|b| matches!(b, b'1'..=b'9'))
 }
 
 /// Formats an INCRBYFLOAT result: the shortest decimal text that round-trips,
@@ -110,14 +99,7 @@ mod tests {
 
     #[test]
     fn integers_follow_string2ll() {
-        for ok in [
-            "0",
-            "1",
-            "-1",
-            "42",
-            "9223372036854775807",
-            "-9223372036854775808",
-        ] {
+        for ok in ["0", "1", "-1", "42", "9223372036854775807", "-9223372036854775808"] {
             let v = parse_i64(ok.as_bytes()).unwrap();
             assert_eq!(format_i64(v), ok.as_bytes());
             assert_eq!(i64_text_len(v), ok.len());
@@ -150,9 +132,7 @@ mod tests {
         assert_eq!(parse_f64(b"+1"), Some(1.0));
         assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
         assert_eq!(parse_f64(b"0.0"), Some(0.0));
-        for bad in [
-            "", "nan", "NaN", " 1", "1 ", "abc", "1e999", "1e-999", "1,5",
-        ] {
+        for bad in ["", "nan", "NaN", " 1", "1 ", "abc", "1e999", "1e-999", "1,5"] {
             assert_eq!(parse_f64(bad.as_bytes()), None, "{bad:?}");
         }
     }

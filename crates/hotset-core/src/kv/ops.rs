@@ -44,19 +44,13 @@ pub trait KvOps: ShardAccess {
 
     /// SETNX: sets only if missing; returns whether it did.
     fn setnx(&self, key: &[u8], value: &[u8]) -> KvResult<bool> {
-        let opts = SetOptions {
-            condition: Some(SetCondition::Nx),
-            ..SetOptions::default()
-        };
+        let opts = SetOptions { condition: Some(SetCondition::Nx), ..SetOptions::default() };
         Ok(self.set(key, value, opts)?.applied)
     }
 
     /// GETSET: sets the value (clearing any TTL), returns the old string.
     fn getset(&self, key: &[u8], value: &[u8]) -> KvResult<Option<Vec<u8>>> {
-        let opts = SetOptions {
-            get_old: true,
-            ..SetOptions::default()
-        };
+        let opts = SetOptions { get_old: true, ..SetOptions::default() };
         Ok(self.set(key, value, opts)?.old)
     }
 
@@ -126,15 +120,8 @@ pub trait KvOps: ShardAccess {
     }
 
     /// PEXPIREAT with NX/XX/GT/LT.
-    fn expire_at_ms_if(
-        &self,
-        key: &[u8],
-        at_ms: i64,
-        condition: Option<ExpireCondition>,
-    ) -> KvResult<bool> {
-        self.write_key(key, |s, k, ctx| {
-            Ok(s.expire_at(k, ctx.now, at_ms, condition))
-        })
+    fn expire_at_ms_if(&self, key: &[u8], at_ms: i64, condition: Option<ExpireCondition>) -> KvResult<bool> {
+        self.write_key(key, |s, k, ctx| Ok(s.expire_at(k, ctx.now, at_ms, condition)))
     }
 
     /// PEXPIRE: expire `ms` from now; `ms <= 0` deletes the key. Overflow is
@@ -144,12 +131,7 @@ pub trait KvOps: ShardAccess {
     }
 
     /// PEXPIRE with NX/XX/GT/LT.
-    fn expire_in_ms_if(
-        &self,
-        key: &[u8],
-        ms: i64,
-        condition: Option<ExpireCondition>,
-    ) -> KvResult<bool> {
+    fn expire_in_ms_if(&self, key: &[u8], ms: i64, condition: Option<ExpireCondition>) -> KvResult<bool> {
         self.write_key(key, |s, k, ctx| {
             let when = deadline_after(ctx.now, ms, "expire")?;
             Ok(s.expire_at(k, ctx.now, when, condition))
@@ -186,21 +168,14 @@ pub trait KvOps: ShardAccess {
     /// SCAN: `(next_cursor, keys)`; start with 0, stop when 0 comes back.
     /// Every key present for the whole iteration is returned at least once
     /// (see the `scan` module docs for why). `count` is the COUNT hint.
-    fn scan(
-        &self,
-        cursor: u64,
-        pattern: Option<&[u8]>,
-        count: usize,
-    ) -> KvResult<(u64, Vec<Vec<u8>>)> {
+    fn scan(&self, cursor: u64, pattern: Option<&[u8]>, count: usize) -> KvResult<(u64, Vec<Vec<u8>>)> {
         scan_keys(self, cursor, pattern, count)
     }
 
     /// RENAME: moves the value and its TTL, overwriting `dst`.
     /// `NoSuchKey` if `src` is missing.
     fn rename(&self, src: &[u8], dst: &[u8]) -> KvResult<()> {
-        self.write_keys([src, dst], |g, ctx| {
-            g.rename(src, dst, ctx.now, false).map(drop)
-        })
+        self.write_keys([src, dst], |g, ctx| g.rename(src, dst, ctx.now, false).map(drop))
     }
 
     /// RENAMENX: like RENAME but only if `dst` does not exist.
@@ -239,21 +214,14 @@ pub trait KvOps: ShardAccess {
 
     /// HGET.
     fn hget(&self, key: &[u8], field: &[u8]) -> KvResult<Option<Vec<u8>>> {
-        self.read_key(key, |s, k, ctx| {
-            Ok(s.read_hash(k, ctx.now)?
-                .and_then(|h| h.get(field))
-                .map(<[u8]>::to_vec))
-        })
+        self.read_key(key, |s, k, ctx| Ok(s.read_hash(k, ctx.now)?.and_then(|h| h.get(field)).map(<[u8]>::to_vec)))
     }
 
     /// HMGET: one entry per field.
     fn hmget(&self, key: &[u8], fields: &[&[u8]]) -> KvResult<Vec<Option<Vec<u8>>>> {
         self.read_key(key, |s, k, ctx| {
             let hash = s.read_hash(k, ctx.now)?;
-            Ok(fields
-                .iter()
-                .map(|f| hash.and_then(|h| h.get(f)).map(<[u8]>::to_vec))
-                .collect())
+            Ok(fields.iter().map(|f| hash.and_then(|h| h.get(f)).map(<[u8]>::to_vec)).collect())
         })
     }
 
@@ -273,26 +241,17 @@ pub trait KvOps: ShardAccess {
 
     /// HEXISTS.
     fn hexists(&self, key: &[u8], field: &[u8]) -> KvResult<bool> {
-        self.read_key(key, |s, k, ctx| {
-            Ok(s.read_hash(k, ctx.now)?
-                .is_some_and(|h| h.get(field).is_some()))
-        })
+        self.read_key(key, |s, k, ctx| Ok(s.read_hash(k, ctx.now)?.is_some_and(|h| h.get(field).is_some())))
     }
 
     /// HLEN.
     fn hlen(&self, key: &[u8]) -> KvResult<usize> {
-        self.read_key(key, |s, k, ctx| {
-            Ok(s.read_hash(k, ctx.now)?.map_or(0, |h| h.len()))
-        })
+        self.read_key(key, |s, k, ctx| Ok(s.read_hash(k, ctx.now)?.map_or(0, |h| h.len())))
     }
 
     /// HSTRLEN.
     fn hstrlen(&self, key: &[u8], field: &[u8]) -> KvResult<usize> {
-        self.read_key(key, |s, k, ctx| {
-            Ok(s.read_hash(k, ctx.now)?
-                .and_then(|h| h.get(field))
-                .map_or(0, <[u8]>::len))
-        })
+        self.read_key(key, |s, k, ctx| Ok(s.read_hash(k, ctx.now)?.and_then(|h| h.get(field)).map_or(0, <[u8]>::len)))
     }
 
     /// HINCRBY: returns the new value ("hash value is not an integer" /
@@ -309,30 +268,20 @@ pub trait KvOps: ShardAccess {
     /// HKEYS.
     fn hkeys(&self, key: &[u8]) -> KvResult<Vec<Vec<u8>>> {
         self.read_key(key, |s, k, ctx| {
-            Ok(s.read_hash(k, ctx.now)?
-                .map(|h| h.iter().map(|(f, _)| f.to_vec()).collect())
-                .unwrap_or_default())
+            Ok(s.read_hash(k, ctx.now)?.map(|h| h.iter().map(|(f, _)| f.to_vec()).collect()).unwrap_or_default())
         })
     }
 
     /// HVALS.
     fn hvals(&self, key: &[u8]) -> KvResult<Vec<Vec<u8>>> {
         self.read_key(key, |s, k, ctx| {
-            Ok(s.read_hash(k, ctx.now)?
-                .map(|h| h.iter().map(|(_, v)| v.to_vec()).collect())
-                .unwrap_or_default())
+            Ok(s.read_hash(k, ctx.now)?.map(|h| h.iter().map(|(_, v)| v.to_vec()).collect()).unwrap_or_default())
         })
     }
 
     /// HSCAN: `(next_cursor, pairs)`, same guarantee as [`scan`](Self::scan)
     /// for fields present throughout.
-    fn hscan(
-        &self,
-        key: &[u8],
-        cursor: u64,
-        pattern: Option<&[u8]>,
-        count: usize,
-    ) -> KvResult<(u64, FieldPairs)> {
+    fn hscan(&self, key: &[u8], cursor: u64, pattern: Option<&[u8]>, count: usize) -> KvResult<(u64, FieldPairs)> {
         self.read_key(key, |s, k, ctx| s.hscan(k, ctx.now, cursor, pattern, count))
     }
 }

@@ -31,10 +31,7 @@ pub struct Keyspaces {
 
 impl fmt::Debug for Keyspaces {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Keyspaces")
-            .field("names", &self.list())
-            .field("config", &self.config)
-            .finish_non_exhaustive()
+        f.debug_struct("Keyspaces").field("names", &self.list()).field("config", &self.config).finish_non_exhaustive()
     }
 }
 
@@ -46,11 +43,7 @@ impl Keyspaces {
 
     /// An empty registry whose keyspaces use `config`.
     pub fn with_config(clock: Arc<dyn Clock>, config: KeyspaceConfig) -> Self {
-        Self {
-            clock,
-            config,
-            spaces: RwLock::new(BTreeMap::new()),
-        }
+        Self { clock, config, spaces: RwLock::new(BTreeMap::new()) }
     }
 
     fn build(&self) -> Arc<Keyspace> {
@@ -80,11 +73,7 @@ impl Keyspaces {
         }
         let mut spaces = self.spaces.write();
         // Re-check under the write lock: another thread may have won.
-        Arc::clone(
-            spaces
-                .entry(name.to_owned())
-                .or_insert_with(|| self.build()),
-        )
+        Arc::clone(spaces.entry(name.to_owned()).or_insert_with(|| self.build()))
     }
 
     /// All names, sorted.
@@ -101,9 +90,6 @@ impl Keyspaces {
     /// same budget each; returns the total number of keys deleted.
     pub fn active_expire_cycle(&self, budget_per_keyspace: usize) -> usize {
         let spaces: Vec<Arc<Keyspace>> = self.spaces.read().values().cloned().collect();
-        spaces
-            .iter()
-            .map(|s| s.active_expire_cycle(budget_per_keyspace))
-            .sum()
+        spaces.iter().map(|s| s.active_expire_cycle(budget_per_keyspace)).sum()
     }
 }

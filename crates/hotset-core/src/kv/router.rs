@@ -46,10 +46,7 @@ pub struct KeyRef<'k> {
 impl<'k> KeyRef<'k> {
     /// Hashes `bytes`.
     pub fn new(bytes: &'k [u8]) -> Self {
-        Self {
-            bytes,
-            hash: hash_bytes(bytes),
-        }
+        Self { bytes, hash: hash_bytes(bytes) }
     }
 }
 
@@ -64,9 +61,7 @@ impl Router {
     /// to `1..=MAX_SHARDS` so any requested count yields a valid layout.
     pub fn new(shards: usize) -> Self {
         let count = shards.clamp(1, MAX_SHARDS).next_power_of_two();
-        Self {
-            mask: count as u64 - 1,
-        }
+        Self { mask: count as u64 - 1 }
     }
 
     /// Number of shards.
@@ -82,10 +77,7 @@ impl Router {
     /// Sorted, de-duplicated shard indices owning `keys`: the order in which
     /// multi-shard operations must lock, which is what rules out deadlock.
     pub fn shards_for<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> Vec<usize> {
-        let mut shards: Vec<usize> = keys
-            .into_iter()
-            .map(|k| self.shard_of(hash_bytes(k)))
-            .collect();
+        let mut shards: Vec<usize> = keys.into_iter().map(|k| self.shard_of(hash_bytes(k))).collect();
         shards.sort_unstable();
         shards.dedup();
         shards

@@ -41,10 +41,7 @@ fn encode_slab(c: SlabCursor) -> u64 {
 }
 
 fn decode_slab(cursor: u64) -> SlabCursor {
-    SlabCursor {
-        epoch: (cursor >> SLOT_BITS) as u16,
-        slot: cursor as u32,
-    }
+    SlabCursor { epoch: (cursor >> SLOT_BITS) as u16, slot: cursor as u32 }
 }
 
 fn encode_key_cursor(shard: usize, c: SlabCursor) -> u64 {
@@ -85,11 +82,7 @@ pub fn scan_keys<A: ShardAccess + ?Sized>(
             break;
         }
     }
-    let next = if shard < shard_count {
-        encode_key_cursor(shard, pos)
-    } else {
-        0
-    };
+    let next = if shard < shard_count { encode_key_cursor(shard, pos) } else { 0 };
     Ok((next, keys))
 }
 

@@ -32,11 +32,7 @@ const TTL_OVERHEAD: usize = 2 * std::mem::size_of::<u32>();
 const LIVE_SLOT: &str = "a LiveEntry always points at an occupied slot";
 
 fn entry_cost(key_len: usize, entry: &Entry) -> usize {
-    let ttl = if entry.expire_at.is_some() {
-        TTL_OVERHEAD
-    } else {
-        0
-    };
+    let ttl = if entry.expire_at.is_some() { TTL_OVERHEAD } else { 0 };
     KEY_OVERHEAD + key_len + entry.value.heap_bytes() + ttl
 }
 
@@ -88,11 +84,7 @@ impl Shard {
             self.remove_slot(key.hash, slot);
             return None;
         }
-        Some(LiveEntry {
-            shard: self,
-            slot,
-            hash: key.hash,
-        })
+        Some(LiveEntry { shard: self, slot, hash: key.hash })
     }
 
     /// Stores a new key. The caller must have established (via `get_mut`)
@@ -131,10 +123,7 @@ impl Shard {
 
     /// Live (key, entry) pairs in storage order.
     pub fn iter_live(&self, now: u64) -> impl Iterator<Item = (&[u8], &Entry)> {
-        self.map
-            .iter()
-            .filter(move |(_, s)| !s.value.is_expired(now))
-            .map(|(_, s)| (&*s.key, &s.value))
+        self.map.iter().filter(move |(_, s)| !s.value.is_expired(now)).map(|(_, s)| (&*s.key, &s.value))
     }
 
     /// One SCAN step over this shard; expired entries are skipped.
@@ -253,8 +242,6 @@ impl LiveEntry<'_> {
 
     /// Deletes the key, returning its entry.
     pub fn remove(self) -> Entry {
-        self.shard
-            .remove_slot(self.hash, self.slot)
-            .expect(LIVE_SLOT)
+        self.shard.remove_slot(self.hash, self.slot).expect(LIVE_SLOT)
     }
 }

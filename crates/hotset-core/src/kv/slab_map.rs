@@ -60,10 +60,7 @@ impl ScanBudget {
     /// Budget for a SCAN-family call with the given COUNT hint (0 acts as 1).
     pub fn for_count(count: usize) -> Self {
         let live = count.max(1);
-        Self {
-            live,
-            positions: live.saturating_mul(10),
-        }
+        Self { live, positions: live.saturating_mul(10) }
     }
 
     /// Whether the call must stop.
@@ -83,29 +80,20 @@ pub struct SlabMap<V> {
 
 impl<V> Default for SlabMap<V> {
     fn default() -> Self {
-        Self {
-            slots: Vec::new(),
-            free: Vec::new(),
-            index: HashTable::new(),
-            epoch: 0,
-        }
+        Self { slots: Vec::new(), free: Vec::new(), index: HashTable::new(), epoch: 0 }
     }
 }
 
 /// Hash of the key stored at `slot`, used when the table rehashes. A missing
 /// slot cannot be referenced by the table (invariant), so 0 is never used.
 fn slot_hash<V>(slots: &[Option<Slot<V>>], slot: u32) -> u64 {
-    slots
-        .get(slot as usize)
-        .and_then(Option::as_ref)
-        .map_or(0, |s| hash_bytes(&s.key))
+    slots.get(slot as usize).and_then(Option::as_ref).map_or(0, |s| hash_bytes(&s.key))
 }
 
 impl<V> SlabMap<V> {
     /// Approximate bytes of bookkeeping per entry (slab slot, table bucket and
     /// control byte), for memory accounting.
-    pub const ENTRY_OVERHEAD: usize =
-        std::mem::size_of::<Option<Slot<V>>>() + std::mem::size_of::<u32>() + 1;
+    pub const ENTRY_OVERHEAD: usize = std::mem::size_of::<Option<Slot<V>>>() + std::mem::size_of::<u32>() + 1;
 
     /// Number of entries.
     pub fn len(&self) -> usize {
@@ -121,12 +109,7 @@ impl<V> SlabMap<V> {
     pub fn find(&self, hash: u64, key: &[u8]) -> Option<u32> {
         let slots = &self.slots;
         self.index
-            .find(hash, |&i| {
-                slots
-                    .get(i as usize)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|s| *s.key == *key)
-            })
+            .find(hash, |&i| slots.get(i as usize).and_then(Option::as_ref).is_some_and(|s| *s.key == *key))
             .copied()
     }
 
@@ -150,15 +133,13 @@ impl<V> SlabMap<V> {
                 slot
             }
             None => {
-                let slot = u32::try_from(self.slots.len())
-                    .expect("a slab map holds fewer than 2^32 entries");
+                let slot = u32::try_from(self.slots.len()).expect("a slab map holds fewer than 2^32 entries");
                 self.slots.push(entry);
                 slot
             }
         };
         let slots = &self.slots;
-        self.index
-            .insert_unique(hash, slot, |&i| slot_hash(slots, i));
+        self.index.insert_unique(hash, slot, |&i| slot_hash(slots, i));
         slot
     }
 
@@ -175,10 +156,7 @@ impl<V> SlabMap<V> {
 
     /// Removes everything. Bumps the epoch so stale cursors restart.
     pub fn clear(&mut self) {
-        *self = Self {
-            epoch: self.epoch.wrapping_add(1),
-            ..Self::default()
-        };
+        *self = Self { epoch: self.epoch.wrapping_add(1), ..Self::default() };
     }
 
     /// Rebuilds the slab without holes when more than half of it is free.
@@ -192,18 +170,14 @@ impl<V> SlabMap<V> {
         if self.slots.len() < COMPACT_MIN_SLOTS || self.free.len() * 2 <= self.slots.len() {
             return false;
         }
-        let live: Vec<Option<Slot<V>>> = std::mem::take(&mut self.slots)
-            .into_iter()
-            .filter(Option::is_some)
-            .collect();
+        let live: Vec<Option<Slot<V>>> = std::mem::take(&mut self.slots).into_iter().filter(Option::is_some).collect();
         self.slots = live;
         self.free = Vec::new();
         self.index = HashTable::with_capacity(self.slots.len());
         let slots = &self.slots;
         for (i, slot) in slots.iter().enumerate() {
             let hash = slot.as_ref().map_or(0, |s| hash_bytes(&s.key));
-            self.index
-                .insert_unique(hash, i as u32, |&j| slot_hash(slots, j));
+            self.index.insert_unique(hash, i as u32, |&j| slot_hash(slots, j));
         }
         self.epoch = self.epoch.wrapping_add(1);
         true
@@ -211,10 +185,7 @@ impl<V> SlabMap<V> {
 
     /// Occupied slots in slot order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &Slot<V>)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.as_ref().map(|s| (i as u32, s)))
+        self.slots.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|s| (i as u32, s)))
     }
 
     /// Continues a scan at `cursor`, calling `visit` for occupied slots until
@@ -226,11 +197,7 @@ impl<V> SlabMap<V> {
         budget: &mut ScanBudget,
         mut visit: impl FnMut(&Slot<V>),
     ) -> Option<SlabCursor> {
-        let mut pos = if cursor.epoch == self.epoch {
-            cursor.slot as usize
-        } else {
-            0
-        };
+        let mut pos = if cursor.epoch == self.epoch { cursor.slot as usize } else { 0 };
         while pos < self.slots.len() && !budget.exhausted() {
             budget.positions -= 1;
             if let Some(slot) = &self.slots[pos] {
@@ -239,10 +206,7 @@ impl<V> SlabMap<V> {
             }
             pos += 1;
         }
-        (pos < self.slots.len()).then_some(SlabCursor {
-            epoch: self.epoch,
-            slot: pos as u32,
-        })
+        (pos < self.slots.len()).then_some(SlabCursor { epoch: self.epoch, slot: pos as u32 })
     }
 }
 
@@ -281,9 +245,7 @@ mod tests {
             insert(&mut map, &i.to_string(), i);
         }
         let mut budget = ScanBudget::for_count(10);
-        let cursor = map
-            .scan(SlabCursor::default(), &mut budget, |_| {})
-            .unwrap();
+        let cursor = map.scan(SlabCursor::default(), &mut budget, |_| {}).unwrap();
         assert_eq!(cursor.slot, 10);
         for i in 0..150 {
             assert_eq!(remove(&mut map, &i.to_string()), Some(i));
@@ -293,20 +255,11 @@ mod tests {
         // The stale cursor restarts at 0, so every survivor is still seen.
         let mut seen = Vec::new();
         let mut budget = ScanBudget::for_count(1_000);
-        assert!(
-            map.scan(cursor, &mut budget, |s| seen.push(s.value))
-                .is_none()
-        );
+        assert!(map.scan(cursor, &mut budget, |s| seen.push(s.value)).is_none());
         seen.sort_unstable();
         assert_eq!(seen, (150..200).collect::<Vec<_>>());
         for i in 150..200 {
-            assert!(
-                map.find(
-                    hash_bytes(i.to_string().as_bytes()),
-                    i.to_string().as_bytes()
-                )
-                .is_some()
-            );
+            assert!(map.find(hash_bytes(i.to_string().as_bytes()), i.to_string().as_bytes()).is_some());
         }
     }
 

@@ -48,44 +48,31 @@ fn set_ttl(opts: &SetOptions, now: u64) -> KvResult<SetTtl> {
         None if opts.keep_ttl => return Ok(SetTtl::Keep),
         None => return Ok(SetTtl::Clear),
         Some(SetExpiry::Ex(0) | SetExpiry::At(0)) => return Err(INVALID),
-        Some(SetExpiry::Ex(ms)) => i64::try_from(ms)
-            .ok()
-            .and_then(|ms| i64::try_from(now).ok()?.checked_add(ms))
-            .ok_or(INVALID)?,
+        Some(SetExpiry::Ex(ms)) => {
+            i64::try_from(ms).ok().and_then(|ms| i64::try_from(now).ok()?.checked_add(ms)).ok_or(INVALID)?
+        }
         Some(SetExpiry::At(at)) => i64::try_from(at).map_err(|_| INVALID)?,
     };
     Ok(live_deadline(when, now).map_or(SetTtl::AlreadyDue, SetTtl::At))
 }
 
 fn new_string(value: StrValue) -> Entry {
-    Entry {
-        value: Value::Str(value),
-        expire_at: None,
-    }
+    Entry { value: Value::Str(value), expire_at: None }
 }
 
 impl Shard {
     /// GET.
     pub fn get_string(&self, key: KeyRef<'_>, now: u64) -> KvResult<Option<Vec<u8>>> {
-        self.get(key, now)
-            .map(|e| as_str(&e.value).map(StrValue::to_bytes))
-            .transpose()
+        self.get(key, now).map(|e| as_str(&e.value).map(StrValue::to_bytes)).transpose()
     }
 
     /// STRLEN (0 for a missing key).
     pub fn strlen(&self, key: KeyRef<'_>, now: u64) -> KvResult<usize> {
-        self.get(key, now)
-            .map_or(Ok(0), |e| as_str(&e.value).map(StrValue::len))
+        self.get(key, now).map_or(Ok(0), |e| as_str(&e.value).map(StrValue::len))
     }
 
     /// SET with every flag combination (see [`SetOptions`]).
-    pub fn set(
-        &mut self,
-        key: KeyRef<'_>,
-        ctx: &Ctx,
-        value: &[u8],
-        opts: &SetOptions,
-    ) -> KvResult<SetOutcome> {
+    pub fn set(&mut self, key: KeyRef<'_>, ctx: &Ctx, value: &[u8], opts: &SetOptions) -> KvResult<SetOutcome> {
         ctx.check_value_len(value.len())?;
         let ttl = set_ttl(opts, ctx.now)?;
         let live = self.get_mut(key, ctx.now);
@@ -99,10 +86,7 @@ impl Shard {
             None => false,
         };
         if blocked {
-            return Ok(SetOutcome {
-                applied: false,
-                old,
-            });
+            return Ok(SetOutcome { applied: false, old });
         }
         let value = Value::Str(StrValue::from_bytes(value));
         match (live, ttl) {
@@ -174,13 +158,7 @@ impl Shard {
         let value = Value::Str(StrValue::from_bytes(&text));
         match live {
             Some(mut e) => drop(e.replace(value)),
-            None => self.insert(
-                key,
-                Entry {
-                    value,
-                    expire_at: None,
-                },
-            ),
+            None => self.insert(key, Entry { value, expire_at: None }),
         }
         Ok(text)
     }

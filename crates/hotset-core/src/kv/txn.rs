@@ -40,17 +40,12 @@ pub struct KeyspaceTxn<'a> {
 impl fmt::Debug for KeyspaceTxn<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let locked: Vec<usize> = self.guards.borrow().iter().map(|(i, _)| *i).collect();
-        f.debug_struct("KeyspaceTxn")
-            .field("locked_shards", &locked)
-            .field("now_ms", &self.ctx.now)
-            .finish()
+        f.debug_struct("KeyspaceTxn").field("locked_shards", &locked).field("now_ms", &self.ctx.now).finish()
     }
 }
 
 fn find(guards: &[(usize, RwLockWriteGuard<'_, Shard>)], idx: usize) -> KvResult<usize> {
-    guards
-        .binary_search_by_key(&idx, |(i, _)| *i)
-        .map_err(|_| KvError::KeyNotLocked)
+    guards.binary_search_by_key(&idx, |(i, _)| *i).map_err(|_| KvError::KeyNotLocked)
 }
 
 fn check_locked(guards: &Guards<'_>, idxs: &[usize]) -> KvResult<()> {
@@ -61,11 +56,7 @@ impl<'a> KeyspaceTxn<'a> {
     /// Wraps guards already acquired in ascending shard order.
     pub(super) fn new(router: Router, guards: Guards<'a>, ctx: Ctx) -> Self {
         debug_assert!(guards.windows(2).all(|w| w[0].0 < w[1].0));
-        Self {
-            router,
-            guards: RefCell::new(guards),
-            ctx,
-        }
+        Self { router, guards: RefCell::new(guards), ctx }
     }
 
     /// The instant (ms since the epoch) the whole block operates at.
@@ -79,31 +70,19 @@ impl ShardAccess for KeyspaceTxn<'_> {
         self.router
     }
 
-    fn read_shard<R>(
-        &self,
-        idx: usize,
-        f: impl FnOnce(&Shard, &Ctx) -> KvResult<R>,
-    ) -> KvResult<R> {
+    fn read_shard<R>(&self, idx: usize, f: impl FnOnce(&Shard, &Ctx) -> KvResult<R>) -> KvResult<R> {
         let guards = self.guards.borrow();
         let pos = find(&guards, idx)?;
         f(&guards[pos].1, &self.ctx)
     }
 
-    fn write_shard<R>(
-        &self,
-        idx: usize,
-        f: impl FnOnce(&mut Shard, &Ctx) -> KvResult<R>,
-    ) -> KvResult<R> {
+    fn write_shard<R>(&self, idx: usize, f: impl FnOnce(&mut Shard, &Ctx) -> KvResult<R>) -> KvResult<R> {
         let mut guards = self.guards.borrow_mut();
         let pos = find(&guards, idx)?;
         f(&mut guards[pos].1, &self.ctx)
     }
 
-    fn read_group<R>(
-        &self,
-        idxs: &[usize],
-        f: impl FnOnce(&ShardGroup<&Shard>, &Ctx) -> KvResult<R>,
-    ) -> KvResult<R> {
+    fn read_group<R>(&self, idxs: &[usize], f: impl FnOnce(&ShardGroup<&Shard>, &Ctx) -> KvResult<R>) -> KvResult<R> {
         let guards = self.guards.borrow();
         check_locked(&guards, idxs)?;
         let shards = guards.iter().map(|(i, g)| (*i, &**g)).collect();

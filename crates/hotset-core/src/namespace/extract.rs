@@ -4,10 +4,10 @@
 //! and arity rule of the index definitions checked, so a write either fits all indexes
 //! or fails before touching the store. Never: modify the namespace.
 
-use crate::doc::{field_values, FieldPath};
+use crate::doc::{FieldPath, field_values};
 use crate::error::{Error, Result};
 use crate::index::column::Column;
-use crate::value::{scalar_for_type, Scalar};
+use crate::value::{Scalar, scalar_for_type};
 use serde_json::Value;
 
 /// The converted values of one document, one entry per column slot (`None` for a
@@ -16,7 +16,11 @@ pub type Extracted = Vec<Option<Vec<Scalar>>>;
 
 /// Converts the values of `doc` for every live column. `index_of_column` names the index
 /// reported in a type error.
-pub fn extract(doc: &Value, columns: &[Option<Column>], index_of_column: &dyn Fn(usize) -> String) -> Result<Extracted> {
+pub fn extract(
+    doc: &Value,
+    columns: &[Option<Column>],
+    index_of_column: &dyn Fn(usize) -> String,
+) -> Result<Extracted> {
     columns
         .iter()
         .enumerate()
@@ -34,11 +38,7 @@ pub fn extract(doc: &Value, columns: &[Option<Column>], index_of_column: &dyn Fn
 
 fn expected_text(column: &Column) -> String {
     let name = column.spec.field_type.name();
-    if column.spec.array {
-        format!("{name} or an array of {name}")
-    } else {
-        name.to_string()
-    }
+    if column.spec.array { format!("{name} or an array of {name}") } else { name.to_string() }
 }
 
 /// The values of one column's field in `doc`, or the kind found when they do not fit.

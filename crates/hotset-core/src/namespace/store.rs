@@ -3,7 +3,7 @@
 //! Owns: `NamespaceData` construction, row id allocation, the canonical column of each
 //! field, and lookups by primary key. Never: change a row without going through `write`.
 
-use super::extract::{extract, Extracted};
+use super::extract::{Extracted, extract};
 use crate::collate::Collation;
 use crate::doc::FieldPath;
 use crate::error::{Error, Result};
@@ -66,10 +66,7 @@ impl NamespaceData {
     pub(crate) fn check_new_index(&self, def: &IndexDef) -> Result<()> {
         def.validate()?;
         if self.indexes.iter().any(|i| i.def.name == def.name) {
-            return Err(Error::IndexExists {
-                namespace: self.name.clone(),
-                index: def.name.clone(),
-            });
+            return Err(Error::IndexExists { namespace: self.name.clone(), index: def.name.clone() });
         }
         if def.pk && self.pk_index != usize::MAX {
             return Err(Error::InvalidIndex {
@@ -87,12 +84,7 @@ impl NamespaceData {
             .paths()
             .into_iter()
             .map(|path| {
-                let spec = ColumnSpec {
-                    path,
-                    field_type: def.field_type,
-                    collation: def.collate,
-                    array: def.array,
-                };
+                let spec = ColumnSpec { path, field_type: def.field_type, collation: def.collate, array: def.array };
                 self.column_for(spec)
             })
             .collect();
@@ -119,9 +111,8 @@ impl NamespaceData {
                 self.field_columns.entry(field.clone()).or_insert(column);
             }
         }
-        let used: Vec<bool> = (0..self.columns.len())
-            .map(|c| self.indexes.iter().any(|i| i.columns.contains(&c)))
-            .collect();
+        let used: Vec<bool> =
+            (0..self.columns.len()).map(|c| self.indexes.iter().any(|i| i.columns.contains(&c))).collect();
         for (slot, used) in self.columns.iter_mut().zip(used) {
             if !used {
                 *slot = None;
@@ -151,9 +142,7 @@ impl NamespaceData {
 
     /// The collation a field compares with: its canonical column's, else exact.
     pub fn field_collation(&self, field: &str) -> Collation {
-        self.field_columns
-            .get(field)
-            .map_or(Collation::None, |&c| self.column(c).spec.collation)
+        self.field_columns.get(field).map_or(Collation::None, |&c| self.column(c).spec.collation)
     }
 
     pub(crate) fn pk(&self) -> &Index {
@@ -166,11 +155,7 @@ impl NamespaceData {
 
     pub(crate) fn extract(&self, doc: &Value) -> Result<Extracted> {
         let owner = |column: usize| {
-            self.indexes
-                .iter()
-                .find(|i| i.columns.contains(&column))
-                .map(|i| i.def.name.clone())
-                .unwrap_or_default()
+            self.indexes.iter().find(|i| i.columns.contains(&column)).map(|i| i.def.name.clone()).unwrap_or_default()
         };
         extract(doc, &self.columns, &owner)
     }
@@ -184,10 +169,7 @@ impl NamespaceData {
             match values[column].as_ref().and_then(|v| v.first()) {
                 Some(value) => parts.push(value.clone()),
                 None => {
-                    return Err(Error::MissingKey {
-                        namespace: self.name.clone(),
-                        field: field.clone(),
-                    });
+                    return Err(Error::MissingKey { namespace: self.name.clone(), field: field.clone() });
                 }
             }
         }
@@ -248,7 +230,8 @@ impl NamespaceData {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        let docs = self.document_bytes + self.docs.capacity() * std::mem::size_of::<Option<Arc<[u8]>>>() + self.len() * 16;
+        let docs =
+            self.document_bytes + self.docs.capacity() * std::mem::size_of::<Option<Arc<[u8]>>>() + self.len() * 16;
         let columns: usize = self.columns.iter().flatten().map(Column::memory_bytes).sum();
         let indexes: usize = self.indexes.iter().map(Index::memory_bytes).sum();
         docs + columns + indexes + self.live.serialized_size() + self.free_rows.capacity() * 4

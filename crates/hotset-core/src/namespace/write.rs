@@ -161,10 +161,11 @@ impl NamespaceData {
 
     /// Drops an index by name; the primary key index cannot be dropped.
     pub fn drop_index(&mut self, name: &str) -> Result<()> {
-        let position = self.indexes.iter().position(|i| i.def.name == name).ok_or_else(|| Error::UnknownIndex {
-            namespace: self.name.clone(),
-            index: name.to_string(),
-        })?;
+        let position = self
+            .indexes
+            .iter()
+            .position(|i| i.def.name == name)
+            .ok_or_else(|| Error::UnknownIndex { namespace: self.name.clone(), index: name.to_string() })?;
         if position == self.pk_index {
             return Err(Error::InvalidIndex {
                 index: name.to_string(),

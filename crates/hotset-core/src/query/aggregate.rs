@@ -8,17 +8,21 @@
 //! Never: change rows, or fail on documents whose values are of mixed kinds.
 
 use super::ast::{Aggregation, Facet};
-use super::pred::{sort_order, Access, RowView};
+use super::pred::{Access, RowView, sort_order};
 use super::result::{AggregationResult, FacetGroup};
 use crate::doc::{self, FieldPath};
 use crate::error::{Error, Result};
 use crate::namespace::NamespaceData;
-use crate::value::{group_key, scalar_natural, Scalar, ScalarRef};
+use crate::value::{Scalar, ScalarRef, group_key, scalar_natural};
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-pub(crate) fn aggregate(data: &NamespaceData, rows: &[u32], aggregations: &[Aggregation]) -> Result<Vec<AggregationResult>> {
+pub(crate) fn aggregate(
+    data: &NamespaceData,
+    rows: &[u32],
+    aggregations: &[Aggregation],
+) -> Result<Vec<AggregationResult>> {
     aggregations
         .iter()
         .map(|aggregation| {
@@ -104,7 +108,11 @@ struct GroupReader {
 
 impl GroupReader {
     fn new(data: &NamespaceData, field: &str) -> GroupReader {
-        GroupReader { access: Access::for_field(data, field), path: FieldPath::new(field), collation: data.field_collation(field) }
+        GroupReader {
+            access: Access::for_field(data, field),
+            path: FieldPath::new(field),
+            collation: data.field_collation(field),
+        }
     }
 
     fn keys(&self, view: &RowView<'_>) -> Vec<Scalar> {
@@ -141,7 +149,12 @@ fn facet_result(data: &NamespaceData, rows: &[u32], facet: &Facet) -> Result<Agg
     let readers: Vec<GroupReader> = facet.fields.iter().map(|f| GroupReader::new(data, f)).collect();
     let mut groups: HashMap<Vec<Scalar>, (Vec<Value>, u64)> = HashMap::new();
     let mut count = |view: &RowView<'_>, key: Vec<Scalar>| {
-        let shown = || key.iter().zip(&readers).map(|(k, r)| if *k == Scalar::Null { Value::Null } else { r.shown(view, k) }).collect();
+        let shown = || {
+            key.iter()
+                .zip(&readers)
+                .map(|(k, r)| if *k == Scalar::Null { Value::Null } else { r.shown(view, k) })
+                .collect()
+        };
         match groups.get_mut(&key) {
             Some(group) => group.1 += 1,
             None => {
@@ -217,9 +230,9 @@ fn distinct(data: &NamespaceData, rows: &[u32], field: &str) -> AggregationResul
     for &row in rows {
         let view = RowView::new(data, row);
         for key in reader.keys(&view) {
-            if !seen.contains_key(&key) {
-                let shown = reader.shown(&view, &key);
-                seen.insert(key, shown);
+            if let std::collections::hash_map::Entry::Vacant(slot) = seen.entry(key) {
+                let shown = reader.shown(&view, slot.key());
+                slot.insert(shown);
             }
         }
     }

@@ -87,11 +87,7 @@ impl Cond {
             (Op::In | Op::AllSet | Op::Range, Value::Array(items)) => items,
             (_, value) => vec![value],
         };
-        Cond::Field {
-            field: field.to_string(),
-            op,
-            values,
-        }
+        Cond::Field { field: field.to_string(), op, values }
     }
 
     pub fn eq(field: &str, value: impl Into<Value>) -> Cond {
@@ -200,10 +196,7 @@ pub struct Query {
 
 impl Query {
     pub fn new(namespace: &str) -> Query {
-        Query {
-            namespace: namespace.to_string(),
-            ..Query::default()
-        }
+        Query { namespace: namespace.to_string(), ..Query::default() }
     }
 
     /// Adds a condition, ANDed with the filter so far.
@@ -221,10 +214,7 @@ impl Query {
     }
 
     pub fn sort(mut self, field: &str, desc: bool) -> Query {
-        self.sort.push(SortKey {
-            field: field.to_string(),
-            desc,
-        });
+        self.sort.push(SortKey { field: field.to_string(), desc });
         self
     }
 

@@ -9,7 +9,7 @@
 use super::aggregate::aggregate;
 use super::ast::{JoinKind, Query};
 use super::join::JoinPlan;
-use super::planner::{plan, Plan, SetPlan, Walk};
+use super::planner::{Plan, SetPlan, Walk, plan};
 use super::pred::{Pred, RowView};
 use super::result::{Explain, ExplainStep, Item, QueryResult};
 use super::scan::{IndexScan, ScanKind};
@@ -62,9 +62,11 @@ pub(crate) fn run(data: &NamespaceData, query: &Query, others: &[(&str, &Namespa
         .joins
         .iter()
         .map(|join| {
-            let right = others.iter().find(|(name, _)| *name == join.query.namespace).map(|(_, data)| *data).ok_or_else(|| {
-                Error::UnknownNamespace { namespace: join.query.namespace.clone() }
-            })?;
+            let right = others
+                .iter()
+                .find(|(name, _)| *name == join.query.namespace)
+                .map(|(_, data)| *data)
+                .ok_or_else(|| Error::UnknownNamespace { namespace: join.query.namespace.clone() })?;
             JoinPlan::compile(data, right, join)
         })
         .collect::<Result<Vec<_>>>()?;
@@ -256,11 +258,8 @@ impl Run<'_> {
             .map(|&row| {
                 let doc = self.data.doc(row).expect("result rows are live").clone();
                 let view = RowView::new(self.data, row);
-                let joined = self
-                    .joins
-                    .iter()
-                    .map(|join| (join.alias.clone(), join.documents(&join.rows(&view))))
-                    .collect();
+                let joined =
+                    self.joins.iter().map(|join| (join.alias.clone(), join.documents(&join.rows(&view)))).collect();
                 Item { doc, joined }
             })
             .collect()
@@ -269,7 +268,10 @@ impl Run<'_> {
     fn describe_filter(&self) -> String {
         let mut parts = Vec::new();
         if !self.plan.residual.is_empty() {
-            parts.push(format!("checked per row: {}", self.plan.residual.iter().map(Pred::describe).collect::<Vec<_>>().join(", ")));
+            parts.push(format!(
+                "checked per row: {}",
+                self.plan.residual.iter().map(Pred::describe).collect::<Vec<_>>().join(", ")
+            ));
         }
         let inner = self.joins.iter().filter(|j| j.kind == JoinKind::Inner).count();
         if inner > 0 {
@@ -284,7 +286,12 @@ impl Run<'_> {
             None if self.plan.sort.is_empty() => "unsorted (row order)".to_string(),
             None => format!(
                 "sorted by {} (partial sort of the window)",
-                self.plan.sort.iter().map(|s| format!("{}{}", s.field, if s.desc { " desc" } else { "" })).collect::<Vec<_>>().join(", ")
+                self.plan
+                    .sort
+                    .iter()
+                    .map(|s| format!("{}{}", s.field, if s.desc { " desc" } else { "" }))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         };
         parts.push(order);
@@ -364,8 +371,12 @@ fn describe_plan(data: &NamespaceData, plan: &Plan) -> String {
 fn describe_set(data: &NamespaceData, plan: &SetPlan) -> String {
     match plan {
         SetPlan::Scan(scan) => describe_scan(data, scan),
-        SetPlan::And(items) => format!("AND({})", items.iter().map(|p| describe_set(data, p)).collect::<Vec<_>>().join(", ")),
-        SetPlan::Or(items) => format!("OR({})", items.iter().map(|p| describe_set(data, p)).collect::<Vec<_>>().join(", ")),
+        SetPlan::And(items) => {
+            format!("AND({})", items.iter().map(|p| describe_set(data, p)).collect::<Vec<_>>().join(", "))
+        }
+        SetPlan::Or(items) => {
+            format!("OR({})", items.iter().map(|p| describe_set(data, p)).collect::<Vec<_>>().join(", "))
+        }
         SetPlan::Not(inner) => format!("NOT({})", describe_set(data, inner)),
     }
 }

@@ -15,9 +15,9 @@ use super::pred::{Access, Pred, RowView};
 use super::sort::sort_rows;
 use crate::doc::FieldPath;
 use crate::error::{Error, Result};
-use crate::index::{key_for_type, HashMap, Key};
+use crate::index::{HashMap, Key, key_for_type};
 use crate::namespace::NamespaceData;
-use crate::value::{compare, group_key, Scalar, ScalarRef};
+use crate::value::{Scalar, ScalarRef, compare, group_key};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -190,10 +190,8 @@ fn normalize(value: ScalarRef<'_>) -> Scalar {
 
 fn finder_for(right: &NamespaceData, access: &Access) -> Finder {
     if let Access::Column(column) = access {
-        let index = right
-            .indexes
-            .iter()
-            .position(|i| i.has_lookup() && i.columns.len() == 1 && i.columns[0] == *column);
+        let index =
+            right.indexes.iter().position(|i| i.has_lookup() && i.columns.len() == 1 && i.columns[0] == *column);
         if let Some(id) = index {
             return Finder::Index(id);
         }

@@ -7,8 +7,8 @@
 //! (walking a tree index or partially sorting), counts the total, aggregates, and
 //! splices the page's stored documents into the result.
 
-pub mod ast;
 pub(crate) mod aggregate;
+pub mod ast;
 pub(crate) mod exec;
 pub(crate) mod join;
 pub mod like;

@@ -12,7 +12,7 @@ use super::pred::{Access, FieldPred, Pred};
 use super::scan::{IndexScan, KeyRange};
 use crate::collate::prefix_successor;
 use crate::error::Result;
-use crate::index::{bound_for_type, key_for_type, Index, Key};
+use crate::index::{Index, Key, bound_for_type, key_for_type};
 use crate::namespace::NamespaceData;
 use crate::schema::IndexKind;
 use crate::value::Scalar;
@@ -96,11 +96,7 @@ pub(crate) fn plan(data: &NamespaceData, query: &Query) -> Result<Plan> {
     let sort: Vec<SortSpec> = query
         .sort
         .iter()
-        .map(|key| SortSpec {
-            field: key.field.clone(),
-            access: Access::for_field(data, &key.field),
-            desc: key.desc,
-        })
+        .map(|key| SortSpec { field: key.field.clone(), access: Access::for_field(data, &key.field), desc: key.desc })
         .collect();
     let walk = match choose_walk(data, query, &sort, &mut conjuncts) {
         Some((walk, _)) if walk_pays(query, rows_total, &conjuncts, &walk) => Some(walk),
@@ -192,13 +188,26 @@ fn field_plan(data: &NamespaceData, field: &FieldPred) -> Option<(SetPlan, bool)
         };
         let candidate = match field.op {
             Op::Eq | Op::In if single => Some((SetPlan::Scan(IndexScan::keys(index, id, keys(&field.values))), true)),
-            Op::Eq | Op::In => Some((SetPlan::Or(field.values.iter().map(|v| SetPlan::Scan(range(Bound::Included(v), Bound::Included(v)))).collect()), true)),
-            Op::Ne => field_plan_eq(data, field).map(|p| (SetPlan::Not(Box::new(p)), true)),
-            Op::AllSet if single && !field.values.is_empty() => Some((
-                SetPlan::And(field.values.iter().map(|v| SetPlan::Scan(IndexScan::keys(index, id, keys(std::slice::from_ref(v))))).collect()),
+            Op::Eq | Op::In => Some((
+                SetPlan::Or(
+                    field.values.iter().map(|v| SetPlan::Scan(range(Bound::Included(v), Bound::Included(v)))).collect(),
+                ),
                 true,
             )),
-            Op::Empty if single && !index.def.sparse => Some((SetPlan::Scan(IndexScan::keys(index, id, vec![Key::One(Scalar::Null)])), true)),
+            Op::Ne => field_plan_eq(data, field).map(|p| (SetPlan::Not(Box::new(p)), true)),
+            Op::AllSet if single && !field.values.is_empty() => Some((
+                SetPlan::And(
+                    field
+                        .values
+                        .iter()
+                        .map(|v| SetPlan::Scan(IndexScan::keys(index, id, keys(std::slice::from_ref(v)))))
+                        .collect(),
+                ),
+                true,
+            )),
+            Op::Empty if single && !index.def.sparse => {
+                Some((SetPlan::Scan(IndexScan::keys(index, id, vec![Key::One(Scalar::Null)])), true))
+            }
             Op::Any if single && !index.def.sparse => Some((
                 SetPlan::Not(Box::new(SetPlan::Scan(IndexScan::keys(index, id, vec![Key::One(Scalar::Null)])))),
                 true,
@@ -208,7 +217,9 @@ fn field_plan(data: &NamespaceData, field: &FieldPred) -> Option<(SetPlan, bool)
             Op::Le => Some((SetPlan::Scan(range(Bound::Unbounded, Bound::Included(&field.values[0]))), true)),
             Op::Gt => Some((SetPlan::Scan(range(Bound::Excluded(&field.values[0]), Bound::Unbounded)), true)),
             Op::Ge => Some((SetPlan::Scan(range(Bound::Included(&field.values[0]), Bound::Unbounded)), true)),
-            Op::Range => Some((SetPlan::Scan(range(Bound::Included(&field.values[0]), Bound::Included(&field.values[1]))), true)),
+            Op::Range => {
+                Some((SetPlan::Scan(range(Bound::Included(&field.values[0]), Bound::Included(&field.values[1]))), true))
+            }
             Op::Like => like_plan(index, id, field, rows_total),
             _ => None,
         };
@@ -279,7 +290,8 @@ fn use_composites(data: &NamespaceData, conjuncts: &mut Vec<Conjunct>) {
             let range = KeyRange { prefix, low: Bound::Unbounded, high: Bound::Unbounded, full: false };
             IndexScan::range(index, id, range, rows_total)
         };
-        let current = used.iter().filter_map(|&at| conjuncts[at].access.as_ref()).map(|(p, _)| p.estimate(rows_total)).min();
+        let current =
+            used.iter().filter_map(|&at| conjuncts[at].access.as_ref()).map(|(p, _)| p.estimate(rows_total)).min();
         if current.is_some_and(|c| c <= scan.estimate) {
             continue;
         }
@@ -324,7 +336,12 @@ fn choose_sets(conjuncts: Vec<Conjunct>, rows_total: usize) -> (Option<SetPlan>,
 
 /// Finds a tree index whose key order is the query's sort order, and the conjunct (if
 /// any) that reads a range of it, which the walk then answers by itself.
-fn choose_walk(data: &NamespaceData, query: &Query, sort: &[SortSpec], conjuncts: &mut Vec<Conjunct>) -> Option<(Walk, Option<Conjunct>)> {
+fn choose_walk(
+    data: &NamespaceData,
+    query: &Query,
+    sort: &[SortSpec],
+    conjuncts: &mut Vec<Conjunct>,
+) -> Option<(Walk, Option<Conjunct>)> {
     query.limit?;
     let first = sort.first()?;
     let Access::Column(first_column) = first.access else {
@@ -332,18 +349,22 @@ fn choose_walk(data: &NamespaceData, query: &Query, sort: &[SortSpec], conjuncts
     };
     let rows_total = data.len();
     for (id, index) in data.indexes.iter().enumerate() {
-        let eligible = index.def.kind == IndexKind::Tree && !index.def.sparse && !index.def.array && index.columns[0] == first_column;
+        let eligible = index.def.kind == IndexKind::Tree
+            && !index.def.sparse
+            && !index.def.array
+            && index.columns[0] == first_column;
         if !eligible {
             continue;
         }
         let covered = sort
             .iter()
             .zip(&index.columns)
-            .take_while(|(spec, column)| spec.desc == first.desc && matches!(spec.access, Access::Column(c) if c == **column))
+            .take_while(|(spec, column)| {
+                spec.desc == first.desc && matches!(spec.access, Access::Column(c) if c == **column)
+            })
             .count();
-        let own = conjuncts.iter().position(|c| {
-            matches!(&c.access, Some((SetPlan::Scan(scan), true)) if scan.index == id)
-        });
+        let own =
+            conjuncts.iter().position(|c| matches!(&c.access, Some((SetPlan::Scan(scan), true)) if scan.index == id));
         let own = own.map(|at| conjuncts.remove(at));
         let scan = match own.as_ref().and_then(|c| c.access.as_ref()) {
             Some((SetPlan::Scan(scan), _)) => scan.clone(),

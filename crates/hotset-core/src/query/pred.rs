@@ -17,7 +17,7 @@ use crate::collate::Collation;
 use crate::doc::{self, FieldPath};
 use crate::error::{Error, Result};
 use crate::namespace::NamespaceData;
-use crate::value::{compare, scalar_natural, Scalar, ScalarRef};
+use crate::value::{Scalar, ScalarRef, compare, scalar_natural};
 use serde_json::Value;
 use std::cell::OnceCell;
 use std::cmp::Ordering;
@@ -57,16 +57,11 @@ pub(crate) struct RowView<'a> {
 
 impl<'a> RowView<'a> {
     pub fn new(data: &'a NamespaceData, row: u32) -> RowView<'a> {
-        RowView {
-            data,
-            row,
-            doc: OnceCell::new(),
-        }
+        RowView { data, row, doc: OnceCell::new() }
     }
 
     pub fn doc(&self) -> &Value {
-        self.doc
-            .get_or_init(|| doc::decode(self.data.doc(self.row).expect("views are of live rows")))
+        self.doc.get_or_init(|| doc::decode(self.data.doc(self.row).expect("views are of live rows")))
     }
 
     /// Calls `f` on each value of the field until it returns true.
@@ -222,13 +217,7 @@ impl FieldPred {
                 })
                 .collect::<Result<_>>()?,
         };
-        Ok(FieldPred {
-            field: field.to_string(),
-            access,
-            op,
-            values: scalars,
-            like,
-        })
+        Ok(FieldPred { field: field.to_string(), access, op, values: scalars, like })
     }
 
     pub fn matches(&self, view: &RowView<'_>) -> bool {

@@ -7,11 +7,14 @@
 use serde_json::Value;
 use std::sync::Arc;
 
+/// The documents one join attached to a result document, under the join's alias.
+pub type Joined = (Arc<str>, Vec<Arc<[u8]>>);
+
 /// One result document and the documents joined to it, by join alias.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
     pub doc: Arc<[u8]>,
-    pub joined: Vec<(Arc<str>, Vec<Arc<[u8]>>)>,
+    pub joined: Vec<Joined>,
 }
 
 impl Item {
@@ -67,9 +70,20 @@ pub struct FacetGroup {
 pub enum AggregationResult {
     Count(u64),
     /// `sum`, `avg`, `min` or `max` of a field; `null` when no value was seen.
-    Value { kind: &'static str, field: String, value: Value },
-    Facet { fields: Vec<String>, groups: Vec<FacetGroup>, groups_total: usize },
-    Distinct { field: String, values: Vec<Value> },
+    Value {
+        kind: &'static str,
+        field: String,
+        value: Value,
+    },
+    Facet {
+        fields: Vec<String>,
+        groups: Vec<FacetGroup>,
+        groups_total: usize,
+    },
+    Distinct {
+        field: String,
+        values: Vec<Value>,
+    },
 }
 
 /// One step of an executed plan, for `explain`.

@@ -35,21 +35,11 @@ pub(crate) enum Place {
 
 impl KeyRange {
     pub fn full() -> KeyRange {
-        KeyRange {
-            prefix: Vec::new(),
-            low: Bound::Unbounded,
-            high: Bound::Unbounded,
-            full: true,
-        }
+        KeyRange { prefix: Vec::new(), low: Bound::Unbounded, high: Bound::Unbounded, full: true }
     }
 
     pub fn between(low: Bound<Scalar>, high: Bound<Scalar>) -> KeyRange {
-        KeyRange {
-            prefix: Vec::new(),
-            low,
-            high,
-            full: false,
-        }
+        KeyRange { prefix: Vec::new(), low, high, full: false }
     }
 
     pub fn place(&self, key: &Key) -> Place {
@@ -171,11 +161,7 @@ impl IndexScan {
         keys.sort();
         keys.dedup();
         let estimate = keys.iter().filter_map(|k| index.get(k)).map(Postings::len).sum();
-        IndexScan {
-            index: index_id,
-            kind: ScanKind::Keys(keys),
-            estimate,
-        }
+        IndexScan { index: index_id, kind: ScanKind::Keys(keys), estimate }
     }
 
     pub fn range(index: &Index, index_id: usize, range: KeyRange, rows_total: usize) -> IndexScan {

@@ -6,7 +6,7 @@
 //! values are all equal (add the primary key to the sort for a total order).
 
 use super::planner::SortSpec;
-use super::pred::{sort_order, Access, RowView};
+use super::pred::{Access, RowView, sort_order};
 use crate::namespace::NamespaceData;
 use crate::value::{FieldType, Scalar, ScalarRef};
 use std::cmp::Ordering;
@@ -76,7 +76,13 @@ fn int_keys(data: &NamespaceData, rows: &[u32], spec: &SortSpec) -> Option<Vec<(
     )
 }
 
-fn sort_by_int_keys(rows: &mut Vec<u32>, mut keys: Vec<(bool, i64, u32)>, desc: bool, start: usize, end: usize) -> Range<usize> {
+fn sort_by_int_keys(
+    rows: &mut Vec<u32>,
+    mut keys: Vec<(bool, i64, u32)>,
+    desc: bool,
+    start: usize,
+    end: usize,
+) -> Range<usize> {
     let order = move |a: &(bool, i64, u32), b: &(bool, i64, u32)| {
         let order = (a.0, a.1).cmp(&(b.0, b.1));
         if desc { order.reverse() } else { order }

@@ -18,7 +18,9 @@ use std::sync::Arc;
 /// refused: they have no meaning for a write).
 pub(crate) fn matching_rows(data: &NamespaceData, query: &Query) -> Result<Vec<u32>> {
     if !query.joins.is_empty() || !query.aggregations.is_empty() {
-        return Err(Error::InvalidQuery { reason: "update and delete by query take a filter, not joins or aggregations".to_string() });
+        return Err(Error::InvalidQuery {
+            reason: "update and delete by query take a filter, not joins or aggregations".to_string(),
+        });
     }
     exec::page_rows(data, query)
 }
@@ -30,7 +32,9 @@ pub(crate) fn updated_documents(data: &NamespaceData, rows: &[u32], sets: &[SetF
         let field = match set {
             SetField::Set(field, _) | SetField::Drop(field) => field,
         };
-        let touches = pk_fields.iter().any(|pk| pk == field || pk.starts_with(&format!("{field}.")) || field.starts_with(&format!("{pk}.")));
+        let touches = pk_fields
+            .iter()
+            .any(|pk| pk == field || pk.starts_with(&format!("{field}.")) || field.starts_with(&format!("{pk}.")));
         if touches {
             return Err(Error::PrimaryKeyUpdate { namespace: data.name().to_string(), field: field.clone() });
         }
@@ -66,7 +70,9 @@ pub(crate) fn apply(data: &mut NamespaceData, updates: Vec<(u32, Value)>) {
 fn evaluate(expr: &Expr, doc: &Value) -> Result<Value> {
     match expr {
         Expr::Value(value) => Ok(value.clone()),
-        Expr::Field(field) => Ok(doc::field_values(doc, &FieldPath::new(field)).0.first().map_or(Value::Null, |v| (*v).clone())),
+        Expr::Field(field) => {
+            Ok(doc::field_values(doc, &FieldPath::new(field)).0.first().map_or(Value::Null, |v| (*v).clone()))
+        }
         Expr::Binary(left, op, right) => arithmetic(evaluate(left, doc)?, *op, evaluate(right, doc)?),
     }
 }
@@ -111,7 +117,9 @@ fn set_path(doc: &mut Value, field: &str, value: Value) -> Result<()> {
     let mut node = doc;
     for (i, part) in parts.iter().enumerate() {
         let Value::Object(map) = node else {
-            return Err(Error::InvalidQuery { reason: format!("cannot set '{field}': '{}' is not an object", parts[..i].join(".")) });
+            return Err(Error::InvalidQuery {
+                reason: format!("cannot set '{field}': '{}' is not an object", parts[..i].join(".")),
+            });
         };
         if i + 1 == parts.len() {
             map.insert(part.to_string(), value);

@@ -24,10 +24,7 @@ fn shared_keyspace() -> Arc<Keyspace> {
 }
 
 fn parse(bytes: Option<Vec<u8>>) -> i64 {
-    std::str::from_utf8(&bytes.expect("value present"))
-        .unwrap()
-        .parse()
-        .unwrap()
+    std::str::from_utf8(&bytes.expect("value present")).unwrap().parse().unwrap()
 }
 
 fn spawn_incrementers(ks: &Arc<Keyspace>, counters: &[Vec<u8>]) -> Vec<JoinHandle<()>> {
@@ -85,17 +82,9 @@ fn spawn_pair_readers(
 #[test]
 fn concurrent_incr_loses_nothing_and_pairs_stay_consistent() {
     let ks = shared_keyspace();
-    let counters: Vec<Vec<u8>> = (0..3)
-        .map(|i| format!("counter:{i}").into_bytes())
-        .collect();
-    let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..8)
-        .map(|i| {
-            (
-                format!("left:{i}").into_bytes(),
-                format!("right:{i}").into_bytes(),
-            )
-        })
-        .collect();
+    let counters: Vec<Vec<u8>> = (0..3).map(|i| format!("counter:{i}").into_bytes()).collect();
+    let pairs: Vec<(Vec<u8>, Vec<u8>)> =
+        (0..8).map(|i| (format!("left:{i}").into_bytes(), format!("right:{i}").into_bytes())).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let mut writers = spawn_incrementers(&ks, &counters);
     writers.extend(spawn_pair_writers(&ks, &pairs));

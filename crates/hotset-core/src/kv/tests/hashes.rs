@@ -19,35 +19,18 @@ fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
 fn hset_hget_hmget_hgetall() {
     let (_, ks) = keyspace();
     assert_eq!(ks.hset(b"h", &[(b"a", b"1"), (b"b", b"2")]).unwrap(), 2);
-    assert_eq!(
-        ks.hset(b"h", &[(b"a", b"9"), (b"c", b"3"), (b"c", b"4")])
-            .unwrap(),
-        1
-    );
+    assert_eq!(ks.hset(b"h", &[(b"a", b"9"), (b"c", b"3"), (b"c", b"4")]).unwrap(), 1);
     assert_eq!(ks.hget(b"h", b"a").unwrap(), some(b"9"));
     assert_eq!(ks.hget(b"h", b"zz").unwrap(), None);
     assert_eq!(ks.hget(b"missing", b"a").unwrap(), None);
-    assert_eq!(
-        ks.hmget(b"h", &[b"c", b"nope", b"b"]).unwrap(),
-        vec![some(b"4"), None, some(b"2")]
-    );
+    assert_eq!(ks.hmget(b"h", &[b"c", b"nope", b"b"]).unwrap(), vec![some(b"4"), None, some(b"2")]);
     assert_eq!(ks.hmget(b"missing", &[b"a"]).unwrap(), vec![None]);
     assert_eq!(
         sorted(ks.hgetall(b"h").unwrap()),
-        vec![
-            (b"a".to_vec(), b"9".to_vec()),
-            (b"b".to_vec(), b"2".to_vec()),
-            (b"c".to_vec(), b"4".to_vec())
-        ]
+        vec![(b"a".to_vec(), b"9".to_vec()), (b"b".to_vec(), b"2".to_vec()), (b"c".to_vec(), b"4".to_vec())]
     );
-    assert_eq!(
-        sorted(ks.hkeys(b"h").unwrap()),
-        vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]
-    );
-    assert_eq!(
-        sorted(ks.hvals(b"h").unwrap()),
-        vec![b"2".to_vec(), b"4".to_vec(), b"9".to_vec()]
-    );
+    assert_eq!(sorted(ks.hkeys(b"h").unwrap()), vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+    assert_eq!(sorted(ks.hvals(b"h").unwrap()), vec![b"2".to_vec(), b"4".to_vec(), b"9".to_vec()]);
     assert_eq!(ks.hlen(b"h").unwrap(), 3);
     assert_eq!(ks.hstrlen(b"h", b"a").unwrap(), 1);
     assert_eq!(ks.hstrlen(b"h", b"zz").unwrap(), 0);
@@ -89,34 +72,17 @@ fn hincr_by_and_float() {
     assert_eq!(ks.hincr_by(b"h", b"n", 5).unwrap(), 5);
     assert_eq!(ks.hincr_by(b"h", b"n", -7).unwrap(), -2);
     assert_eq!(ks.hget(b"h", b"n").unwrap(), some(b"-2"));
-    ks.hset(
-        b"h",
-        &[
-            (b"s", b"abc"),
-            (b"big", b"9223372036854775807"),
-            (b"z", b"01"),
-        ],
-    )
-    .unwrap();
+    ks.hset(b"h", &[(b"s", b"abc"), (b"big", b"9223372036854775807"), (b"z", b"01")]).unwrap();
     assert_eq!(ks.hincr_by(b"h", b"s", 1), Err(KvError::HashNotInteger));
     assert_eq!(ks.hincr_by(b"h", b"z", 1), Err(KvError::HashNotInteger));
     assert_eq!(ks.hincr_by(b"h", b"big", 1), Err(KvError::Overflow));
     assert_eq!(ks.hincr_by_float(b"h", b"f", 10.5).unwrap(), b"10.5");
     assert_eq!(ks.hincr_by_float(b"h", b"f", 0.5).unwrap(), b"11");
-    assert_eq!(
-        ks.hincr_by_float(b"h", b"s", 1.0),
-        Err(KvError::HashNotFloat)
-    );
-    assert_eq!(
-        ks.hincr_by_float(b"h", b"f", f64::INFINITY),
-        Err(KvError::NanOrInfinity)
-    );
+    assert_eq!(ks.hincr_by_float(b"h", b"s", 1.0), Err(KvError::HashNotFloat));
+    assert_eq!(ks.hincr_by_float(b"h", b"f", f64::INFINITY), Err(KvError::NanOrInfinity));
     assert_eq!(ks.hget(b"h", b"f").unwrap(), some(b"11"));
     // A failed HINCRBY on a missing key must not create an empty hash.
-    assert_eq!(
-        ks.hincr_by_float(b"new", b"f", f64::NAN),
-        Err(KvError::NanOrInfinity)
-    );
+    assert_eq!(ks.hincr_by_float(b"new", b"f", f64::NAN), Err(KvError::NanOrInfinity));
     assert_eq!(ks.exists(&[b"new"]).unwrap(), 0);
 }
 
@@ -147,12 +113,7 @@ fn many_fields_survive_deletes_and_compaction() {
     for f in &fields {
         ks.hset(b"h", &[(f.as_slice(), f.as_slice())]).unwrap();
     }
-    let doomed: Vec<&[u8]> = fields
-        .iter()
-        .skip(1)
-        .step_by(2)
-        .map(Vec::as_slice)
-        .collect();
+    let doomed: Vec<&[u8]> = fields.iter().skip(1).step_by(2).map(Vec::as_slice).collect();
     assert_eq!(ks.hdel(b"h", &doomed).unwrap(), 1_000);
     let doomed: Vec<&[u8]> = fields.iter().step_by(4).map(Vec::as_slice).collect();
     assert_eq!(ks.hdel(b"h", &doomed).unwrap(), 500);

@@ -12,9 +12,7 @@ use std::sync::Arc;
 
 use super::{T0, keyspace, keyspace_with, some};
 use crate::clock::ManualClock;
-use crate::kv::{
-    ExpireCondition, KeyspaceConfig, Keyspaces, KvError, KvOps, SetExpiry, SetOptions,
-};
+use crate::kv::{ExpireCondition, KeyspaceConfig, Keyspaces, KvError, KvOps, SetExpiry, SetOptions};
 
 #[test]
 fn del_and_exists_count_like_redis() {
@@ -76,10 +74,7 @@ fn expire_in_past_or_zero_deletes() {
     ks.set(b"k", b"v", SetOptions::default()).unwrap();
     assert!(ks.expire_at_ms(b"k", T0 as i64).unwrap());
     assert_eq!(ks.ttl_ms(b"k").unwrap(), -2);
-    assert_eq!(
-        ks.expire_in_ms(b"k", i64::MAX),
-        Err(KvError::InvalidExpireTime { command: "expire" })
-    );
+    assert_eq!(ks.expire_in_ms(b"k", i64::MAX), Err(KvError::InvalidExpireTime { command: "expire" }));
 }
 
 #[test]
@@ -87,49 +82,19 @@ fn expire_conditions() {
     let (_, ks) = keyspace();
     ks.set(b"k", b"v", SetOptions::default()).unwrap();
     let at = |ms: u64| (T0 + ms) as i64;
-    assert!(
-        !ks.expire_at_ms_if(b"k", at(100), Some(ExpireCondition::Xx))
-            .unwrap()
-    );
-    assert!(
-        !ks.expire_at_ms_if(b"k", at(100), Some(ExpireCondition::Gt))
-            .unwrap()
-    );
-    assert!(
-        ks.expire_at_ms_if(b"k", at(100), Some(ExpireCondition::Nx))
-            .unwrap()
-    );
-    assert!(
-        !ks.expire_at_ms_if(b"k", at(200), Some(ExpireCondition::Nx))
-            .unwrap()
-    );
-    assert!(
-        !ks.expire_at_ms_if(b"k", at(50), Some(ExpireCondition::Gt))
-            .unwrap()
-    );
-    assert!(
-        ks.expire_at_ms_if(b"k", at(200), Some(ExpireCondition::Gt))
-            .unwrap()
-    );
-    assert!(
-        !ks.expire_at_ms_if(b"k", at(300), Some(ExpireCondition::Lt))
-            .unwrap()
-    );
-    assert!(
-        ks.expire_in_ms_if(b"k", 150, Some(ExpireCondition::Lt))
-            .unwrap()
-    );
+    assert!(!ks.expire_at_ms_if(b"k", at(100), Some(ExpireCondition::Xx)).unwrap());
+    assert!(!ks.expire_at_ms_if(b"k", at(100), Some(ExpireCondition::Gt)).unwrap());
+    assert!(ks.expire_at_ms_if(b"k", at(100), Some(ExpireCondition::Nx)).unwrap());
+    assert!(!ks.expire_at_ms_if(b"k", at(200), Some(ExpireCondition::Nx)).unwrap());
+    assert!(!ks.expire_at_ms_if(b"k", at(50), Some(ExpireCondition::Gt)).unwrap());
+    assert!(ks.expire_at_ms_if(b"k", at(200), Some(ExpireCondition::Gt)).unwrap());
+    assert!(!ks.expire_at_ms_if(b"k", at(300), Some(ExpireCondition::Lt)).unwrap());
+    assert!(ks.expire_in_ms_if(b"k", 150, Some(ExpireCondition::Lt)).unwrap());
     assert_eq!(ks.ttl_ms(b"k").unwrap(), 150);
-    assert!(
-        ks.expire_in_ms_if(b"k", 500, Some(ExpireCondition::Xx))
-            .unwrap()
-    );
+    assert!(ks.expire_in_ms_if(b"k", 500, Some(ExpireCondition::Xx)).unwrap());
     assert_eq!(ks.ttl_ms(b"k").unwrap(), 500);
     // LT with a past time passes the condition and deletes the key.
-    assert!(
-        ks.expire_in_ms_if(b"k", -1, Some(ExpireCondition::Lt))
-            .unwrap()
-    );
+    assert!(ks.expire_in_ms_if(b"k", -1, Some(ExpireCondition::Lt)).unwrap());
     assert_eq!(ks.exists(&[b"k"]).unwrap(), 0);
 }
 
@@ -150,25 +115,14 @@ fn rename_moves_value_and_ttl() {
     let (clock, ks) = keyspace();
     assert_eq!(ks.rename(b"src", b"dst"), Err(KvError::NoSuchKey));
     assert_eq!(ks.rename_nx(b"src", b"dst"), Err(KvError::NoSuchKey));
-    let ex = SetOptions {
-        expiry: Some(SetExpiry::Ex(1_000)),
-        ..SetOptions::default()
-    };
+    let ex = SetOptions { expiry: Some(SetExpiry::Ex(1_000)), ..SetOptions::default() };
     ks.set(b"src", b"v", ex).unwrap();
     ks.hset(b"dst", &[(b"f", b"v")]).unwrap();
     clock.advance(100);
     ks.rename(b"src", b"dst").unwrap();
     assert_eq!(ks.get(b"src").unwrap(), None);
-    assert_eq!(
-        ks.get(b"dst").unwrap(),
-        some(b"v"),
-        "hash destination overwritten"
-    );
-    assert_eq!(
-        ks.ttl_ms(b"dst").unwrap(),
-        900,
-        "TTL travels with the value"
-    );
+    assert_eq!(ks.get(b"dst").unwrap(), some(b"v"), "hash destination overwritten");
+    assert_eq!(ks.ttl_ms(b"dst").unwrap(), 900, "TTL travels with the value");
     assert_eq!(ks.volatile_len(), 1);
     // Renaming onto itself is a no-op; RENAMENX onto itself says 0.
     ks.rename(b"dst", b"dst").unwrap();
@@ -187,8 +141,7 @@ fn rename_moves_value_and_ttl() {
 fn flush_and_dbsize() {
     let (_, ks) = keyspace();
     for i in 0..100 {
-        ks.set(format!("k{i}").as_bytes(), b"v", SetOptions::default())
-            .unwrap();
+        ks.set(format!("k{i}").as_bytes(), b"v", SetOptions::default()).unwrap();
     }
     assert_eq!(ks.dbsize().unwrap(), 100);
     assert_eq!(ks.len(), 100);
@@ -209,15 +162,8 @@ fn keys_pattern_filters_and_skips_expired() {
         v.sort();
         v
     };
-    assert_eq!(
-        ks.keys(b"*").unwrap().len(),
-        5,
-        "`*` includes the empty key"
-    );
-    assert_eq!(
-        sorted(ks.keys(b"user:?").unwrap()),
-        vec![b"user:1".to_vec(), b"user:2".to_vec()]
-    );
+    assert_eq!(ks.keys(b"*").unwrap().len(), 5, "`*` includes the empty key");
+    assert_eq!(sorted(ks.keys(b"user:?").unwrap()), vec![b"user:1".to_vec(), b"user:2".to_vec()]);
     clock.advance(11);
     assert_eq!(sorted(ks.keys(b"user:*").unwrap()).len(), 2);
     assert_eq!(ks.keys(b"*:1").unwrap().len(), 2);
@@ -226,10 +172,7 @@ fn keys_pattern_filters_and_skips_expired() {
 #[test]
 fn lazy_expiry_never_returns_expired_keys() {
     let (clock, ks) = keyspace();
-    let ex = SetOptions {
-        expiry: Some(SetExpiry::Ex(10)),
-        ..SetOptions::default()
-    };
+    let ex = SetOptions { expiry: Some(SetExpiry::Ex(10)), ..SetOptions::default() };
     ks.set(b"s", b"v", ex).unwrap();
     ks.hset(b"h", &[(b"f", b"1")]).unwrap();
     ks.expire_in_ms(b"h", 10).unwrap();
@@ -258,8 +201,7 @@ fn active_expiry_reclaims_untouched_keys() {
         let key = format!("k{i}");
         ks.set(key.as_bytes(), b"v", SetOptions::default()).unwrap();
         if i % 2 == 0 {
-            ks.expire_in_ms(key.as_bytes(), 100 + u64::from(i % 4) as i64)
-                .unwrap();
+            ks.expire_in_ms(key.as_bytes(), 100 + u64::from(i % 4) as i64).unwrap();
         }
     }
     assert_eq!(ks.volatile_len(), 500);
@@ -291,8 +233,7 @@ fn memory_accounting_is_incremental_and_returns_to_zero() {
     assert!(ks.memory_bytes() >= one + 995);
     ks.append(b"a", &[b'y'; 1_000]).unwrap();
     assert!(ks.memory_bytes() >= 2_000);
-    ks.hset(b"h", &[(b"f1", &[b'z'; 500]), (b"f2", b"v")])
-        .unwrap();
+    ks.hset(b"h", &[(b"f1", &[b'z'; 500]), (b"f2", b"v")]).unwrap();
     let with_hash = ks.memory_bytes();
     ks.hdel(b"h", &[b"f1"]).unwrap();
     assert!(ks.memory_bytes() + 500 <= with_hash);
@@ -308,18 +249,8 @@ fn memory_accounting_is_incremental_and_returns_to_zero() {
 
 #[test]
 fn shard_count_is_normalised() {
-    for (asked, got) in [
-        (0, 1),
-        (1, 1),
-        (3, 4),
-        (16, 16),
-        (100, 128),
-        (1 << 20, 1 << 16),
-    ] {
-        let config = KeyspaceConfig {
-            shards: asked,
-            ..KeyspaceConfig::default()
-        };
+    for (asked, got) in [(0, 1), (1, 1), (3, 4), (16, 16), (100, 128), (1 << 20, 1 << 16)] {
+        let config = KeyspaceConfig { shards: asked, ..KeyspaceConfig::default() };
         let (_, ks) = keyspace_with(config);
         assert_eq!(ks.shard_count(), got);
         ks.set(b"k", b"v", SetOptions::default()).unwrap();
@@ -333,21 +264,14 @@ fn registry_manages_named_keyspaces() {
     let dbs = Keyspaces::new(clock.clone());
     assert!(dbs.get("0").is_none());
     let zero = dbs.create("0").unwrap();
-    assert_eq!(
-        dbs.create("0").unwrap_err(),
-        KvError::KeyspaceExists("0".into())
-    );
+    assert_eq!(dbs.create("0").unwrap_err(), KvError::KeyspaceExists("0".into()));
     let again = dbs.get_or_create("0");
     assert!(Arc::ptr_eq(&zero, &again));
     dbs.get_or_create("15");
     dbs.create("analytics").unwrap();
     assert_eq!(dbs.list(), vec!["0", "15", "analytics"]);
     zero.set(b"k", b"v", SetOptions::default()).unwrap();
-    assert_eq!(
-        dbs.get("15").unwrap().get(b"k").unwrap(),
-        None,
-        "databases are separate"
-    );
+    assert_eq!(dbs.get("15").unwrap().get(b"k").unwrap(), None, "databases are separate");
     zero.expire_in_ms(b"k", 5).unwrap();
     clock.advance(6);
     assert_eq!(dbs.active_expire_cycle(10), 1);

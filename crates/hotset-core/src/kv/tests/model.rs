@@ -17,34 +17,15 @@ use proptest::prelude::*;
 
 use super::T0;
 use crate::clock::ManualClock;
-use crate::kv::{
-    Keyspace, KeyspaceConfig, KvError, KvOps, SetCondition, SetExpiry, SetOptions, SetOutcome,
-};
+use crate::kv::{Keyspace, KeyspaceConfig, KvError, KvOps, SetCondition, SetExpiry, SetOptions, SetOutcome};
 
 const KEYS: [&[u8]; 5] = [b"a", b"b", b"c", b"d", b"e"];
 const FIELDS: [&[u8]; 3] = [b"f", b"g", b"h"];
-const VALUES: [&[u8]; 9] = [
-    b"0",
-    b"1",
-    b"-5",
-    b"abc",
-    b"01",
-    b"9223372036854775807",
-    b"",
-    b"x y",
-    b"42",
-];
+const VALUES: [&[u8]; 9] = [b"0", b"1", b"-5", b"abc", b"01", b"9223372036854775807", b"", b"x y", b"42"];
 
 #[derive(Debug, Clone)]
 enum Op {
-    Set {
-        key: usize,
-        val: usize,
-        ex: Option<u64>,
-        cond: u8,
-        keep_ttl: bool,
-        get: bool,
-    },
+    Set { key: usize, val: usize, ex: Option<u64>, cond: u8, keep_ttl: bool, get: bool },
     Get(usize),
     Del(Vec<usize>),
     Exists(Vec<usize>),
@@ -91,22 +72,8 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     let keys = prop::collection::vec(0..KEYS.len(), 0..4);
     let incr = prop_oneof![-3i64..=3, Just(i64::MAX), Just(i64::MIN)];
     prop_oneof![
-        (
-            key.clone(),
-            val.clone(),
-            prop::option::of(1u64..50),
-            0u8..3,
-            any::<bool>(),
-            any::<bool>()
-        )
-            .prop_map(|(key, val, ex, cond, keep_ttl, get)| Op::Set {
-                key,
-                val,
-                ex,
-                cond,
-                keep_ttl,
-                get
-            }),
+        (key.clone(), val.clone(), prop::option::of(1u64..50), 0u8..3, any::<bool>(), any::<bool>())
+            .prop_map(|(key, val, ex, cond, keep_ttl, get)| Op::Set { key, val, ex, cond, keep_ttl, get }),
         key.clone().prop_map(Op::Get),
         keys.clone().prop_map(Op::Del),
         keys.clone().prop_map(Op::Exists),
@@ -116,11 +83,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         key.clone().prop_map(Op::GetDel),
         prop::collection::vec((key.clone(), val.clone()), 1..4).prop_map(Op::MSet),
         keys.prop_map(Op::MGet),
-        (
-            key.clone(),
-            prop::collection::vec((field.clone(), val.clone()), 1..4)
-        )
-            .prop_map(|(k, p)| Op::HSet(k, p)),
+        (key.clone(), prop::collection::vec((field.clone(), val.clone()), 1..4)).prop_map(|(k, p)| Op::HSet(k, p)),
         (key.clone(), field.clone()).prop_map(|(k, f)| Op::HGet(k, f)),
         (key.clone(), prop::collection::vec(field.clone(), 1..3)).prop_map(|(k, f)| Op::HDel(k, f)),
         (key.clone(), field, incr).prop_map(|(k, f, by)| Op::HIncr(k, f, by)),
@@ -174,25 +137,14 @@ impl Model {
         }
     }
 
-    fn set(
-        &mut self,
-        k: &[u8],
-        v: &[u8],
-        ex: Option<u64>,
-        cond: u8,
-        keep: bool,
-        get: bool,
-    ) -> Result<Out, KvError> {
+    fn set(&mut self, k: &[u8], v: &[u8], ex: Option<u64>, cond: u8, keep: bool, get: bool) -> Result<Out, KvError> {
         if ex.is_some() && keep {
             return Err(KvError::Syntax);
         }
         let old = if get { self.str_of(k)? } else { None };
         let exists = self.map.contains_key(k);
         if (cond == 1 && exists) || (cond == 2 && !exists) {
-            return Ok(Out::Set(SetOutcome {
-                applied: false,
-                old,
-            }));
+            return Ok(Out::Set(SetOutcome { applied: false, old }));
         }
         let ttl = match ex {
             Some(ms) => Some(self.now + ms),
@@ -210,16 +162,12 @@ impl Model {
         };
         let next = current.checked_add(by).ok_or(KvError::Overflow)?;
         let ttl = self.map.get(k).and_then(|(_, t)| *t);
-        self.map
-            .insert(k.to_vec(), (MVal::Str(next.to_string().into_bytes()), ttl));
+        self.map.insert(k.to_vec(), (MVal::Str(next.to_string().into_bytes()), ttl));
         Ok(Out::Int(next))
     }
 
     fn hash_mut(&mut self, k: &[u8]) -> Result<&mut Fields, KvError> {
-        let slot = self
-            .map
-            .entry(k.to_vec())
-            .or_insert_with(|| (MVal::Hash(BTreeMap::new()), None));
+        let slot = self.map.entry(k.to_vec()).or_insert_with(|| (MVal::Hash(BTreeMap::new()), None));
         match &mut slot.0 {
             MVal::Hash(h) => Ok(h),
             MVal::Str(_) => Err(KvError::WrongType),
@@ -259,23 +207,12 @@ impl Model {
         self.purge();
         let k = |i: &usize| KEYS[*i];
         match op {
-            Op::Set {
-                key,
-                val,
-                ex,
-                cond,
-                keep_ttl,
-                get,
-            } => self.set(k(key), VALUES[*val], *ex, *cond, *keep_ttl, *get),
+            Op::Set { key, val, ex, cond, keep_ttl, get } => {
+                self.set(k(key), VALUES[*val], *ex, *cond, *keep_ttl, *get)
+            }
             Op::Get(key) => self.str_of(k(key)).map(Out::Bytes),
-            Op::Del(keys) => Ok(Out::Count(
-                keys.iter()
-                    .filter(|i| self.map.remove(k(i)).is_some())
-                    .count(),
-            )),
-            Op::Exists(keys) => Ok(Out::Count(
-                keys.iter().filter(|i| self.map.contains_key(k(i))).count(),
-            )),
+            Op::Del(keys) => Ok(Out::Count(keys.iter().filter(|i| self.map.remove(k(i)).is_some()).count())),
+            Op::Exists(keys) => Ok(Out::Count(keys.iter().filter(|i| self.map.contains_key(k(i))).count())),
             Op::Incr(key, by) => self.incr(k(key), *by),
             Op::Append(key, val) => {
                 let mut s = self.str_of(k(key))?.unwrap_or_default();
@@ -293,16 +230,11 @@ impl Model {
             }
             Op::MSet(pairs) => {
                 for (key, val) in pairs {
-                    self.map
-                        .insert(k(key).to_vec(), (MVal::Str(VALUES[*val].to_vec()), None));
+                    self.map.insert(k(key).to_vec(), (MVal::Str(VALUES[*val].to_vec()), None));
                 }
                 Ok(Out::Unit)
             }
-            Op::MGet(keys) => Ok(Out::List(
-                keys.iter()
-                    .map(|i| self.str_of(k(i)).ok().flatten())
-                    .collect(),
-            )),
+            Op::MGet(keys) => Ok(Out::List(keys.iter().map(|i| self.str_of(k(i)).ok().flatten()).collect())),
             _ => self.apply_rest(op),
         }
     }
@@ -312,31 +244,22 @@ impl Model {
         match op {
             Op::HSet(key, pairs) => {
                 let h = self.hash_mut(k(key))?;
-                let added = pairs
-                    .iter()
-                    .filter(|(f, v)| h.insert(FIELDS[*f].to_vec(), VALUES[*v].to_vec()).is_none())
-                    .count();
+                let added =
+                    pairs.iter().filter(|(f, v)| h.insert(FIELDS[*f].to_vec(), VALUES[*v].to_vec()).is_none()).count();
                 Ok(Out::Count(added))
             }
-            Op::HGet(key, f) => Ok(Out::Bytes(
-                self.hash(k(key))?.and_then(|h| h.get(FIELDS[*f]).cloned()),
-            )),
+            Op::HGet(key, f) => Ok(Out::Bytes(self.hash(k(key))?.and_then(|h| h.get(FIELDS[*f]).cloned()))),
             Op::HDel(key, fields) => {
                 let Some(MVal::Hash(h)) = self.map.get_mut(k(key)).map(|(v, _)| v) else {
                     return self.hash(k(key)).map(|_| Out::Count(0));
                 };
-                let removed = fields
-                    .iter()
-                    .filter(|f| h.remove(FIELDS[**f]).is_some())
-                    .count();
+                let removed = fields.iter().filter(|f| h.remove(FIELDS[**f]).is_some()).count();
                 self.drop_if_empty_hash(k(key));
                 Ok(Out::Count(removed))
             }
             Op::HIncr(key, f, by) => self.hincr(k(key), FIELDS[*f], *by),
             Op::HGetAll(key) => Ok(Out::Pairs(
-                self.hash(k(key))?
-                    .map(|h| h.iter().map(|(f, v)| (f.clone(), v.clone())).collect())
-                    .unwrap_or_default(),
+                self.hash(k(key))?.map(|h| h.iter().map(|(f, v)| (f.clone(), v.clone())).collect()).unwrap_or_default(),
             )),
             _ => Ok(self.apply_keyspace_op(op)),
         }
@@ -354,11 +277,7 @@ impl Model {
                     true
                 }
             }),
-            Op::Persist(key) => Out::Bool(
-                self.map
-                    .get_mut(k(key))
-                    .is_some_and(|(_, t)| t.take().is_some()),
-            ),
+            Op::Persist(key) => Out::Bool(self.map.get_mut(k(key)).is_some_and(|(_, t)| t.take().is_some())),
             Op::Ttl(key) => Out::Int(match self.map.get(k(key)) {
                 None => -2,
                 Some((_, None)) => -1,
@@ -393,14 +312,7 @@ fn run_engine(ks: &Keyspace, clock: &ManualClock, op: &Op) -> Result<Out, KvErro
     let k = |i: &usize| KEYS[*i];
     let ks_keys = |v: &[usize]| v.iter().map(|i| KEYS[*i]).collect::<Vec<_>>();
     Ok(match op {
-        Op::Set {
-            key,
-            val,
-            ex,
-            cond,
-            keep_ttl,
-            get,
-        } => {
+        Op::Set { key, val, ex, cond, keep_ttl, get } => {
             let opts = SetOptions {
                 expiry: ex.map(SetExpiry::Ex),
                 keep_ttl: *keep_ttl,
@@ -417,8 +329,7 @@ fn run_engine(ks: &Keyspace, clock: &ManualClock, op: &Op) -> Result<Out, KvErro
         Op::Strlen(key) => Out::Count(ks.strlen(k(key))?),
         Op::GetDel(key) => Out::Bytes(ks.getdel(k(key))?),
         Op::MSet(pairs) => {
-            let pairs: Vec<(&[u8], &[u8])> =
-                pairs.iter().map(|(a, b)| (KEYS[*a], VALUES[*b])).collect();
+            let pairs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(a, b)| (KEYS[*a], VALUES[*b])).collect();
             ks.mset(&pairs)?;
             Out::Unit
         }
@@ -431,10 +342,7 @@ fn run_engine_rest(ks: &Keyspace, clock: &ManualClock, op: &Op) -> Result<Out, K
     let k = |i: &usize| KEYS[*i];
     Ok(match op {
         Op::HSet(key, pairs) => {
-            let pairs: Vec<(&[u8], &[u8])> = pairs
-                .iter()
-                .map(|(f, v)| (FIELDS[*f], VALUES[*v]))
-                .collect();
+            let pairs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(f, v)| (FIELDS[*f], VALUES[*v])).collect();
             Out::Count(ks.hset(k(key), &pairs)?)
         }
         Op::HGet(key, f) => Out::Bytes(ks.hget(k(key), FIELDS[*f])?),
@@ -493,11 +401,7 @@ fn apply_model(model: &mut Model, op: &Op) -> Result<Out, KvError> {
     match op {
         Op::Rename(src, dst) if src == dst => {
             model.purge();
-            if model.map.contains_key(KEYS[*src]) {
-                Ok(Out::Unit)
-            } else {
-                Err(KvError::NoSuchKey)
-            }
+            if model.map.contains_key(KEYS[*src]) { Ok(Out::Unit) } else { Err(KvError::NoSuchKey) }
         }
         Op::Rename(src, dst) => model.rename(KEYS[*src], KEYS[*dst]),
         _ => model.apply(op),
@@ -508,15 +412,9 @@ fn apply_model(model: &mut Model, op: &Op) -> Result<Out, KvError> {
 /// deletes everything and checks the bookkeeping returned to zero.
 fn check_sequence(ops: &[Op], shards: usize) -> Result<(), TestCaseError> {
     let clock = Arc::new(ManualClock::new(T0));
-    let config = KeyspaceConfig {
-        shards,
-        ..KeyspaceConfig::default()
-    };
+    let config = KeyspaceConfig { shards, ..KeyspaceConfig::default() };
     let ks = Keyspace::with_config(clock.clone(), config);
-    let mut model = Model {
-        now: T0,
-        ..Model::default()
-    };
+    let mut model = Model { now: T0, ..Model::default() };
     for (step, op) in ops.iter().enumerate() {
         let expected = apply_model(&mut model, op);
         let actual = run_engine(&ks, &clock, op);

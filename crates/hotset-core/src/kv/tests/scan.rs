@@ -63,10 +63,7 @@ fn scan_empty_and_small() {
 
 #[test]
 fn scan_returns_every_stable_key_despite_churn() {
-    let (_, ks) = keyspace_with(KeyspaceConfig {
-        shards: 8,
-        ..KeyspaceConfig::default()
-    });
+    let (_, ks) = keyspace_with(KeyspaceConfig { shards: 8, ..KeyspaceConfig::default() });
     // Stable keys: present for the whole scan. Churn keys: constantly
     // deleted and re-created, plus a stream of brand-new keys, so slots are
     // freed, reused and appended while the cursor moves.
@@ -98,17 +95,12 @@ fn scan_returns_every_stable_key_despite_churn() {
 
 #[test]
 fn scan_survives_compaction_mid_iteration() {
-    let (_, ks) = keyspace_with(KeyspaceConfig {
-        shards: 2,
-        ..KeyspaceConfig::default()
-    });
+    let (_, ks) = keyspace_with(KeyspaceConfig { shards: 2, ..KeyspaceConfig::default() });
     let stable: BTreeSet<Vec<u8>> = (0..500).map(key).collect();
     for k in &stable {
         set(&ks, k);
     }
-    let doomed: Vec<Vec<u8>> = (0..5_000)
-        .map(|i| format!("tmp:{i}").into_bytes())
-        .collect();
+    let doomed: Vec<Vec<u8>> = (0..5_000).map(|i| format!("tmp:{i}").into_bytes()).collect();
     for k in &doomed {
         set(&ks, k);
     }

@@ -23,10 +23,7 @@ fn atomic_block_exposes_all_commands() {
         Ok::<_, KvError>(balance)
     });
     assert_eq!(moved, Ok(70));
-    assert_eq!(
-        ks.mget(&[b"from", b"to"]).unwrap(),
-        vec![some(b"70"), some(b"30")]
-    );
+    assert_eq!(ks.mget(&[b"from", b"to"]).unwrap(), vec![some(b"70"), some(b"30")]);
 }
 
 #[test]
@@ -39,14 +36,8 @@ fn undeclared_keys_fail_without_side_effects() {
         .find(|b| ks.atomic(&[&a], |t| t.get(b)) == Err(KvError::KeyNotLocked))
         .expect("some key lives on another shard");
     ks.atomic(&[&a], |txn| {
-        assert_eq!(
-            txn.set(&b, b"x", SetOptions::default()),
-            Err(KvError::KeyNotLocked)
-        );
-        assert_eq!(
-            txn.mset(&[(&a, b"1"), (&b, b"2")]),
-            Err(KvError::KeyNotLocked)
-        );
+        assert_eq!(txn.set(&b, b"x", SetOptions::default()), Err(KvError::KeyNotLocked));
+        assert_eq!(txn.mset(&[(&a, b"1"), (&b, b"2")]), Err(KvError::KeyNotLocked));
         assert_eq!(txn.dbsize(), Err(KvError::KeyNotLocked));
         assert_eq!(txn.get(&a), Ok(None), "MSET was all-or-nothing");
     });
@@ -68,11 +59,7 @@ fn atomic_block_sees_one_instant() {
         let start = txn.now_ms();
         clock.advance(1_000);
         assert_eq!(txn.now_ms(), start);
-        assert_eq!(
-            txn.get(b"k").unwrap(),
-            some(b"v"),
-            "still the block's instant"
-        );
+        assert_eq!(txn.get(b"k").unwrap(), some(b"v"), "still the block's instant");
         assert_eq!(txn.ttl_ms(b"k").unwrap(), 10);
     });
     assert_eq!(ks.get(b"k").unwrap(), None);
