@@ -12,12 +12,13 @@ use crate::kv::Keyspaces;
 use crate::limits::Limits;
 use crate::namespace::write::WriteMode;
 use crate::namespace::{Namespace, NamespaceData, NamespaceInfo, Undo};
-use crate::query::{Query, QueryResult, SetField, exec, update};
+use crate::query::{Query, QueryResult, SetField, WalkChoice, exec, update};
 use crate::schema::IndexDef;
 use parking_lot::{RwLock, RwLockReadGuard};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// An in-memory database: namespaces of JSON documents. `Send + Sync`; share it with
 /// an `Arc` between threads.
@@ -25,6 +26,7 @@ pub struct Database {
     namespaces: RwLock<BTreeMap<String, Arc<Namespace>>>,
     keyspaces: Keyspaces,
     limits: Limits,
+    walk_choice: AtomicU8,
 }
 
 impl Default for Database {
@@ -56,7 +58,31 @@ impl Database {
 
     /// A database whose key expiry reads time from `clock` (tests use a manual clock).
     pub fn with_clock(clock: Arc<dyn Clock>, limits: Limits) -> Database {
-        Database { namespaces: RwLock::new(BTreeMap::new()), keyspaces: Keyspaces::new(clock), limits }
+        Database {
+            namespaces: RwLock::new(BTreeMap::new()),
+            keyspaces: Keyspaces::new(clock),
+            limits,
+            walk_choice: AtomicU8::new(0),
+        }
+    }
+
+    /// Sets when queries page by walking a tree index (cost-based by default; tests force
+    /// each way to check both give the same answers).
+    pub fn set_walk_choice(&self, choice: WalkChoice) {
+        let code = match choice {
+            WalkChoice::Cost => 0,
+            WalkChoice::Always => 1,
+            WalkChoice::Never => 2,
+        };
+        self.walk_choice.store(code, Ordering::Relaxed);
+    }
+
+    fn walk_choice(&self) -> WalkChoice {
+        match self.walk_choice.load(Ordering::Relaxed) {
+            1 => WalkChoice::Always,
+            2 => WalkChoice::Never,
+            _ => WalkChoice::Cost,
+        }
     }
 
     /// The key-value keyspaces (Redis-style strings, counters and hashes with expiry).
@@ -242,7 +268,7 @@ impl Database {
         if query.joins.is_empty() {
             let namespace = self.namespace(&query.namespace)?;
             let data = namespace.data.read();
-            return exec::run(&data, query, &[]);
+            return exec::run(&data, query, &[], self.walk_choice());
         }
         let mut names: Vec<&str> = vec![query.namespace.as_str()];
         names.extend(query.joins.iter().map(|j| j.query.namespace.as_str()));
@@ -254,7 +280,7 @@ impl Database {
         let guards: Vec<RwLockReadGuard<'_, NamespaceData>> = namespaces.iter().map(|n| n.data.read()).collect();
         let by_name: Vec<(&str, &NamespaceData)> = names.iter().copied().zip(guards.iter().map(|g| &**g)).collect();
         let main = by_name.iter().find(|(n, _)| *n == query.namespace).expect("the main namespace is locked").1;
-        exec::run(main, query, &by_name)
+        exec::run(main, query, &by_name, self.walk_choice())
     }
 
     /// Sets fields of every document the query matches, atomically; returns how many.

@@ -45,7 +45,11 @@ pub struct IndexDef {
     pub name: String,
     pub fields: Vec<String>,
     pub kind: IndexKind,
+    /// The type of every field, unless `field_types` gives one per field.
     pub field_type: FieldType,
+    /// Per-field types of a composite index (`[name: string, year: int]`); empty when
+    /// every field has `field_type`.
+    pub field_types: Vec<FieldType>,
     pub pk: bool,
     pub array: bool,
     pub sparse: bool,
@@ -59,6 +63,7 @@ impl IndexDef {
             fields: vec![field.to_string()],
             kind,
             field_type,
+            field_types: Vec::new(),
             pk: false,
             array: false,
             sparse: false,
@@ -85,6 +90,23 @@ impl IndexDef {
             fields: fields.iter().map(|f| f.to_string()).collect(),
             ..IndexDef::new(fields.first().copied().unwrap_or(""), kind, field_type)
         }
+    }
+
+    /// A composite index whose fields have different types, named `a+b`.
+    pub fn composite_typed(fields: &[(&str, FieldType)], kind: IndexKind) -> IndexDef {
+        let names: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
+        let first = fields.first().map_or(FieldType::String, |(_, t)| *t);
+        IndexDef { field_types: fields.iter().map(|(_, t)| *t).collect(), ..IndexDef::composite(&names, kind, first) }
+    }
+
+    /// The type of the `position`-th field.
+    pub fn type_of(&self, position: usize) -> FieldType {
+        self.field_types.get(position).copied().unwrap_or(self.field_type)
+    }
+
+    /// The collation of the `position`-th field (collations apply to strings only).
+    pub fn collation_of(&self, position: usize) -> Collation {
+        if self.type_of(position) == FieldType::String { self.collate } else { Collation::None }
     }
 
     pub fn pk(mut self) -> Self {
@@ -134,7 +156,11 @@ impl IndexDef {
         if self.is_composite() && self.array {
             return fail("a composite index cannot be an array index");
         }
-        if self.collate != Collation::None && self.field_type != FieldType::String {
+        if !self.field_types.is_empty() && self.field_types.len() != self.fields.len() {
+            return fail("give one type per field, or one type for all");
+        }
+        let has_string = (0..self.fields.len()).any(|i| self.type_of(i) == FieldType::String);
+        if self.collate != Collation::None && !has_string {
             return fail("a collation applies to string fields only");
         }
         let mut seen = std::collections::HashSet::new();

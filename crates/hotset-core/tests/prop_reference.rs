@@ -5,7 +5,7 @@
 //! sort keys position by position, plus membership, uniqueness and count.
 //! `PROPTEST_CASES` scales the run (CI uses the default below).
 
-use hotset_core::query::{Aggregation, AggregationResult, Query};
+use hotset_core::query::{Aggregation, AggregationResult, Query, WalkChoice};
 use hotset_core::{Database, Error};
 use hotset_testkit::generate::{self, NAMESPACE, Write};
 use hotset_testkit::reference::{RefAggregation, RefNamespace, RefScalar, to_scalar};
@@ -139,8 +139,13 @@ fn run_case(defs: Vec<hotset_core::IndexDef>, writes: Vec<Write>, queries: Vec<Q
     let mut stored: Vec<Value> = model.docs.values().cloned().collect();
     stored.sort_by_key(|d| d["id"].as_i64());
     prop_assert_eq!(all_documents(&db), stored);
-    for query in &queries {
-        check_query(&db, &model, query)?;
+    // Each query runs with every paging strategy: by cost, always walking a sort index
+    // when one gives the order, and always sorting. All three must agree with the model.
+    for choice in [WalkChoice::Cost, WalkChoice::Always, WalkChoice::Never] {
+        db.set_walk_choice(choice);
+        for query in &queries {
+            check_query(&db, &model, query)?;
+        }
     }
     Ok(())
 }

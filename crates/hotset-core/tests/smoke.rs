@@ -188,3 +188,105 @@ fn update_and_delete_by_query() {
     assert_eq!(db.delete_query(&Query::new("items").where_("year", Op::Lt, 2012)).unwrap(), 2);
     assert_eq!(db.describe("items").unwrap().documents, 3);
 }
+
+#[test]
+fn composite_primary_key_and_numeric_collation() {
+    let db = Database::new();
+    let pk = IndexDef::composite(&["shop", "sku"], IndexKind::Hash, FieldType::String).pk();
+    let code = IndexDef::tree("code", FieldType::String).collate(Collation::Numeric);
+    db.create_namespace("stock", vec![pk, code]).unwrap();
+    for (shop, sku, code) in [("a", "1", "item10"), ("a", "2", "item9"), ("b", "1", "item100"), ("b", "2", "item2")] {
+        db.insert("stock", &json!({"shop": shop, "sku": sku, "code": code})).unwrap();
+    }
+    let duplicate = db.insert("stock", &json!({"shop": "a", "sku": "1"}));
+    assert!(matches!(duplicate, Err(hotset_core::Error::DuplicateKey { .. })), "{duplicate:?}");
+    let doc = db.get("stock", &json!(["b", "1"])).unwrap().unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&doc).unwrap()["code"], "item100");
+    assert!(db.get("stock", &json!(["b"])).is_err());
+    let codes: Vec<String> = db
+        .query(&Query::new("stock").sort("code", false))
+        .unwrap()
+        .values()
+        .iter()
+        .map(|v| v["code"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(codes, ["item2", "item9", "item10", "item100"]);
+    assert!(db.delete("stock", &json!(["a", "2"])).unwrap());
+    assert_eq!(db.describe("stock").unwrap().documents, 3);
+}
+
+#[test]
+fn joins_with_several_conditions_and_their_own_query() {
+    let db = catalogue();
+    db.create_namespace(
+        "offers",
+        vec![IndexDef::hash("oid", FieldType::Int).pk(), IndexDef::hash("item", FieldType::Int)],
+    )
+    .unwrap();
+    for (oid, item, year, price) in
+        [(1, 1, 2001, 5), (2, 1, 1999, 7), (3, 1, 2001, 9), (4, 2, 2011, 3), (5, 9, 2011, 1)]
+    {
+        db.insert("offers", &json!({"oid": oid, "item": item, "year": year, "price": price})).unwrap();
+    }
+    // Offers of the same item and year, cheapest first, at most one, price at least 4.
+    let offers = Query::new("offers").where_("price", Op::Ge, 4).sort("price", true).limit(1);
+    let query = Query::new("items").sort("id", false).join(
+        JoinKind::Left,
+        offers,
+        &[("id", Op::Eq, "item"), ("year", Op::Eq, "year")],
+        "offers",
+    );
+    let values = db.query(&query).unwrap().values();
+    assert_eq!(values[0]["offers"], json!([{"oid": 3, "item": 1, "year": 2001, "price": 9}]));
+    assert_eq!(values[1]["offers"], json!([]), "offer 4 is under the joined query's price filter");
+    // A join on a non-equality condition only.
+    let later = Query::new("items").where_("id", Op::Eq, 1).join(
+        JoinKind::Inner,
+        Query::new("offers").sort("oid", false),
+        &[("year", Op::Lt, "year")],
+        "later",
+    );
+    let values = db.query(&later).unwrap().values();
+    let oids: Vec<i64> = values[0]["later"].as_array().unwrap().iter().map(|o| o["oid"].as_i64().unwrap()).collect();
+    assert_eq!(oids, vec![4, 5]);
+}
+
+#[test]
+fn keyspaces_are_reachable_from_the_database() {
+    use hotset_core::kv::KvOps;
+    let db = Database::new();
+    let cache = db.keyspaces().get_or_create("cache");
+    assert_eq!(cache.incr_by(b"hits", 2).unwrap(), 2);
+    assert_eq!(cache.incr_by(b"hits", 3).unwrap(), 5);
+    assert_eq!(cache.get(b"hits").unwrap().as_deref(), Some(&b"5"[..]));
+    assert!(db.keyspaces().get("sessions").is_none());
+}
+
+#[test]
+fn namespace_lifecycle_and_live_indexes() {
+    let db = catalogue();
+    assert_eq!(db.namespace_names(), vec!["items".to_string()]);
+    let before = db.describe("items").unwrap();
+    assert_eq!(before.documents, 5);
+    assert!(before.memory_bytes > before.document_bytes && before.document_bytes > 0);
+    // An index added to a live namespace serves the documents already there.
+    db.add_index("items", IndexDef::tree("extra.deep", FieldType::Int)).unwrap();
+    let q = Query::new("items").where_("extra.deep", Op::Ge, 40).sort("extra.deep", false).explain();
+    let r = db.query(&q).unwrap();
+    assert!(r.explain.as_ref().unwrap().to_text().contains("index 'extra.deep' (tree)"));
+    assert_eq!(r.values().len(), 2);
+    db.drop_index("items", "extra.deep").unwrap();
+    assert_eq!(db.query(&Query::new("items").where_("extra.deep", Op::Ge, 40)).unwrap().items.len(), 2);
+    // open_namespace keeps what exists and adds missing indexes.
+    db.open_namespace(
+        "items",
+        vec![IndexDef::hash("id", FieldType::Int).pk(), IndexDef::hash("extra.deep", FieldType::Int)],
+    )
+    .unwrap();
+    assert_eq!(db.describe("items").unwrap().indexes.len(), 5);
+    db.truncate("items").unwrap();
+    assert_eq!(db.describe("items").unwrap().documents, 0);
+    assert_eq!(db.describe("items").unwrap().indexes.len(), 5);
+    db.drop_namespace("items").unwrap();
+    assert!(db.namespace_names().is_empty());
+}

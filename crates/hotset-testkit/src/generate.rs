@@ -4,7 +4,7 @@
 //!
 //! Field pool (the type is what indexes declare; `u` is never indexed and mixes kinds):
 //! `id` int pk, `a` int, `b` string, `c` double, `tags` int array, `flag` bool,
-//! `n.x` nested int, `s` string (composite with `b`), `u` anything.
+//! `n.x` nested int, `s` string (composites `b+s` and `a+s`), `u` anything.
 
 use hotset_core::query::{Aggregation, ArithOp, Cond, Expr, Facet, Op, Query, SetField, SortKey};
 use hotset_core::{Collation, FieldType, IndexDef, IndexKind};
@@ -38,9 +38,10 @@ pub fn schema() -> impl Strategy<Value = Vec<IndexDef>> {
         kind(LOOKUP),
         kind(&[IndexKind::Tree]),
         (kind(LOOKUP), collation()),
+        (kind(&[IndexKind::Tree]), collation()),
         any::<u64>(),
     )
-        .prop_map(|(pk, a, b, c, tags, flag, nx, bs, shuffle)| {
+        .prop_map(|(pk, a, b, c, tags, flag, nx, bs, as_, shuffle)| {
             let mut defs = Vec::new();
             let sparse = |def: IndexDef, on: bool| if on { def.sparse() } else { def };
             if let (Some(k), sp) = a {
@@ -63,6 +64,10 @@ pub fn schema() -> impl Strategy<Value = Vec<IndexDef>> {
             }
             if let (Some(k), coll) = bs {
                 defs.push(IndexDef::composite(&["b", "s"], k, FieldType::String).collate(coll));
+            }
+            if let (Some(k), coll) = as_ {
+                let fields = [("a", FieldType::Int), ("s", FieldType::String)];
+                defs.push(IndexDef::composite_typed(&fields, k).collate(coll));
             }
             // A deterministic shuffle: declaration order decides each field's collation.
             let mut order: Vec<(u64, IndexDef)> =

@@ -113,7 +113,10 @@ pub enum RefAggregation {
 
 impl RefNamespace {
     pub fn collation(&self, field: &str) -> Collation {
-        self.defs.iter().find(|d| d.fields.iter().any(|f| f == field)).map_or(Collation::None, |d| d.collate)
+        self.defs
+            .iter()
+            .find_map(|d| d.fields.iter().position(|f| f == field).map(|at| d.collation_of(at)))
+            .unwrap_or(Collation::None)
     }
 
     fn values(&self, doc: &Value, field: &str) -> Vec<RefScalar> {
@@ -319,13 +322,13 @@ fn meets_array(doc: &Value, field: &str) -> bool {
 impl RefNamespace {
     /// Checks a document against one index definition.
     pub fn fits(doc: &Value, def: &IndexDef) -> Result<(), Refused> {
-        for field in &def.fields {
+        for (position, field) in def.fields.iter().enumerate() {
             if !def.array && meets_array(doc, field) {
                 return Err(Refused(format!("{field} is an array")));
             }
             let values = field_values(doc, field);
-            if let Some(bad) = values.iter().find(|v| !type_fits(v, def.field_type)) {
-                return Err(Refused(format!("{field} = {bad} does not fit {:?}", def.field_type)));
+            if let Some(bad) = values.iter().find(|v| !type_fits(v, def.type_of(position))) {
+                return Err(Refused(format!("{field} = {bad} does not fit {:?}", def.type_of(position))));
             }
             if def.pk && values.is_empty() {
                 return Err(Refused(format!("{field} (primary key) is missing")));

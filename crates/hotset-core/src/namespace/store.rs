@@ -83,8 +83,14 @@ impl NamespaceData {
         let columns = def
             .paths()
             .into_iter()
-            .map(|path| {
-                let spec = ColumnSpec { path, field_type: def.field_type, collation: def.collate, array: def.array };
+            .enumerate()
+            .map(|(position, path)| {
+                let spec = ColumnSpec {
+                    path,
+                    field_type: def.type_of(position),
+                    collation: def.collation_of(position),
+                    array: def.array,
+                };
                 self.column_for(spec)
             })
             .collect();

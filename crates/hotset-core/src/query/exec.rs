@@ -9,7 +9,7 @@
 use super::aggregate::aggregate;
 use super::ast::{JoinKind, Query};
 use super::join::JoinPlan;
-use super::planner::{Plan, SetPlan, Walk, plan};
+use super::planner::{Plan, SetPlan, Walk, WalkChoice, plan};
 use super::pred::{Pred, RowView};
 use super::result::{Explain, ExplainStep, Item, QueryResult};
 use super::scan::{IndexScan, ScanKind};
@@ -55,9 +55,14 @@ impl Recorder {
 }
 
 /// Runs `query` on `data`; `others` holds the read-locked namespaces joins refer to.
-pub(crate) fn run(data: &NamespaceData, query: &Query, others: &[(&str, &NamespaceData)]) -> Result<QueryResult> {
+pub(crate) fn run(
+    data: &NamespaceData,
+    query: &Query,
+    others: &[(&str, &NamespaceData)],
+    choice: WalkChoice,
+) -> Result<QueryResult> {
     let mut recorder = Recorder::new(query.explain);
-    let plan = plan(data, query)?;
+    let plan = plan(data, query, choice)?;
     let joins = query
         .joins
         .iter()
@@ -98,7 +103,7 @@ pub(crate) fn run(data: &NamespaceData, query: &Query, others: &[(&str, &Namespa
 
 /// The page's row ids of a query without joins (update and delete by query).
 pub(crate) fn page_rows(data: &NamespaceData, query: &Query) -> Result<Vec<u32>> {
-    let plan = plan(data, query)?;
+    let plan = plan(data, query, WalkChoice::Cost)?;
     let set = plan.set.as_ref().map(|s| materialize(data, s));
     let run = Run { data, plan: &plan, set: set.as_ref(), joins: &[], query };
     Ok(run.outcome().page)
@@ -217,7 +222,7 @@ impl Run<'_> {
         let streaming = rest.is_empty();
         walk.scan.walk(index, walk.desc, |key, postings| {
             if !streaming {
-                let prefix = &key.parts()[..walk.covered.min(key.parts().len())];
+                let prefix = &key.parts()[..walk.group_len.min(key.parts().len())];
                 if group_key.as_deref() != Some(prefix) {
                     flush(&mut group, &mut page, &mut seen);
                     group_key = Some(prefix.to_vec());

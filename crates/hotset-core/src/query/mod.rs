@@ -20,4 +20,5 @@ pub(crate) mod sort;
 pub(crate) mod update;
 
 pub use ast::{Aggregation, ArithOp, Cond, Expr, Facet, Join, JoinKind, JoinOn, Op, Query, SetField, SortKey};
+pub use planner::WalkChoice;
 pub use result::{AggregationResult, Explain, ExplainStep, FacetGroup, Item, QueryResult};

@@ -22,6 +22,18 @@ use std::ops::Bound;
 /// intersected; its condition is checked on the columns of the driver's rows instead.
 pub const INTERSECT_RATIO_MAX: usize = 8;
 
+/// When to page by walking a tree index in sort order instead of sorting the matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WalkChoice {
+    /// By estimated cost (the default).
+    #[default]
+    Cost,
+    /// Whenever an index gives the order (tests use it to exercise the walk).
+    Always,
+    /// Never (tests use it to exercise sorting).
+    Never,
+}
+
 /// An id-set plan: index scans combined by set operations.
 #[derive(Debug, Clone)]
 pub(crate) enum SetPlan {
@@ -55,9 +67,11 @@ pub(crate) struct SortSpec {
 pub(crate) struct Walk {
     pub scan: IndexScan,
     pub desc: bool,
-    /// Leading key components the sort covers; rows with equal components form a group
-    /// sorted by `Plan::sort[covered..]`.
+    /// Sort keys the index order gives; rows whose first `group_len` key components are
+    /// equal form a group sorted by `Plan::sort[covered..]`.
     pub covered: usize,
+    /// Leading components fixed by equality plus `covered`.
+    pub group_len: usize,
 }
 
 /// The plan of one query over one namespace.
@@ -78,7 +92,7 @@ struct Conjunct {
     access: Option<(SetPlan, bool)>,
 }
 
-pub(crate) fn plan(data: &NamespaceData, query: &Query) -> Result<Plan> {
+pub(crate) fn plan(data: &NamespaceData, query: &Query, choice: WalkChoice) -> Result<Plan> {
     let rows_total = data.len();
     let items: Vec<&Cond> = match &query.filter {
         None => Vec::new(),
@@ -99,7 +113,8 @@ pub(crate) fn plan(data: &NamespaceData, query: &Query) -> Result<Plan> {
         .map(|key| SortSpec { field: key.field.clone(), access: Access::for_field(data, &key.field), desc: key.desc })
         .collect();
     let walk = match choose_walk(data, query, &sort, &mut conjuncts) {
-        Some((walk, _)) if walk_pays(query, rows_total, &conjuncts, &walk) => Some(walk),
+        Some((walk, _)) if choice == WalkChoice::Always => Some(walk),
+        Some((walk, _)) if choice == WalkChoice::Cost && walk_pays(query, rows_total, &conjuncts, &walk) => Some(walk),
         Some((_, own)) => {
             // Sorting the few candidates is cheaper than walking for them: the walk's
             // own condition goes back among the others.
@@ -162,9 +177,15 @@ fn exact_plan(data: &NamespaceData, pred: &Pred) -> Option<SetPlan> {
 
 /// Indexes that answer conditions on the field read through `column`: single-field
 /// indexes on that column, and tree composites whose first field it is.
-fn indexes_on(data: &NamespaceData, column: usize) -> impl Iterator<Item = (usize, &Index)> {
+fn indexes_on(data: &NamespaceData, column: usize, needs_order: bool) -> impl Iterator<Item = (usize, &Index)> {
+    // A composite helps a condition on its first field only when no index of that field
+    // alone can answer it: the single-field index is never worse and cheaper to estimate.
+    let has_single =
+        data.indexes.iter().any(|i| i.has_lookup() && i.columns == [column] && (i.is_ordered() || !needs_order));
     data.indexes.iter().enumerate().filter(move |(_, index)| {
-        index.has_lookup() && index.columns[0] == column && (index.columns.len() == 1 || index.is_ordered())
+        index.has_lookup()
+            && index.columns[0] == column
+            && (index.columns.len() == 1 || (!has_single && index.is_ordered()))
     })
 }
 
@@ -175,7 +196,8 @@ fn field_plan(data: &NamespaceData, field: &FieldPred) -> Option<(SetPlan, bool)
     let rows_total = data.len();
     let field_type = data.column(column).spec.field_type;
     let mut best: Option<(SetPlan, bool)> = None;
-    for (id, index) in indexes_on(data, column) {
+    let needs_order = matches!(field.op, Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Range | Op::Like);
+    for (id, index) in indexes_on(data, column, needs_order) {
         let single = index.columns.len() == 1;
         let keys = |values: &[Scalar]| -> Vec<Key> {
             values.iter().filter_map(|v| key_for_type(v, field_type)).map(|v| one_key(v, single)).collect()
@@ -334,43 +356,106 @@ fn choose_sets(conjuncts: Vec<Conjunct>, rows_total: usize) -> (Option<SetPlan>,
     (set, residual)
 }
 
-/// Finds a tree index whose key order is the query's sort order, and the conjunct (if
-/// any) that reads a range of it, which the walk then answers by itself.
+/// Finds a tree index whose key order is the query's sort order, possibly after leading
+/// components that equality conditions fix (`name = X ... ORDER BY year` on `name+year`),
+/// and the conditions the walk answers by itself (those equalities and a range on the
+/// first sorted component), which are taken out of `conjuncts`.
 fn choose_walk(
     data: &NamespaceData,
     query: &Query,
     sort: &[SortSpec],
     conjuncts: &mut Vec<Conjunct>,
-) -> Option<(Walk, Option<Conjunct>)> {
+) -> Option<(Walk, Vec<Conjunct>)> {
     query.limit?;
     let first = sort.first()?;
     let Access::Column(first_column) = first.access else {
         return None;
     };
-    let rows_total = data.len();
+    let mut best: Option<(usize, usize, usize, Vec<usize>, Vec<Scalar>)> = None;
     for (id, index) in data.indexes.iter().enumerate() {
-        let eligible = index.def.kind == IndexKind::Tree
-            && !index.def.sparse
-            && !index.def.array
-            && index.columns[0] == first_column;
-        if !eligible {
+        if index.def.kind != IndexKind::Tree || index.def.sparse || index.def.array {
+            continue;
+        }
+        let (fixed_at, values) = equality_prefix(data, index, conjuncts);
+        let fixed = values.len();
+        if index.columns.get(fixed) != Some(&first_column) || best.as_ref().is_some_and(|b| b.1 >= fixed) {
             continue;
         }
         let covered = sort
             .iter()
-            .zip(&index.columns)
+            .zip(&index.columns[fixed..])
             .take_while(|(spec, column)| {
                 spec.desc == first.desc && matches!(spec.access, Access::Column(c) if c == **column)
             })
             .count();
-        let own =
-            conjuncts.iter().position(|c| matches!(&c.access, Some((SetPlan::Scan(scan), true)) if scan.index == id));
-        let own = own.map(|at| conjuncts.remove(at));
-        let scan = match own.as_ref().and_then(|c| c.access.as_ref()) {
-            Some((SetPlan::Scan(scan), _)) => scan.clone(),
-            _ => IndexScan::range(index, id, KeyRange::full(), rows_total),
-        };
-        return Some((Walk { scan, desc: first.desc, covered }, own));
+        best = Some((id, fixed, covered, fixed_at, values));
     }
-    None
+    let (id, fixed, covered, mut taken, prefix) = best?;
+    let index = &data.indexes[id];
+    let rows_total = data.len();
+    let range_at = conjuncts.iter().position(|c| match (&c.pred, &c.access) {
+        (Pred::Field(f), Some((SetPlan::Scan(scan), true))) if fixed == 0 => {
+            scan.index == id && f.access_column() == Some(first_column)
+        }
+        (Pred::Field(f), _) if fixed > 0 => {
+            f.access_column() == Some(first_column) && matches!(f.op, Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Range)
+        }
+        _ => false,
+    });
+    let scan = match range_at {
+        Some(at) if fixed == 0 => match &conjuncts[at].access {
+            Some((SetPlan::Scan(scan), _)) => scan.clone(),
+            _ => unreachable!("matched a scan above"),
+        },
+        Some(at) => {
+            let Pred::Field(f) = &conjuncts[at].pred else { unreachable!("matched a field above") };
+            let field_type = data.column(first_column).spec.field_type;
+            let (low, high) = field_bounds(f);
+            match (bound_for_type(low, field_type, true), bound_for_type(high, field_type, false)) {
+                (Ok(low), Ok(high)) => {
+                    IndexScan::range(index, id, KeyRange { prefix, low, high, full: false }, rows_total)
+                }
+                _ => IndexScan::keys(index, id, Vec::new()),
+            }
+        }
+        None => {
+            let range = KeyRange { prefix, low: Bound::Unbounded, high: Bound::Unbounded, full: true };
+            IndexScan::range(index, id, range, rows_total)
+        }
+    };
+    taken.extend(range_at);
+    taken.sort_unstable();
+    taken.dedup();
+    let own: Vec<Conjunct> = taken.iter().rev().map(|&at| conjuncts.remove(at)).collect();
+    Some((Walk { scan, desc: first.desc, covered, group_len: fixed + covered }, own))
+}
+
+/// The leading components of `index` that exact equality conditions fix: the positions
+/// of those conditions and the key values.
+fn equality_prefix(data: &NamespaceData, index: &Index, conjuncts: &[Conjunct]) -> (Vec<usize>, Vec<Scalar>) {
+    let (mut at, mut values) = (Vec::new(), Vec::new());
+    for &column in &index.columns {
+        let found = conjuncts
+            .iter()
+            .position(|c| matches!(&c.pred, Pred::Field(f) if f.op == Op::Eq && f.access_column() == Some(column)));
+        let Some(position) = found else { break };
+        let Pred::Field(f) = &conjuncts[position].pred else { unreachable!("matched a field above") };
+        let Some(value) = key_for_type(&f.values[0], data.column(column).spec.field_type) else { break };
+        at.push(position);
+        values.push(value);
+    }
+    (at, values)
+}
+
+/// The bounds a comparison condition sets on its field.
+fn field_bounds(field: &FieldPred) -> (Bound<&Scalar>, Bound<&Scalar>) {
+    let value = &field.values[0];
+    match field.op {
+        Op::Lt => (Bound::Unbounded, Bound::Excluded(value)),
+        Op::Le => (Bound::Unbounded, Bound::Included(value)),
+        Op::Gt => (Bound::Excluded(value), Bound::Unbounded),
+        Op::Ge => (Bound::Included(value), Bound::Unbounded),
+        Op::Range => (Bound::Included(value), Bound::Included(&field.values[1])),
+        _ => (Bound::Unbounded, Bound::Unbounded),
+    }
 }

@@ -173,6 +173,14 @@ impl Pred {
 }
 
 impl FieldPred {
+    /// The column the predicate reads, if it reads one.
+    pub fn access_column(&self) -> Option<usize> {
+        match self.access {
+            Access::Column(column) => Some(column),
+            Access::Doc(..) => None,
+        }
+    }
+
     pub fn compile(data: &NamespaceData, field: &str, op: Op, values: &[Value]) -> Result<FieldPred> {
         let invalid = |reason: String| Error::InvalidQuery { reason };
         if field.is_empty() || field.split('.').any(str::is_empty) {

@@ -16,7 +16,8 @@ use std::ops::Bound;
 pub const ESTIMATE_KEYS_MAX: usize = 32;
 
 /// A range over one component of an index key, after `prefix` (equal leading components
-/// of a composite key). `full` walks every key, the empty (`Null`) one included.
+/// of a composite key). `full` leaves that component unconstrained: every key with the
+/// prefix, the empty (`Null`) ones included.
 #[derive(Debug, Clone)]
 pub(crate) struct KeyRange {
     pub prefix: Vec<Scalar>,
@@ -34,18 +35,11 @@ pub(crate) enum Place {
 }
 
 impl KeyRange {
-    pub fn full() -> KeyRange {
-        KeyRange { prefix: Vec::new(), low: Bound::Unbounded, high: Bound::Unbounded, full: true }
-    }
-
     pub fn between(low: Bound<Scalar>, high: Bound<Scalar>) -> KeyRange {
         KeyRange { prefix: Vec::new(), low, high, full: false }
     }
 
     pub fn place(&self, key: &Key) -> Place {
-        if self.full {
-            return Place::Inside;
-        }
         let parts = key.parts();
         for (part, want) in parts.iter().zip(&self.prefix) {
             match part.cmp(want) {
@@ -53,6 +47,9 @@ impl KeyRange {
                 Ordering::Greater => return Place::Above,
                 Ordering::Equal => {}
             }
+        }
+        if self.full {
+            return Place::Inside;
         }
         let Some(part) = parts.get(self.prefix.len()) else {
             return Place::Below;
@@ -80,7 +77,7 @@ impl KeyRange {
     /// `BTreeMap` bounds that contain every key inside the range (maybe more; `place`
     /// decides per key).
     fn map_bounds(&self, composite: bool) -> (Bound<Key>, Bound<Key>) {
-        if self.full {
+        if self.full && self.prefix.is_empty() {
             return (Bound::Unbounded, Bound::Unbounded);
         }
         if !composite {
@@ -102,11 +99,12 @@ impl KeyRange {
             Key::Many(parts.into_boxed_slice())
         };
         let lower = match &self.low {
-            Bound::Included(v) | Bound::Excluded(v) => Bound::Included(tuple(Some(v.clone()))),
-            Bound::Unbounded => Bound::Included(tuple(None)),
+            Bound::Included(v) | Bound::Excluded(v) if !self.full => Bound::Included(tuple(Some(v.clone()))),
+            _ => Bound::Included(tuple(None)),
         };
         // Every key starting with prefix + [v] is below prefix + [successor(v)].
-        let upper = match &self.high {
+        let high = if self.full { &Bound::Unbounded } else { &self.high };
+        let upper = match high {
             Bound::Included(v) => successor(v).map_or(Bound::Unbounded, |s| Bound::Excluded(tuple(Some(s)))),
             Bound::Excluded(v) => Bound::Excluded(tuple(Some(v.clone()))),
             Bound::Unbounded => match self.prefix.split_last() {
