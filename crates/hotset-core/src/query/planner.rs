@@ -371,14 +371,14 @@ fn choose_walk(
     let Access::Column(first_column) = first.access else {
         return None;
     };
-    let mut best: Option<(usize, usize, usize, Vec<usize>, Vec<Scalar>)> = None;
+    let mut best: Option<WalkCandidate> = None;
     for (id, index) in data.indexes.iter().enumerate() {
         if index.def.kind != IndexKind::Tree || index.def.sparse || index.def.array {
             continue;
         }
         let (fixed_at, values) = equality_prefix(data, index, conjuncts);
         let fixed = values.len();
-        if index.columns.get(fixed) != Some(&first_column) || best.as_ref().is_some_and(|b| b.1 >= fixed) {
+        if index.columns.get(fixed) != Some(&first_column) || best.as_ref().is_some_and(|b| b.fixed >= fixed) {
             continue;
         }
         let covered = sort
@@ -388,9 +388,9 @@ fn choose_walk(
                 spec.desc == first.desc && matches!(spec.access, Access::Column(c) if c == **column)
             })
             .count();
-        best = Some((id, fixed, covered, fixed_at, values));
+        best = Some(WalkCandidate { index: id, fixed, covered, taken: fixed_at, prefix: values });
     }
-    let (id, fixed, covered, mut taken, prefix) = best?;
+    let WalkCandidate { index: id, fixed, covered, mut taken, prefix } = best?;
     let index = &data.indexes[id];
     let rows_total = data.len();
     let range_at = conjuncts.iter().position(|c| match (&c.pred, &c.access) {
@@ -428,6 +428,16 @@ fn choose_walk(
     taken.dedup();
     let own: Vec<Conjunct> = taken.iter().rev().map(|&at| conjuncts.remove(at)).collect();
     Some((Walk { scan, desc: first.desc, covered, group_len: fixed + covered }, own))
+}
+
+/// A tree index that can give the sort order: `fixed` leading components set by the
+/// equality conjuncts at `taken` (values `prefix`), then `covered` sort keys.
+struct WalkCandidate {
+    index: usize,
+    fixed: usize,
+    covered: usize,
+    taken: Vec<usize>,
+    prefix: Vec<Scalar>,
 }
 
 /// The leading components of `index` that exact equality conditions fix: the positions
