@@ -202,20 +202,14 @@ fn items(lines: &[String], params: &Value, options: &Options) -> Value {
             1
         }),
     );
-    let info = db.describe("items").expect("namespace");
-    let json_bytes: usize = lines.iter().map(|l| l.len()).sum();
-    json!({
-        "bench": "hotset_core_items",
-        "records": lines.len(),
-        "seconds": options.seconds,
-        "results": results,
-        "json_bytes": json_bytes,
-        "engine_memory_bytes": info.memory_bytes,
-        "engine_bytes_per_doc": (info.memory_bytes as f64 / info.documents as f64).round(),
-        "json_bytes_per_doc": (json_bytes as f64 / lines.len() as f64).round(),
-        "rss_mb_before_load": rss_start,
-        "rss_mb_after_load": rss_loaded,
-    })
+    report(
+        "hotset_core_items",
+        &db.describe("items").expect("namespace"),
+        lines,
+        options,
+        results,
+        (rss_start, rss_loaded),
+    )
 }
 
 fn users(lines: &[String], params: &Value, options: &Options) -> Value {
@@ -249,10 +243,28 @@ fn users(lines: &[String], params: &Value, options: &Options) -> Value {
     };
     results.insert("g_prefix_page".into(), timed(&prefixes, options, |p| render(&db, &query(p, false), &mut out)));
     results.insert("g_prefix_page_total".into(), timed(&prefixes, options, |p| render(&db, &query(p, true), &mut out)));
-    let info = db.describe("users").expect("namespace");
+    report(
+        "hotset_core_users",
+        &db.describe("users").expect("namespace"),
+        lines,
+        options,
+        results,
+        (rss_start, rss_loaded),
+    )
+}
+
+/// The report line: figures, and memory against the data set's JSON size.
+fn report(
+    bench: &str,
+    info: &hotset_core::namespace::NamespaceInfo,
+    lines: &[String],
+    options: &Options,
+    results: Map<String, Value>,
+    (rss_start, rss_loaded): (f64, f64),
+) -> Value {
     let json_bytes: usize = lines.iter().map(|l| l.len()).sum();
     json!({
-        "bench": "hotset_core_users",
+        "bench": bench,
         "records": lines.len(),
         "seconds": options.seconds,
         "results": results,

@@ -9,14 +9,15 @@
 //! unique (pk) index has at most one row per key.
 
 pub mod column;
+pub mod ordered;
 pub mod postings;
 
 use crate::schema::{IndexDef, IndexKind};
 use crate::value::{FieldType, OrdF64, Scalar};
 use column::Column;
+use ordered::OrderedMap;
 use postings::Postings;
 use smallvec::SmallVec;
-use std::collections::BTreeMap;
 use std::ops::Bound;
 
 /// An index key: one value, or a tuple for composite indexes (ordered lexicographically,
@@ -43,7 +44,7 @@ pub type HashMap<K, V> = hashbrown::HashMap<K, V, ahash::RandomState>;
 pub enum Lookup {
     Store,
     Hash(HashMap<Key, Postings>),
-    Tree(BTreeMap<Key, Postings>),
+    Tree(OrderedMap),
 }
 
 /// One index: definition, the columns of its fields, and its lookup map.
@@ -62,7 +63,7 @@ impl Index {
         let lookup = match def.kind {
             IndexKind::Store => Lookup::Store,
             IndexKind::Hash => Lookup::Hash(HashMap::default()),
-            IndexKind::Tree => Lookup::Tree(BTreeMap::new()),
+            IndexKind::Tree => Lookup::Tree(OrderedMap::new()),
         };
         Index { def, columns, lookup, key_bytes: 0 }
     }
@@ -101,16 +102,7 @@ impl Index {
         let added = match &mut self.lookup {
             Lookup::Store => return,
             Lookup::Hash(map) => insert_posting(map.entry(key), row),
-            Lookup::Tree(map) => match map.entry(key) {
-                std::collections::btree_map::Entry::Occupied(mut e) => {
-                    e.get_mut().insert(row);
-                    false
-                }
-                std::collections::btree_map::Entry::Vacant(e) => {
-                    e.insert(Postings::new(row));
-                    true
-                }
-            },
+            Lookup::Tree(map) => map.insert(key, row),
         };
         if added {
             self.key_bytes += key_bytes;
@@ -124,10 +116,7 @@ impl Index {
                 let postings = map.get_mut(key).expect("removing an unindexed key");
                 postings.remove(row) && map.remove(key).is_some()
             }
-            Lookup::Tree(map) => {
-                let postings = map.get_mut(key).expect("removing an unindexed key");
-                postings.remove(row) && map.remove(key).is_some()
-            }
+            Lookup::Tree(map) => map.remove(key, row),
         };
         if emptied {
             self.key_bytes -= key_heap_bytes(key);
@@ -142,20 +131,26 @@ impl Index {
         }
     }
 
-    /// Ordered entries between two bounds (tree indexes only).
-    pub fn range(
+    /// Walks the entries between two bounds in key order (descending when `desc`) until
+    /// `f` returns false (tree indexes only; others have no order and walk nothing).
+    /// Returns true when the walk completed.
+    pub fn walk(
         &self,
         lower: Bound<&Key>,
         upper: Bound<&Key>,
-    ) -> Option<std::collections::btree_map::Range<'_, Key, Postings>> {
+        desc: bool,
+        f: impl FnMut(&Key, &Postings) -> bool,
+    ) -> bool {
         match &self.lookup {
-            Lookup::Tree(map) => {
-                if let Some(edge) = empty_range_edge(lower, upper) {
-                    // `Included(k)..Excluded(k)` is the one empty range `range` accepts.
-                    return Some(map.range::<Key, _>((Bound::Included(edge), Bound::Excluded(edge))));
-                }
-                Some(map.range::<Key, _>((lower, upper)))
-            }
+            Lookup::Tree(map) => map.walk(lower, upper, desc, f),
+            _ => true,
+        }
+    }
+
+    /// Rows under the keys between two bounds (tree indexes only), in logarithmic time.
+    pub fn count_rows(&self, lower: Bound<&Key>, upper: Bound<&Key>) -> Option<usize> {
+        match &self.lookup {
+            Lookup::Tree(map) => Some(map.count_rows(lower, upper)),
             _ => None,
         }
     }
@@ -182,7 +177,7 @@ impl Index {
         let postings: usize = match &self.lookup {
             Lookup::Store => 0,
             Lookup::Hash(map) => map.values().map(Postings::heap_bytes).sum::<usize>() + map.capacity() * (entry + 1),
-            Lookup::Tree(map) => map.values().map(Postings::heap_bytes).sum::<usize>() + map.len() * (entry + 8),
+            Lookup::Tree(map) => map.postings().map(Postings::heap_bytes).sum::<usize>() + map.len() * entry,
         };
         postings + self.key_bytes
     }
@@ -202,21 +197,6 @@ fn insert_posting(entry: hashbrown::hash_map::Entry<'_, Key, Postings, ahash::Ra
             e.insert(Postings::new(row));
             true
         }
-    }
-}
-
-/// `BTreeMap::range` panics when the start is after the end; such a range is just empty.
-/// Returns a key to build an empty range from when the bounds select nothing.
-fn empty_range_edge<'a>(lower: Bound<&'a Key>, upper: Bound<&'a Key>) -> Option<&'a Key> {
-    let empty = match (lower, upper) {
-        (Bound::Included(l), Bound::Included(u)) => l > u,
-        (Bound::Included(l), Bound::Excluded(u)) | (Bound::Excluded(l), Bound::Included(u)) => l >= u,
-        (Bound::Excluded(l), Bound::Excluded(u)) => l >= u,
-        _ => false,
-    };
-    match lower {
-        Bound::Included(l) | Bound::Excluded(l) if empty => Some(l),
-        _ => None,
     }
 }
 

@@ -76,11 +76,12 @@ pub(crate) fn run(
         })
         .collect::<Result<Vec<_>>>()?;
     recorder.step("plan", || describe_plan(data, &plan), None);
-    let set = plan.set.as_ref().map(|s| materialize(data, s));
+    let direct = direct_scan(data, &plan, query, &joins);
+    let set = if direct.is_some() { None } else { plan.set.as_ref().map(|s| materialize(data, s)) };
     if let Some(set) = &set {
         recorder.step("scan", || describe_set(data, plan.set.as_ref().expect("set present")), Some(set.len() as usize));
     }
-    let run = Run { data, plan: &plan, set: set.as_ref(), joins: &joins, query };
+    let run = Run { data, plan: &plan, direct, set: set.as_ref(), joins: &joins, query };
     let mut outcome = run.outcome();
     recorder.step("filter", || run.describe_filter(), outcome.total);
     let aggregations = match outcome.all.take() {
@@ -104,8 +105,9 @@ pub(crate) fn run(
 /// The page's row ids of a query without joins (update and delete by query).
 pub(crate) fn page_rows(data: &NamespaceData, query: &Query) -> Result<Vec<u32>> {
     let plan = plan(data, query, WalkChoice::Cost)?;
-    let set = plan.set.as_ref().map(|s| materialize(data, s));
-    let run = Run { data, plan: &plan, set: set.as_ref(), joins: &[], query };
+    let direct = direct_scan(data, &plan, query, &[]);
+    let set = if direct.is_some() { None } else { plan.set.as_ref().map(|s| materialize(data, s)) };
+    let run = Run { data, plan: &plan, direct, set: set.as_ref(), joins: &[], query };
     Ok(run.outcome().page)
 }
 
@@ -120,6 +122,8 @@ struct Outcome {
 struct Run<'a> {
     data: &'a NamespaceData,
     plan: &'a Plan,
+    /// A single exact scan that yields the page by itself (no set is built).
+    direct: Option<&'a IndexScan>,
     set: Option<&'a RoaringBitmap>,
     joins: &'a [JoinPlan<'a>],
     query: &'a Query,
@@ -128,6 +132,9 @@ struct Run<'a> {
 impl Run<'_> {
     fn outcome(&self) -> Outcome {
         let need_all = !self.query.aggregations.is_empty();
+        if let Some(scan) = self.direct {
+            return self.scan_page(scan);
+        }
         match &self.plan.walk {
             Some(walk) => self.walk(walk, self.query.total || need_all, need_all),
             None if !self.plan.sort.is_empty() => self.sorted(),
@@ -152,6 +159,26 @@ impl Run<'_> {
 
     fn window_end(&self) -> usize {
         self.query.offset.saturating_add(self.query.limit.unwrap_or(usize::MAX))
+    }
+
+    /// Pages straight off one exact index scan, in index order (an unsorted query has no
+    /// order to keep), and counts the total from the index.
+    fn scan_page(&self, scan: &IndexScan) -> Outcome {
+        let index = &self.data.indexes[scan.index];
+        let (offset, end) = (self.query.offset, self.window_end());
+        let (mut page, mut seen) = (Vec::new(), 0usize);
+        if end > offset {
+            scan.walk(index, false, |_, postings| {
+                postings.for_each(|row| {
+                    if seen >= offset {
+                        page.push(row);
+                    }
+                    seen += 1;
+                    seen < end
+                })
+            });
+        }
+        Outcome { page, total: self.query.total.then(|| scan.count(index)), all: None }
     }
 
     fn unsorted(&self, total: bool, need_all: bool) -> Outcome {
@@ -199,6 +226,10 @@ impl Run<'_> {
     /// by the remaining sort keys before it is paged.
     fn walk(&self, walk: &Walk, count_all: bool, need_all: bool) -> Outcome {
         let index = &self.data.indexes[walk.scan.index];
+        // With nothing checked per row the total is the walked range's row count, which
+        // the index answers without walking it; the walk then stops at the page's end.
+        let counted = count_all && !need_all && !self.checks_rows() && self.set.is_none();
+        let count_all = count_all && !counted;
         let rest = &self.plan.sort[walk.covered..];
         let end = self.window_end();
         let (mut page, mut group, mut all) = (Vec::new(), Vec::new(), need_all.then(Vec::new));
@@ -216,7 +247,6 @@ impl Run<'_> {
             }
             group.clear();
         };
-        let fast_count = !self.checks_rows() && self.set.is_none();
         // Without further sort keys a row's place is final as soon as it is seen, so
         // no groups are formed and the walk can stop inside a key's postings.
         let streaming = rest.is_empty();
@@ -230,10 +260,6 @@ impl Run<'_> {
             }
             if seen >= end && !count_all {
                 return false;
-            }
-            if seen >= end && fast_count && all.is_none() {
-                seen += postings.len();
-                return true;
             }
             let mut visit = |row: u32| {
                 if !(self.set.is_none_or(|s| s.contains(row)) && self.accepts(row)) {
@@ -255,7 +281,8 @@ impl Run<'_> {
             if walk.desc { postings.for_each_rev(&mut visit) } else { postings.for_each(&mut visit) }
         });
         flush(&mut group, &mut page, &mut seen);
-        Outcome { page, total: count_all.then_some(seen), all }
+        let total = if counted { Some(walk.scan.count(index)) } else { count_all.then_some(seen) };
+        Outcome { page, total, all }
     }
 
     fn items(&self, rows: &[u32]) -> Vec<Item> {
@@ -315,6 +342,26 @@ fn sort_group(data: &NamespaceData, group: &mut Vec<u32>, specs: &[super::planne
     keyed.sort_by(|a, b| compare_keys(&a.0, &b.0, specs));
     group.clear();
     group.extend(keyed.into_iter().map(|(_, row)| row));
+}
+
+/// The plan's one exact scan when it can page the query by itself: unsorted, nothing
+/// checked per row, no aggregation, and an index where each row has one key (so no row
+/// comes twice).
+fn direct_scan<'a>(
+    data: &NamespaceData,
+    plan: &'a Plan,
+    query: &Query,
+    joins: &[JoinPlan<'_>],
+) -> Option<&'a IndexScan> {
+    let simple = plan.sort.is_empty()
+        && plan.walk.is_none()
+        && plan.residual.is_empty()
+        && query.aggregations.is_empty()
+        && joins.iter().all(|j| j.kind != JoinKind::Inner);
+    match &plan.set {
+        Some(SetPlan::Scan(scan)) if simple && !data.indexes[scan.index].def.array => Some(scan),
+        _ => None,
+    }
 }
 
 /// Builds the id set of a set plan.

@@ -204,7 +204,7 @@ fn field_plan(data: &NamespaceData, field: &FieldPred) -> Option<(SetPlan, bool)
         };
         let range = |low: Bound<&Scalar>, high: Bound<&Scalar>| -> IndexScan {
             match (bound_for_type(low, field_type, true), bound_for_type(high, field_type, false)) {
-                (Ok(low), Ok(high)) => IndexScan::range(index, id, KeyRange::between(low, high), rows_total),
+                (Ok(low), Ok(high)) => IndexScan::range(index, id, KeyRange::between(low, high)),
                 _ => IndexScan::keys(index, id, Vec::new()),
             }
         };
@@ -242,7 +242,7 @@ fn field_plan(data: &NamespaceData, field: &FieldPred) -> Option<(SetPlan, bool)
             Op::Range => {
                 Some((SetPlan::Scan(range(Bound::Included(&field.values[0]), Bound::Included(&field.values[1]))), true))
             }
-            Op::Like => like_plan(index, id, field, rows_total),
+            Op::Like => like_plan(index, id, field),
             _ => None,
         };
         if let Some(candidate) = candidate {
@@ -269,7 +269,7 @@ fn one_key(value: Scalar, single: bool) -> Key {
 
 /// A LIKE with a literal prefix reads the prefix's key range; it is exact when the
 /// pattern is just `prefix%`.
-fn like_plan(index: &Index, id: usize, field: &FieldPred, rows_total: usize) -> Option<(SetPlan, bool)> {
+fn like_plan(index: &Index, id: usize, field: &FieldPred) -> Option<(SetPlan, bool)> {
     let pattern = field.like.as_ref()?;
     let prefix = pattern.prefix();
     let exact = pattern.is_prefix_only();
@@ -278,7 +278,7 @@ fn like_plan(index: &Index, id: usize, field: &FieldPred, rows_total: usize) -> 
     }
     let low = Bound::Included(Scalar::str(prefix.as_bytes()));
     let high = prefix_successor(prefix.as_bytes()).map_or(Bound::Unbounded, |s| Bound::Excluded(Scalar::str(&s)));
-    let scan = IndexScan::range(index, id, KeyRange::between(low, high), rows_total);
+    let scan = IndexScan::range(index, id, KeyRange::between(low, high));
     Some((SetPlan::Scan(scan), exact))
 }
 
@@ -310,7 +310,7 @@ fn use_composites(data: &NamespaceData, conjuncts: &mut Vec<Conjunct>) {
             IndexScan::keys(index, id, vec![Key::Many(prefix.into_boxed_slice())])
         } else {
             let range = KeyRange { prefix, low: Bound::Unbounded, high: Bound::Unbounded, full: false };
-            IndexScan::range(index, id, range, rows_total)
+            IndexScan::range(index, id, range)
         };
         let current =
             used.iter().filter_map(|&at| conjuncts[at].access.as_ref()).map(|(p, _)| p.estimate(rows_total)).min();
@@ -392,7 +392,6 @@ fn choose_walk(
     }
     let WalkCandidate { index: id, fixed, covered, mut taken, prefix } = best?;
     let index = &data.indexes[id];
-    let rows_total = data.len();
     let range_at = conjuncts.iter().position(|c| match (&c.pred, &c.access) {
         (Pred::Field(f), Some((SetPlan::Scan(scan), true))) if fixed == 0 => {
             scan.index == id && f.access_column() == Some(first_column)
@@ -412,15 +411,13 @@ fn choose_walk(
             let field_type = data.column(first_column).spec.field_type;
             let (low, high) = field_bounds(f);
             match (bound_for_type(low, field_type, true), bound_for_type(high, field_type, false)) {
-                (Ok(low), Ok(high)) => {
-                    IndexScan::range(index, id, KeyRange { prefix, low, high, full: false }, rows_total)
-                }
+                (Ok(low), Ok(high)) => IndexScan::range(index, id, KeyRange { prefix, low, high, full: false }),
                 _ => IndexScan::keys(index, id, Vec::new()),
             }
         }
         None => {
             let range = KeyRange { prefix, low: Bound::Unbounded, high: Bound::Unbounded, full: true };
-            IndexScan::range(index, id, range, rows_total)
+            IndexScan::range(index, id, range)
         }
     };
     taken.extend(range_at);

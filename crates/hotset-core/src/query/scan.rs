@@ -11,10 +11,6 @@ use crate::value::{OrdF64, Scalar};
 use std::cmp::Ordering;
 use std::ops::Bound;
 
-/// Walking a range stops estimating after this many distinct keys (and assumes the
-/// worst), so planning stays cheap on high-cardinality indexes.
-pub const ESTIMATE_KEYS_MAX: usize = 32;
-
 /// A range over one component of an index key, after `prefix` (equal leading components
 /// of a composite key). `full` leaves that component unconstrained: every key with the
 /// prefix, the empty (`Null`) ones included.
@@ -74,49 +70,58 @@ impl KeyRange {
         }
     }
 
-    /// `BTreeMap` bounds that contain every key inside the range (maybe more; `place`
-    /// decides per key).
+    /// The map bounds holding exactly the keys inside the range, so that counting rows
+    /// between them is the range's row count.
     fn map_bounds(&self, composite: bool) -> (Bound<Key>, Bound<Key>) {
-        if self.full && self.prefix.is_empty() {
-            return (Bound::Unbounded, Bound::Unbounded);
-        }
         if !composite {
+            if self.full {
+                return (Bound::Unbounded, Bound::Unbounded);
+            }
+            let one = |v: &Scalar| Key::One(v.clone());
             let lower = match &self.low {
+                // Empty rows sit under the `Null` key, first in order; a range skips them.
                 Bound::Unbounded => Bound::Excluded(Key::One(Scalar::Null)),
-                Bound::Included(v) => Bound::Included(Key::One(v.clone())),
-                Bound::Excluded(v) => Bound::Excluded(Key::One(v.clone())),
+                Bound::Included(v) => Bound::Included(one(v)),
+                Bound::Excluded(v) => Bound::Excluded(one(v)),
             };
-            let upper = match &self.high {
-                Bound::Unbounded => Bound::Unbounded,
-                Bound::Included(v) => Bound::Included(Key::One(v.clone())),
-                Bound::Excluded(v) => Bound::Excluded(Key::One(v.clone())),
-            };
-            return (lower, upper);
+            return (lower, self.high.as_ref().map(one));
         }
         let tuple = |last: Option<Scalar>| {
             let mut parts = self.prefix.clone();
             parts.extend(last);
             Key::Many(parts.into_boxed_slice())
         };
-        let lower = match &self.low {
-            Bound::Included(v) | Bound::Excluded(v) if !self.full => Bound::Included(tuple(Some(v.clone()))),
-            _ => Bound::Included(tuple(None)),
-        };
-        // Every key starting with prefix + [v] is below prefix + [successor(v)].
-        let high = if self.full { &Bound::Unbounded } else { &self.high };
-        let upper = match high {
-            Bound::Included(v) => successor(v).map_or(Bound::Unbounded, |s| Bound::Excluded(tuple(Some(s)))),
-            Bound::Excluded(v) => Bound::Excluded(tuple(Some(v.clone()))),
-            Bound::Unbounded => match self.prefix.split_last() {
-                Some((last, head)) => successor(last).map_or(Bound::Unbounded, |s| {
-                    let mut parts = head.to_vec();
-                    parts.push(s);
-                    Bound::Excluded(Key::Many(parts.into_boxed_slice()))
-                }),
-                None => Bound::Unbounded,
+        let lower = match (&self.low, self.full) {
+            (_, true) => tuple(None),
+            // `false` is the smallest non-null scalar: this skips empty components.
+            (Bound::Unbounded, false) => tuple(Some(Scalar::Bool(false))),
+            (Bound::Included(v), false) => tuple(Some(v.clone())),
+            (Bound::Excluded(v), false) => match successor(v) {
+                Some(next) => tuple(Some(next)),
+                None => return (Bound::Included(tuple(None)), Bound::Excluded(tuple(None))),
             },
         };
-        (lower, upper)
+        // Every key starting with prefix + [v] is below prefix + [successor(v)].
+        let upper = match (&self.high, self.full) {
+            (Bound::Included(v), false) => {
+                successor(v).map_or_else(|| self.prefix_end(), |s| Bound::Excluded(tuple(Some(s))))
+            }
+            (Bound::Excluded(v), false) => Bound::Excluded(tuple(Some(v.clone()))),
+            _ => self.prefix_end(),
+        };
+        (Bound::Included(lower), upper)
+    }
+
+    /// The bound just past every key that starts with the prefix.
+    fn prefix_end(&self) -> Bound<Key> {
+        for cut in (0..self.prefix.len()).rev() {
+            if let Some(next) = successor(&self.prefix[cut]) {
+                let mut parts = self.prefix[..cut].to_vec();
+                parts.push(next);
+                return Bound::Excluded(Key::Many(parts.into_boxed_slice()));
+            }
+        }
+        Bound::Unbounded
     }
 }
 
@@ -162,18 +167,22 @@ impl IndexScan {
         IndexScan { index: index_id, kind: ScanKind::Keys(keys), estimate }
     }
 
-    pub fn range(index: &Index, index_id: usize, range: KeyRange, rows_total: usize) -> IndexScan {
-        let mut estimate = 0;
-        let mut visited = 0;
-        let complete = walk(index, &range, false, |_, postings| {
-            visited += 1;
-            estimate += postings.len();
-            visited < ESTIMATE_KEYS_MAX
-        });
-        IndexScan {
-            index: index_id,
-            kind: ScanKind::Range(range),
-            estimate: if complete { estimate } else { rows_total.max(estimate) },
+    /// A range scan; its estimate is the exact row count (a tree index counts ranges in
+    /// logarithmic time).
+    pub fn range(index: &Index, index_id: usize, range: KeyRange) -> IndexScan {
+        let mut scan = IndexScan { index: index_id, kind: ScanKind::Range(range), estimate: 0 };
+        scan.estimate = scan.count(index);
+        scan
+    }
+
+    /// The exact number of rows the scan yields, without walking a range.
+    pub fn count(&self, index: &Index) -> usize {
+        match &self.kind {
+            ScanKind::Keys(keys) => keys.iter().filter_map(|k| index.get(k)).map(Postings::len).sum(),
+            ScanKind::Range(range) => {
+                let (lower, upper) = range.map_bounds(index.def.is_composite());
+                index.count_rows(lower.as_ref(), upper.as_ref()).unwrap_or(0)
+            }
         }
     }
 
@@ -192,31 +201,8 @@ impl IndexScan {
 
 fn walk(index: &Index, range: &KeyRange, desc: bool, mut f: impl FnMut(&Key, &Postings) -> bool) -> bool {
     let (lower, upper) = range.map_bounds(index.def.is_composite());
-    let Some(entries) = index.range(lower.as_ref(), upper.as_ref()) else {
-        return true;
-    };
-    let mut visit = |(key, postings): (&Key, &Postings)| match range.place(key) {
-        Place::Inside => Some(f(key, postings)),
-        Place::Below if desc => None,
-        Place::Above if !desc => None,
-        _ => Some(true),
-    };
-    if desc {
-        for entry in entries.rev() {
-            match visit(entry) {
-                Some(true) => {}
-                Some(false) => return false,
-                None => return true,
-            }
-        }
-    } else {
-        for entry in entries {
-            match visit(entry) {
-                Some(true) => {}
-                Some(false) => return false,
-                None => return true,
-            }
-        }
-    }
-    true
+    index.walk(lower.as_ref(), upper.as_ref(), desc, |key, postings| {
+        debug_assert_eq!(range.place(key), Place::Inside, "map bounds hold exactly the range");
+        f(key, postings)
+    })
 }
