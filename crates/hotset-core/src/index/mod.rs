@@ -44,7 +44,28 @@ pub type HashMap<K, V> = hashbrown::HashMap<K, V, ahash::RandomState>;
 pub enum Lookup {
     Store,
     Hash(HashMap<Key, Postings>),
+    /// A hash primary key: one row per key, so no posting list (half the bytes).
+    Unique(HashMap<Key, u32>),
+    /// A hash primary key over one int field: the key is stored as a bare `i64`.
+    UniqueInt(HashMap<i64, u32>),
     Tree(OrderedMap),
+}
+
+/// The rows under one key: borrowed postings, or the single row of a unique index.
+#[derive(Debug)]
+pub enum Rows<'a> {
+    Borrowed(&'a Postings),
+    One(Postings),
+}
+
+impl std::ops::Deref for Rows<'_> {
+    type Target = Postings;
+    fn deref(&self) -> &Postings {
+        match self {
+            Rows::Borrowed(postings) => postings,
+            Rows::One(postings) => postings,
+        }
+    }
 }
 
 /// One index: definition, the columns of its fields, and its lookup map.
@@ -62,6 +83,10 @@ impl Index {
         assert_eq!(def.fields.len(), columns.len(), "one column per indexed field");
         let lookup = match def.kind {
             IndexKind::Store => Lookup::Store,
+            IndexKind::Hash if def.pk && !def.is_composite() && def.field_type == FieldType::Int => {
+                Lookup::UniqueInt(HashMap::default())
+            }
+            IndexKind::Hash if def.pk => Lookup::Unique(HashMap::default()),
             IndexKind::Hash => Lookup::Hash(HashMap::default()),
             IndexKind::Tree => Lookup::Tree(OrderedMap::new()),
         };
@@ -102,6 +127,16 @@ impl Index {
         let added = match &mut self.lookup {
             Lookup::Store => return,
             Lookup::Hash(map) => insert_posting(map.entry(key), row),
+            Lookup::Unique(map) => {
+                let previous = map.insert(key, row);
+                assert!(previous.is_none(), "a unique key inserted twice");
+                true
+            }
+            Lookup::UniqueInt(map) => {
+                let previous = map.insert(int_key(&key), row);
+                assert!(previous.is_none(), "a unique key inserted twice");
+                true
+            }
             Lookup::Tree(map) => map.insert(key, row),
         };
         if added {
@@ -116,6 +151,14 @@ impl Index {
                 let postings = map.get_mut(key).expect("removing an unindexed key");
                 postings.remove(row) && map.remove(key).is_some()
             }
+            Lookup::Unique(map) => {
+                assert_eq!(map.remove(key), Some(row), "removing an unindexed key");
+                true
+            }
+            Lookup::UniqueInt(map) => {
+                assert_eq!(map.remove(&int_key(key)), Some(row), "removing an unindexed key");
+                true
+            }
             Lookup::Tree(map) => map.remove(key, row),
         };
         if emptied {
@@ -123,11 +166,16 @@ impl Index {
         }
     }
 
-    pub fn get(&self, key: &Key) -> Option<&Postings> {
+    pub fn get(&self, key: &Key) -> Option<Rows<'_>> {
         match &self.lookup {
             Lookup::Store => None,
-            Lookup::Hash(map) => map.get(key),
-            Lookup::Tree(map) => map.get(key),
+            Lookup::Hash(map) => map.get(key).map(Rows::Borrowed),
+            Lookup::Unique(map) => map.get(key).map(|&row| Rows::One(Postings::new(row))),
+            Lookup::UniqueInt(map) => match key {
+                Key::One(Scalar::Int(value)) => map.get(value).map(|&row| Rows::One(Postings::new(row))),
+                _ => None,
+            },
+            Lookup::Tree(map) => map.get(key).map(Rows::Borrowed),
         }
     }
 
@@ -159,6 +207,8 @@ impl Index {
         match &self.lookup {
             Lookup::Store => 0,
             Lookup::Hash(map) => map.len(),
+            Lookup::Unique(map) => map.len(),
+            Lookup::UniqueInt(map) => map.len(),
             Lookup::Tree(map) => map.len(),
         }
     }
@@ -177,9 +227,19 @@ impl Index {
         let postings: usize = match &self.lookup {
             Lookup::Store => 0,
             Lookup::Hash(map) => map.values().map(Postings::heap_bytes).sum::<usize>() + map.capacity() * (entry + 1),
+            Lookup::Unique(map) => map.capacity() * (std::mem::size_of::<(Key, u32)>() + 1),
+            Lookup::UniqueInt(map) => map.capacity() * (std::mem::size_of::<(i64, u32)>() + 1),
             Lookup::Tree(map) => map.postings().map(Postings::heap_bytes).sum::<usize>() + map.len() * entry,
         };
         postings + self.key_bytes
+    }
+}
+
+/// The bare integer of a key of an int primary key (extraction guarantees the type).
+fn int_key(key: &Key) -> i64 {
+    match key {
+        Key::One(Scalar::Int(value)) => *value,
+        other => unreachable!("an int primary key holds ints, not {other:?}"),
     }
 }
 

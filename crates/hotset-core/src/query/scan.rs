@@ -163,7 +163,7 @@ impl IndexScan {
     pub fn keys(index: &Index, index_id: usize, mut keys: Vec<Key>) -> IndexScan {
         keys.sort();
         keys.dedup();
-        let estimate = keys.iter().filter_map(|k| index.get(k)).map(Postings::len).sum();
+        let estimate = keys.iter().filter_map(|k| index.get(k)).map(|rows| rows.len()).sum();
         IndexScan { index: index_id, kind: ScanKind::Keys(keys), estimate }
     }
 
@@ -178,7 +178,7 @@ impl IndexScan {
     /// The exact number of rows the scan yields, without walking a range.
     pub fn count(&self, index: &Index) -> usize {
         match &self.kind {
-            ScanKind::Keys(keys) => keys.iter().filter_map(|k| index.get(k)).map(Postings::len).sum(),
+            ScanKind::Keys(keys) => keys.iter().filter_map(|k| index.get(k)).map(|rows| rows.len()).sum(),
             ScanKind::Range(range) => {
                 let (lower, upper) = range.map_bounds(index.def.is_composite());
                 index.count_rows(lower.as_ref(), upper.as_ref()).unwrap_or(0)
@@ -192,7 +192,7 @@ impl IndexScan {
         match &self.kind {
             ScanKind::Range(range) => walk(index, range, desc, f),
             ScanKind::Keys(keys) => {
-                let mut visit = |key: &Key| index.get(key).is_none_or(|postings| f(key, postings));
+                let mut visit = |key: &Key| index.get(key).is_none_or(|rows| f(key, &rows));
                 if desc { keys.iter().rev().all(&mut visit) } else { keys.iter().all(&mut visit) }
             }
         }
