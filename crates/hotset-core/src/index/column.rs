@@ -163,6 +163,15 @@ impl Column {
         }
     }
 
+    /// The raw parts of a scalar int column: values and the presence bitset (bit `row % 64`
+    /// of word `row / 64`), for tight loops over many rows.
+    pub fn int_parts(&self) -> Option<(&[i64], &[u64])> {
+        match &self.data {
+            Data::Int(values) => Some((values, &self.present)),
+            _ => None,
+        }
+    }
+
     pub fn is_empty_at(&self, row: u32) -> bool {
         self.first(row).is_none()
     }

@@ -149,6 +149,27 @@ impl Run<'_> {
             && self.joins.iter().filter(|j| j.kind == JoinKind::Inner).all(|j| j.exists(&view))
     }
 
+    /// Every candidate that passes the residual checks and inner joins, in row order.
+    /// Simple int comparisons run first as tight column passes; the rest per row.
+    fn matching(&self) -> Vec<u32> {
+        let mut rows: Vec<u32> = self.candidates().iter().collect();
+        let mut rest: Vec<&Pred> = Vec::new();
+        for pred in &self.plan.residual {
+            let done = matches!(pred, Pred::Field(field) if field.retain_int(self.data, &mut rows));
+            if !done {
+                rest.push(pred);
+            }
+        }
+        let inner: Vec<&JoinPlan<'_>> = self.joins.iter().filter(|j| j.kind == JoinKind::Inner).collect();
+        if !rest.is_empty() || !inner.is_empty() {
+            rows.retain(|&row| {
+                let view = RowView::new(self.data, row);
+                rest.iter().all(|p| p.matches(&view)) && inner.iter().all(|j| j.exists(&view))
+            });
+        }
+        rows
+    }
+
     fn checks_rows(&self) -> bool {
         !self.plan.residual.is_empty() || self.joins.iter().any(|j| j.kind == JoinKind::Inner)
     }
@@ -188,6 +209,12 @@ impl Run<'_> {
             let page = candidates.iter().skip(self.query.offset).take(end - self.query.offset.min(end)).collect();
             return Outcome { page, total: Some(candidates.len() as usize), all: None };
         }
+        if total || need_all {
+            // Every match is needed anyway: filter them all in column passes.
+            let rows = self.matching();
+            let page = rows.iter().skip(self.query.offset).take(end - self.query.offset.min(end)).copied().collect();
+            return Outcome { page, total: Some(rows.len()), all: need_all.then_some(rows) };
+        }
         let mut page = Vec::new();
         let mut all = need_all.then(Vec::new);
         let mut count = 0usize;
@@ -209,11 +236,7 @@ impl Run<'_> {
     }
 
     fn sorted(&self) -> Outcome {
-        let mut rows: Vec<u32> = if self.checks_rows() {
-            self.candidates().iter().filter(|&r| self.accepts(r)).collect()
-        } else {
-            self.candidates().iter().collect()
-        };
+        let mut rows = self.matching();
         let total = rows.len();
         let all = (!self.query.aggregations.is_empty()).then(|| rows.clone());
         let window = sort_rows(self.data, &mut rows, &self.plan.sort, self.query.offset, self.query.limit);
