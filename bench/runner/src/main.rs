@@ -42,6 +42,10 @@ fn main() {
     println!("{}", serde_json::to_string(&report).expect("a report serialises"));
 }
 
+fn round3(seconds: f64) -> f64 {
+    (seconds * 1000.0).round() / 1000.0
+}
+
 fn rss_mb() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let kb: f64 = status
@@ -118,11 +122,20 @@ fn items(lines: &[String], params: &Value, options: &Options) -> Value {
     let mut results = Map::new();
     let rss_start = rss_mb();
     let db = Database::new();
-    // f) bulk insert: one transaction of parsed documents, then one call per JSON line.
+    // f) bulk insert, one JSON line per call, into the namespace the queries then use; the
+    // RSS growth it causes is the engine's memory (the harness holds the lines either way).
     db.create_namespace("items", item_indexes()).expect("schema");
+    let seconds = load(&db, "items", lines);
+    results.insert(
+        "f_bulk_insert_loop".into(),
+        json!({"seconds": round3(seconds), "rows_s": (lines.len() as f64 / seconds).round()}),
+    );
+    let rss_loaded = rss_mb();
+    // ... and as one transaction of parsed documents, into a namespace dropped afterwards.
+    db.create_namespace("items_tx", item_indexes()).expect("schema");
     let parsed: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
     let start = Instant::now();
-    let mut tx = db.transaction("items").expect("namespace");
+    let mut tx = db.transaction("items_tx").expect("namespace");
     for doc in parsed {
         tx.insert(doc).expect("within limits");
     }
@@ -130,16 +143,9 @@ fn items(lines: &[String], params: &Value, options: &Options) -> Value {
     let seconds = start.elapsed().as_secs_f64();
     results.insert(
         "f_bulk_insert_tx".into(),
-        json!({"seconds": (seconds * 1000.0).round() / 1000.0, "rows_s": (lines.len() as f64 / seconds).round()}),
+        json!({"seconds": round3(seconds), "rows_s": (lines.len() as f64 / seconds).round()}),
     );
-    let rss_loaded = rss_mb();
-    db.create_namespace("items_loop", item_indexes()).expect("schema");
-    let seconds = load(&db, "items_loop", lines);
-    results.insert(
-        "f_bulk_insert_loop".into(),
-        json!({"seconds": (seconds * 1000.0).round() / 1000.0, "rows_s": (lines.len() as f64 / seconds).round()}),
-    );
-    db.drop_namespace("items_loop").expect("drop");
+    db.drop_namespace("items_tx").expect("drop");
 
     let list = |key: &str| params[key].as_array().expect("parameter list").clone();
     let ids = list("ids");
@@ -180,7 +186,7 @@ fn items(lines: &[String], params: &Value, options: &Options) -> Value {
         IndexDef::composite_typed(&[("name", FieldType::String), ("year", FieldType::Int)], IndexKind::Tree);
     db.add_index("items", composite).expect("composite index");
     let seconds = start.elapsed().as_secs_f64();
-    results.insert("add_index_name_year".into(), json!({"seconds": (seconds * 1000.0).round() / 1000.0}));
+    results.insert("add_index_name_year".into(), json!({"seconds": round3(seconds)}));
     results.insert(
         "b_name_year_composite".into(),
         timed(&names, options, |name| {

@@ -121,7 +121,8 @@ impl Database {
         for def in &indexes {
             self.check_name(&def.name)?;
         }
-        let data = NamespaceData::new(name, indexes)?;
+        let mut data = NamespaceData::new(name, indexes)?;
+        data.document_bytes_max = self.limits.document_bytes_max;
         let mut namespaces = self.namespaces.write();
         if namespaces.contains_key(name) {
             return Err(Error::NamespaceExists { namespace: name.to_string() });
@@ -199,21 +200,7 @@ impl Database {
     }
 
     fn write(&self, namespace: &str, doc: &Value, mode: WriteMode) -> Result<()> {
-        self.check_size(doc)?;
         self.namespace(namespace)?.data.write().write(doc, mode).map(|_| ())
-    }
-
-    fn check_size(&self, doc: &Value) -> Result<()> {
-        // Cheap upper bound first; only large documents pay for an exact size.
-        let size = serde_json::to_vec(doc).map(|v| v.len()).unwrap_or(usize::MAX);
-        if size > self.limits.document_bytes_max {
-            return Err(Error::LimitExceeded {
-                what: "document_bytes_max",
-                limit: self.limits.document_bytes_max as u64,
-                actual: size as u64,
-            });
-        }
-        Ok(())
     }
 
     /// Inserts a new document; an existing primary key is `Error::DuplicateKey`.
@@ -289,9 +276,6 @@ impl Database {
         let mut data = namespace.data.write();
         let rows = update::matching_rows(&data, query)?;
         let updates = update::updated_documents(&data, &rows, sets)?;
-        for (_, doc) in &updates {
-            self.check_size(doc)?;
-        }
         let count = updates.len();
         update::apply(&mut data, updates);
         Ok(count)
@@ -330,9 +314,6 @@ impl Transaction<'_> {
                 limit: limit as u64,
                 actual: self.operations.len() as u64 + 1,
             });
-        }
-        if let Operation::Write(doc, _) = &operation {
-            self.database.check_size(doc)?;
         }
         self.operations.push(operation);
         Ok(())

@@ -13,7 +13,7 @@ mod extract;
 mod store;
 pub(crate) mod write;
 
-pub use extract::{column_values, key_json};
+pub use extract::{Extracted, column_values, key_json};
 pub use store::NamespaceData;
 pub use write::Undo;
 

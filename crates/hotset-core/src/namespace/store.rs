@@ -31,6 +31,8 @@ pub struct NamespaceData {
     pub(crate) live: RoaringBitmap,
     pub(crate) pk_index: usize,
     pub(crate) document_bytes: usize,
+    /// Largest stored document; a bigger one is refused (`Limits::document_bytes_max`).
+    pub(crate) document_bytes_max: usize,
 }
 
 impl NamespaceData {
@@ -45,6 +47,7 @@ impl NamespaceData {
             live: RoaringBitmap::new(),
             pk_index: usize::MAX,
             document_bytes: 0,
+            document_bytes_max: usize::MAX,
         };
         let pk_count = defs.iter().filter(|d| d.pk).count();
         if pk_count == 0 {

@@ -36,9 +36,9 @@ impl NamespaceData {
     /// Writes one document; returns how to undo it.
     pub fn write(&mut self, doc: &Value, mode: WriteMode) -> Result<Undo> {
         doc::ensure_object(doc)?;
+        let bytes = self.encode_checked(doc)?;
         let values = self.extract(doc)?;
         let key = self.pk_key(&values)?;
-        let bytes = doc::encode(doc);
         match (self.row_of(&key), mode) {
             (Some(_), WriteMode::Insert) => Err(Error::DuplicateKey {
                 namespace: self.name.clone(),
@@ -51,6 +51,19 @@ impl NamespaceData {
             (Some(row), _) => Ok(Undo::Replaced(row, self.replace_row(row, bytes, &values))),
             (None, _) => Ok(Undo::Inserted(self.insert_row(bytes, &values))),
         }
+    }
+
+    /// The stored form of `doc`, refused when over `document_bytes_max`.
+    pub(crate) fn encode_checked(&self, doc: &Value) -> Result<Arc<[u8]>> {
+        let bytes = doc::encode(doc);
+        if bytes.len() > self.document_bytes_max {
+            return Err(Error::LimitExceeded {
+                what: "document_bytes_max",
+                limit: self.document_bytes_max as u64,
+                actual: bytes.len() as u64,
+            });
+        }
+        Ok(bytes)
     }
 
     /// Deletes the document with primary key `key` (JSON); returns its undo, or `None`
@@ -139,7 +152,9 @@ impl NamespaceData {
     /// Removes every document, keeping the schema.
     pub fn truncate(&mut self) {
         let defs = self.index_defs();
+        let limit = self.document_bytes_max;
         *self = NamespaceData::new(&self.name, defs).expect("the current schema is valid");
+        self.document_bytes_max = limit;
     }
 
     /// Adds an index and builds it over the existing documents. Every document is
@@ -184,6 +199,7 @@ impl NamespaceData {
     /// (so unsorted results keep their order).
     fn rebuilt(&self, defs: Vec<IndexDef>) -> Result<NamespaceData> {
         let mut fresh = NamespaceData::new(&self.name, defs)?;
+        fresh.document_bytes_max = self.document_bytes_max;
         fresh.docs = vec![None; self.docs.len()];
         fresh.free_rows = self.free_rows.clone();
         for row in self.live.iter() {

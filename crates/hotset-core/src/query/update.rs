@@ -10,7 +10,7 @@ use super::ast::{ArithOp, Expr, Query, SetField};
 use super::exec;
 use crate::doc::{self, FieldPath};
 use crate::error::{Error, Result};
-use crate::namespace::NamespaceData;
+use crate::namespace::{Extracted, NamespaceData};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
@@ -25,8 +25,11 @@ pub(crate) fn matching_rows(data: &NamespaceData, query: &Query) -> Result<Vec<u
     exec::page_rows(data, query)
 }
 
-/// New documents for `rows` under `sets`, all checked; nothing is applied here.
-pub(crate) fn updated_documents(data: &NamespaceData, rows: &[u32], sets: &[SetField]) -> Result<Vec<(u32, Value)>> {
+/// A checked new document for one row: its stored bytes and indexed values.
+pub(crate) type Update = (u32, Arc<[u8]>, Extracted);
+
+/// New documents for `rows` under `sets`, all checked (types, size); nothing is applied.
+pub(crate) fn updated_documents(data: &NamespaceData, rows: &[u32], sets: &[SetField]) -> Result<Vec<Update>> {
     let pk_fields = data.index_defs().into_iter().find(|d| d.pk).map(|d| d.fields).unwrap_or_default();
     for set in sets {
         let field = match set {
@@ -52,17 +55,15 @@ pub(crate) fn updated_documents(data: &NamespaceData, rows: &[u32], sets: &[SetF
                     SetField::Drop(field) => drop_path(&mut new, field),
                 }
             }
-            data.extract(&new)?;
-            Ok((row, new))
+            let bytes = data.encode_checked(&new)?;
+            Ok((row, bytes, data.extract(&new)?))
         })
         .collect()
 }
 
 /// Applies checked new documents.
-pub(crate) fn apply(data: &mut NamespaceData, updates: Vec<(u32, Value)>) {
-    for (row, doc) in updates {
-        let values = data.extract(&doc).expect("checked by updated_documents");
-        let bytes: Arc<[u8]> = doc::encode(&doc);
+pub(crate) fn apply(data: &mut NamespaceData, updates: Vec<Update>) {
+    for (row, bytes, values) in updates {
         data.replace_row(row, bytes, &values);
     }
 }
