@@ -203,16 +203,6 @@ impl Index {
         }
     }
 
-    pub fn distinct_keys(&self) -> usize {
-        match &self.lookup {
-            Lookup::Store => 0,
-            Lookup::Hash(map) => map.len(),
-            Lookup::Unique(map) => map.len(),
-            Lookup::UniqueInt(map) => map.len(),
-            Lookup::Tree(map) => map.len(),
-        }
-    }
-
     pub fn is_ordered(&self) -> bool {
         matches!(self.lookup, Lookup::Tree(_))
     }

@@ -114,20 +114,6 @@ impl Postings {
         }
     }
 
-    pub fn union_into(&self, target: &mut RoaringBitmap) {
-        match self {
-            Postings::One(one) => {
-                target.insert(*one);
-            }
-            Postings::Few(ids) => {
-                for &id in ids.iter() {
-                    target.insert(id);
-                }
-            }
-            Postings::Bitmap(bitmap) => *target |= bitmap.as_ref(),
-        }
-    }
-
     /// Approximate heap bytes, for memory accounting.
     pub fn heap_bytes(&self) -> usize {
         match self {
