@@ -74,8 +74,31 @@ pub fn parse_object(text: &[u8]) -> Result<Value> {
     Ok(value)
 }
 
+/// Deepest nesting of arrays and objects a document may have: the same bound the JSON
+/// parser applies to text, so a document built in code cannot be deeper than one parsed
+/// (serialising, comparing and dropping are recursive, and a deeper tree could exhaust
+/// the stack).
+pub const DOCUMENT_DEPTH_MAX: usize = 128;
+
+/// Checks that a value is an object no deeper than `DOCUMENT_DEPTH_MAX`.
 pub fn ensure_object(value: &Value) -> Result<()> {
-    if value.is_object() { Ok(()) } else { Err(Error::NotAnObject { found: crate::error::json_kind(value) }) }
+    if !value.is_object() {
+        return Err(Error::NotAnObject { found: crate::error::json_kind(value) });
+    }
+    // Iterative, so checking a hostile document cannot itself overflow the stack.
+    let mut pending: Vec<(&Value, usize)> = vec![(value, 1)];
+    while let Some((node, depth)) = pending.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match node {
+            Value::Object(map) => Box::new(map.values()),
+            Value::Array(items) => Box::new(items.iter()),
+            _ => continue,
+        };
+        if depth > DOCUMENT_DEPTH_MAX {
+            return Err(Error::InvalidJson { reason: format!("nested deeper than {DOCUMENT_DEPTH_MAX} levels") });
+        }
+        pending.extend(children.filter(|c| c.is_object() || c.is_array()).map(|c| (c, depth + 1)));
+    }
+    Ok(())
 }
 
 /// The stored form: minified JSON text.
@@ -108,6 +131,22 @@ mod tests {
         assert!(v.is_empty() && !arr);
         let (v, _) = field_values(&doc, &FieldPath::new("missing.x"));
         assert!(v.is_empty());
+    }
+
+    #[test]
+    fn depth_is_bounded_without_recursion() {
+        let mut deep = json!(1);
+        for _ in 0..DOCUMENT_DEPTH_MAX {
+            deep = json!([deep]);
+        }
+        assert!(ensure_object(&json!({ "a": deep.clone() })).is_err());
+        let mut shallow = json!(1);
+        for _ in 0..DOCUMENT_DEPTH_MAX - 2 {
+            shallow = json!([shallow]);
+        }
+        assert!(ensure_object(&json!({ "a": shallow })).is_ok());
+        // Dropping a value this deep is itself recursive, so the test stays at the bound.
+        drop(deep);
     }
 
     #[test]

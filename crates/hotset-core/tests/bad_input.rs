@@ -53,6 +53,25 @@ fn invalid_json_and_non_objects() {
         );
     }
     refused(&db, |db| db.upsert("items", &json!([1])), |e| matches!(e, Error::NotAnObject { found: "array" }));
+    // Nesting deeper than the parser allows is refused for documents built in code too,
+    // and for values set by update-by-query.
+    let mut deep = json!(1);
+    for _ in 0..200 {
+        deep = json!([deep]);
+    }
+    refused(
+        &db,
+        |db| db.upsert("items", &json!({"id": 9, "deep": deep.clone()})),
+        |e| matches!(e, Error::InvalidJson { .. }),
+    );
+    let sets = [hotset_core::query::SetField::Set("deep".into(), hotset_core::query::Expr::Value(deep))];
+    refused(
+        &db,
+        |db| db.update_query(&Query::new("items"), &sets).map(|_| ()),
+        |e| matches!(e, Error::InvalidJson { .. }),
+    );
+    let text = format!("{{\"id\": 9, \"deep\": {}1{}}}", "[".repeat(300), "]".repeat(300));
+    refused(&db, |db| db.upsert_json("items", text.as_bytes()), |e| matches!(e, Error::InvalidJson { .. }));
 }
 
 #[test]

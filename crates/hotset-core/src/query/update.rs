@@ -55,6 +55,7 @@ pub(crate) fn updated_documents(data: &NamespaceData, rows: &[u32], sets: &[SetF
                     SetField::Drop(field) => drop_path(&mut new, field),
                 }
             }
+            doc::ensure_object(&new)?;
             let bytes = data.encode_checked(&new)?;
             Ok((row, bytes, data.extract(&new)?))
         })
