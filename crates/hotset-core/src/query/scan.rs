@@ -1,8 +1,8 @@
 //! Index scans: reading the row ids for a key list or a key range of one index.
 //!
-//! Owns: `IndexScan` (which index, which keys or range, how many rows it is expected to
-//! yield), the bounds that turn a range over one field of a composite key into a
-//! `BTreeMap` range, and walking those entries in either direction.
+//! Owns: `IndexScan` (which index, which keys or range, how many rows it yields), the
+//! exact map bounds of a range over one component of a (composite) key, counting the
+//! rows between them, and walking those entries in either direction.
 //! Never: check conditions on rows; a scan only yields the rows its keys hold.
 
 use crate::index::postings::Postings;
@@ -155,7 +155,8 @@ pub(crate) enum ScanKind {
 pub(crate) struct IndexScan {
     pub index: usize,
     pub kind: ScanKind,
-    /// Rows it is expected to yield (exact for keys and small ranges).
+    /// Rows it yields, counted exactly (a row of an array index under several of the
+    /// scanned keys counts once per key).
     pub estimate: usize,
 }
 
