@@ -4,8 +4,6 @@
 //! errors that hide which namespace, index, field or value was at fault. Programmer errors
 //! (broken invariants) panic instead of appearing here.
 
-use std::fmt;
-
 /// An operating error of the document engine. Every variant names what was at fault.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -59,14 +57,5 @@ pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
         serde_json::Value::String(_) => "string",
         serde_json::Value::Array(_) => "array",
         serde_json::Value::Object(_) => "object",
-    }
-}
-
-/// Shows a primary key in errors compactly (JSON text).
-pub(crate) struct KeyText<'a>(pub &'a serde_json::Value);
-
-impl fmt::Display for KeyText<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
     }
 }

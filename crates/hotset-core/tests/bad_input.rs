@@ -266,3 +266,62 @@ fn oversize_documents_and_failed_transactions() {
         |e| matches!(e, Error::InvalidQuery { .. }),
     );
 }
+
+#[test]
+fn named_limits_are_enforced() {
+    let limits = Limits {
+        namespaces_max: 2,
+        indexes_max: 2,
+        transaction_operations_max: 3,
+        name_bytes_max: 8,
+        ..Limits::default()
+    };
+    let db = Database::with_limits(limits);
+    let pk = || IndexDef::hash("id", FieldType::Int).pk();
+    db.create_namespace("a", vec![pk()]).unwrap();
+    db.create_namespace("b", vec![pk(), IndexDef::tree("x", FieldType::Int)]).unwrap();
+    let over = |what: &'static str| move |e: &Error| matches!(e, Error::LimitExceeded { what: w, .. } if *w == what);
+    let err = db.create_namespace("c", vec![pk()]).unwrap_err();
+    assert!(over("namespaces_max")(&err), "{err:?}");
+    let err = db.add_index("b", IndexDef::tree("y", FieldType::Int)).unwrap_err();
+    assert!(over("indexes_max")(&err), "{err:?}");
+    let err =
+        db.create_namespace("c", vec![pk(), IndexDef::tree("y", FieldType::Int), IndexDef::tree("z", FieldType::Int)]);
+    assert!(matches!(err, Err(Error::LimitExceeded { what: "indexes_max", .. })), "{err:?}");
+    let err = db.add_index("a", IndexDef::tree("name_far_too_long", FieldType::Int)).unwrap_err();
+    assert!(matches!(err, Error::InvalidName { .. }), "{err:?}");
+    let mut tx = db.transaction("a").unwrap();
+    for id in 0..3 {
+        tx.insert(json!({"id": id})).unwrap();
+    }
+    let err = tx.insert(json!({"id": 3})).unwrap_err();
+    assert!(over("transaction_operations_max")(&err), "{err:?}");
+    assert_eq!(tx.commit().unwrap(), 3, "operations within the limit still commit");
+    assert_eq!(db.describe("a").unwrap().documents, 3);
+    assert_eq!(db.describe("b").unwrap().indexes.len(), 2);
+}
+
+#[test]
+fn malformed_joins_and_writes_by_query() {
+    let db = db();
+    db.create_namespace("other", vec![IndexDef::hash("id", FieldType::Int).pk()]).unwrap();
+    let run = |q: Query| move |db: &Database| db.query(&q).map(|_| ());
+    let invalid = |e: &Error| matches!(e, Error::InvalidQuery { .. });
+    refused(&db, run(Query::new("items").join(JoinKind::Inner, Query::new("other"), &[], "o")), invalid);
+    refused(
+        &db,
+        run(Query::new("items").join(JoinKind::Left, Query::new("other"), &[("name", Op::Like, "id")], "o")),
+        invalid,
+    );
+    let nested = Query::new("other").join(JoinKind::Left, Query::new("items"), &[("id", Op::Eq, "id")], "deep");
+    refused(&db, run(Query::new("items").join(JoinKind::Left, nested, &[("id", Op::Eq, "id")], "o")), invalid);
+    let with_join = Query::new("items").join(JoinKind::Inner, Query::new("other"), &[("id", Op::Eq, "id")], "o");
+    let (for_update, for_delete) = (with_join.clone(), with_join);
+    refused(&db, move |db| db.delete_query(&for_delete).map(|_| ()), invalid);
+    let sets = [hotset_core::query::SetField::Drop("name".into())];
+    refused(&db, move |db| db.update_query(&for_update, &sets).map(|_| ()), invalid);
+    let sets = [hotset_core::query::SetField::Set("a..b".into(), hotset_core::query::Expr::value(1))];
+    refused(&db, |db| db.update_query(&Query::new("items"), &sets).map(|_| ()), invalid);
+    let sets = [hotset_core::query::SetField::Set("name.x".into(), hotset_core::query::Expr::value(1))];
+    refused(&db, |db| db.update_query(&Query::new("items"), &sets).map(|_| ()), invalid);
+}

@@ -178,24 +178,14 @@ impl Column {
 
     /// The values of `row` as owned scalars (for index maintenance).
     pub fn values(&self, row: u32) -> Vec<Scalar> {
-        let mut out = Vec::new();
-        self.any(row, |v| {
-            out.push(match v {
-                // Keep sharing the stored string instead of copying it.
-                ScalarRef::Str(_) => self.shared_str(row, out.len()),
-                other => other.to_owned(),
-            });
-            false
-        });
-        out
-    }
-
-    fn shared_str(&self, row: u32, nth: usize) -> Scalar {
         let at = row as usize;
         match &self.data {
-            Data::Str(rows) => Scalar::Str(rows[at].clone().expect("present string")),
-            Data::Multi(rows) => rows[at].iter().filter(|s| **s != Scalar::Null).nth(nth).cloned().expect("nth value"),
-            _ => unreachable!("only string columns share strings"),
+            // Cloning a `Scalar::Str` shares the stored string (an `Arc`), never copies it.
+            Data::Multi(rows) => rows
+                .get(at)
+                .map_or_else(Vec::new, |values| values.iter().filter(|v| **v != Scalar::Null).cloned().collect()),
+            Data::Str(rows) => rows.get(at).cloned().flatten().map(Scalar::Str).into_iter().collect(),
+            _ => self.first(row).map(ScalarRef::to_owned).into_iter().collect(),
         }
     }
 

@@ -8,7 +8,7 @@
 use super::extract::Extracted;
 use super::store::NamespaceData;
 use crate::doc;
-use crate::error::{Error, KeyText, Result};
+use crate::error::{Error, Result};
 use crate::schema::IndexDef;
 use serde_json::Value;
 use std::sync::Arc;
@@ -42,11 +42,11 @@ impl NamespaceData {
         match (self.row_of(&key), mode) {
             (Some(_), WriteMode::Insert) => Err(Error::DuplicateKey {
                 namespace: self.name.clone(),
-                key: KeyText(&super::key_json(doc, &self.pk_paths())).to_string(),
+                key: super::key_json(doc, &self.pk_paths()).to_string(),
             }),
             (None, WriteMode::Update) => Err(Error::NotFound {
                 namespace: self.name.clone(),
-                key: KeyText(&super::key_json(doc, &self.pk_paths())).to_string(),
+                key: super::key_json(doc, &self.pk_paths()).to_string(),
             }),
             (Some(row), _) => Ok(Undo::Replaced(row, self.replace_row(row, bytes, &values))),
             (None, _) => Ok(Undo::Inserted(self.insert_row(bytes, &values))),

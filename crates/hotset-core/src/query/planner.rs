@@ -193,6 +193,10 @@ fn field_plan(data: &NamespaceData, field: &FieldPred) -> Option<(SetPlan, bool)
     let Access::Column(column) = field.access else {
         return None;
     };
+    if field.op == Op::Ne {
+        // `!=` is `NOT =`: plan the equality once and take its complement.
+        return field_plan_eq(data, field).map(|p| (SetPlan::Not(Box::new(p)), true));
+    }
     let rows_total = data.len();
     let field_type = data.column(column).spec.field_type;
     let mut best: Option<(SetPlan, bool)> = None;
@@ -216,7 +220,6 @@ fn field_plan(data: &NamespaceData, field: &FieldPred) -> Option<(SetPlan, bool)
                 ),
                 true,
             )),
-            Op::Ne => field_plan_eq(data, field).map(|p| (SetPlan::Not(Box::new(p)), true)),
             Op::AllSet if single && !field.values.is_empty() => Some((
                 SetPlan::And(
                     field
