@@ -42,6 +42,14 @@ pub enum Error {
     LimitExceeded { what: &'static str, limit: u64, actual: u64 },
     #[error("cannot update primary key field '{field}' by query in namespace '{namespace}'")]
     PrimaryKeyUpdate { namespace: String, field: String },
+    /// The write-ahead log could not take or make durable a write: the write was not
+    /// acknowledged (reads go on working).
+    #[error("write not durable: {reason}")]
+    Storage { reason: String },
+    /// A logged change or snapshot block that checked out by checksum but does not
+    /// decode or apply: a bug or a format mismatch, never silently skipped.
+    #[error("bad change record: {reason}")]
+    BadChange { reason: String },
 }
 
 /// Result of an engine operation.

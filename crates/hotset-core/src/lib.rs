@@ -3,12 +3,14 @@
 //! async: everything above it (storage, server, bindings) is an adapter.
 #![forbid(unsafe_code)]
 
+pub mod change;
 pub mod clock;
 pub mod collate;
 pub mod database;
 pub mod doc;
 pub mod error;
 pub mod index;
+pub mod journal;
 pub mod kv;
 pub mod limits;
 pub mod namespace;
@@ -17,8 +19,9 @@ pub mod schema;
 pub mod value;
 
 pub use collate::Collation;
-pub use database::{Database, Document, Transaction};
+pub use database::{Database, Document, Replay, SnapshotCounts, Transaction};
 pub use error::{Error, Result};
+pub use journal::Journal;
 pub use limits::Limits;
 pub use query::{Aggregation, Cond, Op, Query, QueryResult};
 pub use schema::{IndexDef, IndexKind};

@@ -1,12 +1,14 @@
 //! Index definitions: what a namespace declares about its fields.
 //!
-//! Owns: `IndexDef` (fields, kind, type, options), its validation, and the naming of
-//! composite indexes (`a+b`). Never: hold data; indexes themselves live in `index`.
+//! Owns: `IndexDef` (fields, kind, type, options), its validation, the naming of
+//! composite indexes (`a+b`) and its JSON form (the one the HTTP API and the write-ahead
+//! log use). Never: hold data; indexes themselves live in `index`.
 
 use crate::collate::Collation;
 use crate::doc::FieldPath;
 use crate::error::{Error, Result};
 use crate::value::FieldType;
+use serde_json::{Map, Value, json};
 
 /// The lookup structure of an index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -169,4 +171,105 @@ impl IndexDef {
         }
         Ok(())
     }
+}
+
+/// The JSON form: `{"name": "a+b", "field": "a" | ["a", "b"], "type": "int" | ["string", "int"],
+/// "index": "hash" | "tree" | "-", "pk": true, "array": true, "sparse": true,
+/// "collate": "utf8_ci"}`. Options that are off are left out; `name` defaults to the fields
+/// joined by `+`.
+impl IndexDef {
+    pub fn to_json(&self) -> Value {
+        let fields = if self.is_composite() { json!(self.fields) } else { json!(self.fields[0]) };
+        let types = if self.field_types.is_empty() {
+            json!(self.field_type.name())
+        } else {
+            Value::Array(self.field_types.iter().map(|t| json!(t.name())).collect())
+        };
+        let mut object = Map::new();
+        object.insert("name".into(), json!(self.name));
+        object.insert("field".into(), fields);
+        object.insert("type".into(), types);
+        object.insert("index".into(), json!(self.kind.name()));
+        for (option, on) in [("pk", self.pk), ("array", self.array), ("sparse", self.sparse)] {
+            if on {
+                object.insert(option.into(), json!(true));
+            }
+        }
+        if self.collate != Collation::None {
+            object.insert("collate".into(), json!(self.collate.name()));
+        }
+        Value::Object(object)
+    }
+
+    /// Reads the JSON form; unknown keys, kinds, types and collations are errors naming
+    /// what was wrong. The result is validated.
+    pub fn from_json(value: &Value) -> Result<IndexDef> {
+        let object = value.as_object().ok_or_else(|| bad_def("?", "an index definition is a JSON object"))?;
+        let fields: Vec<String> = match object.get("field").or_else(|| object.get("fields")) {
+            Some(Value::String(field)) => vec![field.clone()],
+            Some(Value::Array(list)) => list
+                .iter()
+                .map(|f| f.as_str().map(str::to_string).ok_or_else(|| bad_def("?", "field names are strings")))
+                .collect::<Result<_>>()?,
+            _ => return Err(bad_def("?", "\"field\" must be a name or a list of names")),
+        };
+        let name = match object.get("name") {
+            None => fields.join("+"),
+            Some(Value::String(name)) => name.clone(),
+            Some(_) => return Err(bad_def("?", "\"name\" must be a string")),
+        };
+        let text = |key: &str, default: &str| -> Result<String> {
+            match object.get(key) {
+                None => Ok(default.to_string()),
+                Some(Value::String(s)) => Ok(s.clone()),
+                Some(_) => Err(bad_def(&name, &format!("\"{key}\" must be a string"))),
+            }
+        };
+        let parse_type =
+            |t: &str| FieldType::parse(t).ok_or_else(|| bad_def(&name, &format!("unknown field type \"{t}\"")));
+        let (field_type, field_types) = match object.get("type") {
+            Some(Value::Array(list)) => {
+                let types = list
+                    .iter()
+                    .map(|t| t.as_str().ok_or_else(|| bad_def(&name, "types are strings")).and_then(parse_type))
+                    .collect::<Result<Vec<_>>>()?;
+                (types.first().copied().unwrap_or(FieldType::String), types)
+            }
+            _ => (parse_type(&text("type", "string")?)?, Vec::new()),
+        };
+        let kind_name = text("index", "hash")?;
+        let kind = IndexKind::parse(&kind_name)
+            .ok_or_else(|| bad_def(&name, &format!("unknown index kind \"{kind_name}\"")))?;
+        let collate_name = text("collate", "none")?;
+        let collate = Collation::parse(&collate_name)
+            .ok_or_else(|| bad_def(&name, &format!("unknown collation \"{collate_name}\"")))?;
+        let flag = |key: &str| -> Result<bool> {
+            match object.get(key) {
+                None => Ok(false),
+                Some(Value::Bool(on)) => Ok(*on),
+                Some(_) => Err(bad_def(&name, &format!("\"{key}\" must be true or false"))),
+            }
+        };
+        const KNOWN: [&str; 9] = ["name", "field", "fields", "type", "index", "pk", "array", "sparse", "collate"];
+        if let Some(unknown) = object.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+            return Err(bad_def(&name, &format!("unknown key \"{unknown}\"")));
+        }
+        let def = IndexDef {
+            name: name.clone(),
+            fields,
+            kind,
+            field_type,
+            field_types,
+            pk: flag("pk")?,
+            array: flag("array")?,
+            sparse: flag("sparse")?,
+            collate,
+        };
+        def.validate()?;
+        Ok(def)
+    }
+}
+
+fn bad_def(index: &str, reason: &str) -> Error {
+    Error::InvalidIndex { index: index.to_string(), reason: reason.to_string() }
 }

@@ -3,5 +3,6 @@
 //! queries for property tests. Never used by production code.
 #![forbid(unsafe_code)]
 
+pub mod durable;
 pub mod generate;
 pub mod reference;

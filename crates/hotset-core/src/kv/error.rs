@@ -70,4 +70,8 @@ pub enum KvError {
     /// up front, or use `atomic_all`).
     #[error("ERR key was not declared by the atomic block")]
     KeyNotLocked,
+    /// The write-ahead log refused or failed the write (e.g. a full disk); like Redis
+    /// when it cannot persist, the write is refused with `MISCONF`.
+    #[error("MISCONF {0}")]
+    Storage(String),
 }

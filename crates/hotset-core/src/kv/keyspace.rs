@@ -25,17 +25,22 @@ use super::router::Router;
 use super::shard::Shard;
 use super::txn::KeyspaceTxn;
 use crate::clock::Clock;
+use crate::journal::JournalSlot;
 
 /// A sharded, thread-safe Redis-style database. Commands come from
 /// [`KvOps`]; see the [module docs](super) for an overview.
 pub struct Keyspace {
-    router: Router,
-    shards: Box<[RwLock<Shard>]>,
+    pub(super) router: Router,
+    pub(super) shards: Box<[RwLock<Shard>]>,
     clock: Arc<dyn Clock>,
     limits: KvLimits,
     /// Shard where the next active-expiry cycle starts, so small budgets are
     /// spread over all shards across calls.
     expire_start: AtomicUsize,
+    /// The name the keyspace's log records carry.
+    pub(super) name: Arc<str>,
+    /// Where writes are logged once a journal is attached (`persist.rs`).
+    pub(super) journal: JournalSlot,
 }
 
 impl fmt::Debug for Keyspace {
@@ -56,9 +61,22 @@ impl Keyspace {
     /// A keyspace with `config.shards` shards (rounded up to a power of two,
     /// clamped to 1..=65536) and `config.limits`.
     pub fn with_config(clock: Arc<dyn Clock>, config: KeyspaceConfig) -> Self {
+        Self::named("", clock, config, JournalSlot::default())
+    }
+
+    /// A keyspace of a registry: its records carry `name` and go to `journal`.
+    pub(super) fn named(name: &str, clock: Arc<dyn Clock>, config: KeyspaceConfig, journal: JournalSlot) -> Self {
         let router = Router::new(config.shards);
         let shards = (0..router.shard_count()).map(|_| RwLock::new(Shard::default())).collect();
-        Self { router, shards, clock, limits: config.limits, expire_start: AtomicUsize::new(0) }
+        Self {
+            router,
+            shards,
+            clock,
+            limits: config.limits,
+            expire_start: AtomicUsize::new(0),
+            name: name.into(),
+            journal,
+        }
     }
 
     /// Number of shards.
@@ -86,22 +104,35 @@ impl Keyspace {
     /// [`KeyspaceTxn`] is atomic with respect to all other operations. This
     /// is the hook behind MULTI/EXEC. Inside `f`, touching a key outside
     /// `keys`' shards fails with `KeyNotLocked`; calling methods on this
-    /// `Keyspace` itself (instead of the txn) would deadlock.
-    pub fn atomic<R>(&self, keys: &[&[u8]], f: impl FnOnce(&mut KeyspaceTxn<'_>) -> R) -> R {
+    /// `Keyspace` itself (instead of the txn) would deadlock. With a journal
+    /// attached, the whole block is one log record, and the result comes back
+    /// once that record is acknowledged (`Err(Storage)` when the log refuses
+    /// writes: then `f` does not run).
+    pub fn atomic<R>(&self, keys: &[&[u8]], f: impl FnOnce(&mut KeyspaceTxn<'_>) -> R) -> KvResult<R> {
         let idxs = self.router.shards_for(keys.iter().copied());
         self.run_atomic(&idxs, f)
     }
 
     /// Like [`atomic`](Self::atomic) but locks every shard, for blocks whose
     /// keys are not known up front or that use KEYS/SCAN/DBSIZE/FLUSH.
-    pub fn atomic_all<R>(&self, f: impl FnOnce(&mut KeyspaceTxn<'_>) -> R) -> R {
+    pub fn atomic_all<R>(&self, f: impl FnOnce(&mut KeyspaceTxn<'_>) -> R) -> KvResult<R> {
         self.run_atomic(&self.router.all_shards(), f)
     }
 
-    fn run_atomic<R>(&self, idxs: &[usize], f: impl FnOnce(&mut KeyspaceTxn<'_>) -> R) -> R {
-        let guards = idxs.iter().map(|&i| (i, self.shards[i].write())).collect();
-        let mut txn = KeyspaceTxn::new(self.router, guards, self.ctx());
-        f(&mut txn)
+    fn run_atomic<R>(&self, idxs: &[usize], f: impl FnOnce(&mut KeyspaceTxn<'_>) -> R) -> KvResult<R> {
+        self.writable()?;
+        let ctx = self.ctx();
+        let mut guards: Vec<_> = idxs.iter().map(|&i| (i, self.shards[i].write())).collect();
+        self.track(guards.iter_mut().map(|(_, g)| &mut **g));
+        let (result, mut guards) = {
+            let mut txn = KeyspaceTxn::new(self.router, guards, ctx);
+            let result = f(&mut txn);
+            (result, txn.into_guards())
+        };
+        let lsn = self.log_touched(guards.iter_mut().map(|(_, g)| &mut **g), ctx.now);
+        drop(guards);
+        self.wait_logged(lsn)?;
+        Ok(result)
     }
 
     /// Active expiry: examines up to `budget` keys that carry a TTL and
@@ -161,8 +192,17 @@ impl ShardAccess for Keyspace {
     }
 
     fn write_shard<R>(&self, idx: usize, f: impl FnOnce(&mut Shard, &Ctx) -> KvResult<R>) -> KvResult<R> {
-        let mut guard = self.shards[idx].write();
-        f(&mut guard, &self.ctx())
+        self.writable()?;
+        let (result, lsn) = {
+            let mut guard = self.shards[idx].write();
+            let ctx = self.ctx();
+            self.track(std::iter::once(&mut *guard));
+            let result = f(&mut guard, &ctx);
+            (result, self.log_touched(std::iter::once(&mut *guard), ctx.now))
+        };
+        let value = result?;
+        self.wait_logged(lsn)?;
+        Ok(value)
     }
 
     fn read_group<R>(&self, idxs: &[usize], f: impl FnOnce(&ShardGroup<&Shard>, &Ctx) -> KvResult<R>) -> KvResult<R> {
@@ -176,10 +216,19 @@ impl ShardAccess for Keyspace {
         idxs: &[usize],
         f: impl FnOnce(&mut ShardGroup<&mut Shard>, &Ctx) -> KvResult<R>,
     ) -> KvResult<R> {
-        let mut guards: Vec<_> = idxs.iter().map(|&i| (i, self.shards[i].write())).collect();
-        let shards = guards.iter_mut().map(|(i, g)| (*i, &mut **g)).collect();
-        let mut group = ShardGroup::new(self.router, shards);
-        f(&mut group, &self.ctx())
+        self.writable()?;
+        let (result, lsn) = {
+            let mut guards: Vec<_> = idxs.iter().map(|&i| (i, self.shards[i].write())).collect();
+            let ctx = self.ctx();
+            self.track(guards.iter_mut().map(|(_, g)| &mut **g));
+            let shards = guards.iter_mut().map(|(i, g)| (*i, &mut **g)).collect();
+            let mut group = ShardGroup::new(self.router, shards);
+            let result = f(&mut group, &ctx);
+            (result, self.log_touched(guards.iter_mut().map(|(_, g)| &mut **g), ctx.now))
+        };
+        let value = result?;
+        self.wait_logged(lsn)?;
+        Ok(value)
     }
 }
 

@@ -68,6 +68,7 @@ mod multi;
 mod number;
 mod ops;
 mod options;
+mod persist;
 mod registry;
 mod router;
 mod scan;

@@ -17,16 +17,20 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use super::access::KvResult;
 use super::config::KeyspaceConfig;
 use super::error::KvError;
 use super::keyspace::Keyspace;
+use crate::change::Change;
 use crate::clock::Clock;
+use crate::journal::JournalSlot;
 
 /// Registry of named keyspaces.
 pub struct Keyspaces {
     clock: Arc<dyn Clock>,
     config: KeyspaceConfig,
     spaces: RwLock<BTreeMap<String, Arc<Keyspace>>>,
+    journal: JournalSlot,
 }
 
 impl fmt::Debug for Keyspaces {
@@ -43,11 +47,22 @@ impl Keyspaces {
 
     /// An empty registry whose keyspaces use `config`.
     pub fn with_config(clock: Arc<dyn Clock>, config: KeyspaceConfig) -> Self {
-        Self { clock, config, spaces: RwLock::new(BTreeMap::new()) }
+        Self::with_journal(clock, config, JournalSlot::default())
     }
 
-    fn build(&self) -> Arc<Keyspace> {
-        Arc::new(Keyspace::with_config(Arc::clone(&self.clock), self.config))
+    /// A registry whose keyspaces log their writes to `journal` once one is attached.
+    pub fn with_journal(clock: Arc<dyn Clock>, config: KeyspaceConfig, journal: JournalSlot) -> Self {
+        Self { clock, config, spaces: RwLock::new(BTreeMap::new()), journal }
+    }
+
+    /// A new keyspace, its creation logged (as an empty record naming it, so it exists
+    /// after a restart). Called with the registry's write lock held, which orders this
+    /// record before any of the keyspace's own.
+    fn build(&self, name: &str) -> Arc<Keyspace> {
+        if let Some(journal) = self.journal.get() {
+            journal.append(&mut |out| Change::Kv { keyspace: name, flush: false, ops: Vec::new() }.encode(out));
+        }
+        Arc::new(Keyspace::named(name, Arc::clone(&self.clock), self.config, self.journal.clone()))
     }
 
     /// Creates keyspace `name`; `KeyspaceExists` if the name is taken.
@@ -56,7 +71,7 @@ impl Keyspaces {
         if spaces.contains_key(name) {
             return Err(KvError::KeyspaceExists(name.to_owned()));
         }
-        let space = self.build();
+        let space = self.build(name);
         spaces.insert(name.to_owned(), Arc::clone(&space));
         Ok(space)
     }
@@ -73,7 +88,19 @@ impl Keyspaces {
         }
         let mut spaces = self.spaces.write();
         // Re-check under the write lock: another thread may have won.
-        Arc::clone(spaces.entry(name.to_owned()).or_insert_with(|| self.build()))
+        Arc::clone(spaces.entry(name.to_owned()).or_insert_with(|| self.build(name)))
+    }
+
+    /// Recovery: the keyspace called `name`, created without logging.
+    pub fn get_or_create_quiet(&self, name: &str) -> Arc<Keyspace> {
+        let mut spaces = self.spaces.write();
+        let build = || Arc::new(Keyspace::named(name, Arc::clone(&self.clock), self.config, self.journal.clone()));
+        Arc::clone(spaces.entry(name.to_owned()).or_insert_with(build))
+    }
+
+    /// Recovery: unregisters `name` without logging.
+    pub fn drop_quiet(&self, name: &str) -> bool {
+        self.spaces.write().remove(name).is_some()
     }
 
     /// All names, sorted.
@@ -81,9 +108,21 @@ impl Keyspaces {
         self.spaces.read().keys().cloned().collect()
     }
 
-    /// Unregisters `name`; returns whether it existed.
-    pub fn drop(&self, name: &str) -> bool {
-        self.spaces.write().remove(name).is_some()
+    /// Unregisters `name`; returns whether it existed. With a journal attached, the
+    /// drop is logged and acknowledged before this returns.
+    pub fn drop(&self, name: &str) -> KvResult<bool> {
+        self.journal.writable().map_err(|e| KvError::Storage(e.to_string()))?;
+        let lsn = {
+            let mut spaces = self.spaces.write();
+            if spaces.remove(name).is_none() {
+                return Ok(false);
+            }
+            self.journal
+                .get()
+                .map(|journal| journal.append(&mut |out| Change::DropKeyspace { keyspace: name }.encode(out)))
+        };
+        self.journal.wait(lsn).map_err(|e| KvError::Storage(e.to_string()))?;
+        Ok(true)
     }
 
     /// Runs [`Keyspace::active_expire_cycle`] on every keyspace with the

@@ -42,6 +42,18 @@ pub struct Shard {
     map: SlabMap<Entry>,
     ttl: TtlIndex,
     mem: usize,
+    /// Keys the current write touched, while a journal is attached (`None` otherwise):
+    /// the keyspace logs their resulting state when the write is done (`persist.rs`).
+    pub(super) touched: Option<Touched>,
+}
+
+/// What a write did to a shard, as far as the log needs to know.
+#[derive(Debug, Default)]
+pub(super) struct Touched {
+    /// Keys that may have changed (with repeats); their state is read back when logging.
+    pub keys: Vec<Box<[u8]>>,
+    /// The shard was emptied (before the changes to `keys`).
+    pub flushed: bool,
 }
 
 /// Mutable access to one live entry of a shard, keeping the shard's
@@ -79,6 +91,7 @@ impl Shard {
 
     /// Write path: the live entry for `key`, deleting it first if expired.
     pub fn get_mut(&mut self, key: KeyRef<'_>, now: u64) -> Option<LiveEntry<'_>> {
+        self.touch(key.bytes);
         let slot = self.map.find(key.hash, key.bytes)?;
         if self.map.get(slot)?.value.is_expired(now) {
             self.remove_slot(key.hash, slot);
@@ -90,6 +103,7 @@ impl Shard {
     /// Stores a new key. The caller must have established (via `get_mut`)
     /// that `key` is absent.
     pub fn insert(&mut self, key: KeyRef<'_>, entry: Entry) {
+        self.touch(key.bytes);
         self.mem += entry_cost(key.bytes.len(), &entry);
         let has_ttl = entry.expire_at.is_some();
         let slot = self.map.insert_new(key.hash, key.bytes.into(), entry);
@@ -116,9 +130,21 @@ impl Shard {
 
     /// Removes everything.
     pub fn clear(&mut self) {
+        if let Some(touched) = &mut self.touched {
+            touched.keys.clear();
+            touched.flushed = true;
+        }
         self.map.clear();
         self.ttl.clear();
         self.mem = 0;
+    }
+
+    /// Notes a key the current write may change (every change goes through `get_mut` or
+    /// `insert`, so this sees them all).
+    fn touch(&mut self, key: &[u8]) {
+        if let Some(touched) = &mut self.touched {
+            touched.keys.push(key.into());
+        }
     }
 
     /// Live (key, entry) pairs in storage order.

@@ -24,7 +24,7 @@ use super::ops::KvOps;
 use super::router::Router;
 use super::shard::Shard;
 
-type Guards<'a> = Vec<(usize, RwLockWriteGuard<'a, Shard>)>;
+pub(super) type Guards<'a> = Vec<(usize, RwLockWriteGuard<'a, Shard>)>;
 
 /// Commands against a set of write-locked shards; see
 /// [`Keyspace::atomic`](super::Keyspace::atomic). Use it through [`KvOps`].
@@ -57,6 +57,12 @@ impl<'a> KeyspaceTxn<'a> {
     pub(super) fn new(router: Router, guards: Guards<'a>, ctx: Ctx) -> Self {
         debug_assert!(guards.windows(2).all(|w| w[0].0 < w[1].0));
         Self { router, guards: RefCell::new(guards), ctx }
+    }
+
+    /// Ends the block, handing the locks back (still held) so the keyspace can log
+    /// what the block did before releasing them.
+    pub(super) fn into_guards(self) -> Guards<'a> {
+        self.guards.into_inner()
     }
 
     /// The instant (ms since the epoch) the whole block operates at.

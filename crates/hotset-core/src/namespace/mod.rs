@@ -18,12 +18,49 @@ pub use store::NamespaceData;
 pub use write::Undo;
 
 use parking_lot::RwLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// A namespace shared between threads: many readers at once, one writer at a time.
 #[derive(Debug)]
 pub struct Namespace {
     pub name: String,
     pub data: RwLock<NamespaceData>,
+    /// Bumped (under the write lock) by every change of the schema or wholesale change of
+    /// the rows: index add/drop, truncate. A snapshot copying the rows a chunk at a time
+    /// starts the namespace over when it sees the number move.
+    schema_version: AtomicU64,
+    /// Set (under the write lock) when the namespace leaves the registry, so a writer that
+    /// looked it up just before cannot write, and log, into a namespace that is gone.
+    dropped: AtomicBool,
+}
+
+impl Namespace {
+    pub fn new(name: &str, data: NamespaceData) -> Namespace {
+        Namespace {
+            name: name.to_string(),
+            data: RwLock::new(data),
+            schema_version: AtomicU64::new(0),
+            dropped: AtomicBool::new(false),
+        }
+    }
+
+    pub fn schema_version(&self) -> u64 {
+        self.schema_version.load(Ordering::Acquire)
+    }
+
+    /// Call with the write lock held.
+    pub(crate) fn bump_schema_version(&self) {
+        self.schema_version.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::Acquire)
+    }
+
+    /// Call with the write lock held.
+    pub(crate) fn mark_dropped(&self) {
+        self.dropped.store(true, Ordering::Release);
+    }
 }
 
 /// What `describe` reports about a namespace.

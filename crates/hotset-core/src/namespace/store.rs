@@ -234,6 +234,11 @@ impl NamespaceData {
         })
     }
 
+    /// One past the highest row id in use (live or free).
+    pub fn row_capacity(&self) -> usize {
+        self.docs.len()
+    }
+
     pub fn doc(&self, row: u32) -> Option<&Arc<[u8]>> {
         self.docs.get(row as usize).and_then(Option::as_ref)
     }

@@ -126,7 +126,8 @@ fn concurrent_atomic_transfers_conserve_the_total() {
                     ks.atomic(&[from, to], |txn| {
                         txn.incr_by(from, -1).unwrap();
                         txn.incr_by(to, 1).unwrap();
-                    });
+                    })
+                    .unwrap();
                     // MGET of every account must always see the same total.
                     let sum: i64 = ks.mget(&keys).unwrap().into_iter().map(parse).sum();
                     assert_eq!(sum, 6_000);

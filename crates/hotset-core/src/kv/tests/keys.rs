@@ -275,7 +275,7 @@ fn registry_manages_named_keyspaces() {
     zero.expire_in_ms(b"k", 5).unwrap();
     clock.advance(6);
     assert_eq!(dbs.active_expire_cycle(10), 1);
-    assert!(dbs.drop("15"));
-    assert!(!dbs.drop("15"));
+    assert!(dbs.drop("15").unwrap());
+    assert!(!dbs.drop("15").unwrap());
     assert_eq!(dbs.list(), vec!["0", "analytics"]);
 }

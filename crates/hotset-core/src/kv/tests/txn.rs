@@ -22,7 +22,7 @@ fn atomic_block_exposes_all_commands() {
         txn.hset(b"to:meta", &[(b"last", b"30")]).ok();
         Ok::<_, KvError>(balance)
     });
-    assert_eq!(moved, Ok(70));
+    assert_eq!(moved, Ok(Ok(70)));
     assert_eq!(ks.mget(&[b"from", b"to"]).unwrap(), vec![some(b"70"), some(b"30")]);
 }
 
@@ -33,20 +33,22 @@ fn undeclared_keys_fail_without_side_effects() {
     let a = b"a".to_vec();
     let b = (0..1_000)
         .map(|i| format!("b{i}").into_bytes())
-        .find(|b| ks.atomic(&[&a], |t| t.get(b)) == Err(KvError::KeyNotLocked))
+        .find(|b| ks.atomic(&[&a], |t| t.get(b)) == Ok(Err(KvError::KeyNotLocked)))
         .expect("some key lives on another shard");
     ks.atomic(&[&a], |txn| {
         assert_eq!(txn.set(&b, b"x", SetOptions::default()), Err(KvError::KeyNotLocked));
         assert_eq!(txn.mset(&[(&a, b"1"), (&b, b"2")]), Err(KvError::KeyNotLocked));
         assert_eq!(txn.dbsize(), Err(KvError::KeyNotLocked));
         assert_eq!(txn.get(&a), Ok(None), "MSET was all-or-nothing");
-    });
+    })
+    .unwrap();
     ks.atomic_all(|txn| {
         txn.mset(&[(&a, b"1"), (&b, b"2")]).unwrap();
         assert_eq!(txn.dbsize(), Ok(2));
         assert_eq!(txn.keys(b"*").unwrap().len(), 2);
         txn.flush().unwrap();
-    });
+    })
+    .unwrap();
     assert_eq!(ks.dbsize().unwrap(), 0);
 }
 
@@ -61,6 +63,7 @@ fn atomic_block_sees_one_instant() {
         assert_eq!(txn.now_ms(), start);
         assert_eq!(txn.get(b"k").unwrap(), some(b"v"), "still the block's instant");
         assert_eq!(txn.ttl_ms(b"k").unwrap(), 10);
-    });
+    })
+    .unwrap();
     assert_eq!(ks.get(b"k").unwrap(), None);
 }

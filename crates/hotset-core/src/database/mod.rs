@@ -2,18 +2,32 @@
 //!
 //! Owns: the namespace registry, the locking discipline (a query takes read locks on its
 //! namespace and its joins' namespaces, always in name order, so joins never deadlock
-//! with writers), transactions, and checking limits at the boundary. Never: do I/O, or
-//! hold a lock across anything but the in-memory work of one call.
+//! with writers), transactions, checking limits at the boundary, and handing every
+//! committed write to the journal (see `journal` for the protocol). Never: do I/O, or
+//! hold a lock across anything but the in-memory work of one call and queueing its
+//! record; waiting for durability happens after the lock is released.
 
+mod log;
+mod replay;
+mod snapshot;
+mod transaction;
+
+pub use replay::Replay;
+pub use snapshot::SnapshotCounts;
+pub use transaction::Transaction;
+
+use crate::change::Change;
 use crate::clock::{Clock, SystemClock};
 use crate::doc;
 use crate::error::{Error, Result};
-use crate::kv::Keyspaces;
+use crate::journal::{Journal, JournalSlot};
+use crate::kv::{KeyspaceConfig, Keyspaces};
 use crate::limits::Limits;
 use crate::namespace::write::WriteMode;
-use crate::namespace::{Namespace, NamespaceData, NamespaceInfo, Undo};
+use crate::namespace::{Namespace, NamespaceData, NamespaceInfo};
 use crate::query::{Query, QueryResult, SetField, WalkChoice, exec, update};
 use crate::schema::IndexDef;
+use log::Logged;
 use parking_lot::{RwLock, RwLockReadGuard};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -27,6 +41,7 @@ pub struct Database {
     keyspaces: Keyspaces,
     limits: Limits,
     walk_choice: AtomicU8,
+    journal: JournalSlot,
 }
 
 impl Default for Database {
@@ -58,12 +73,46 @@ impl Database {
 
     /// A database whose key expiry reads time from `clock` (tests use a manual clock).
     pub fn with_clock(clock: Arc<dyn Clock>, limits: Limits) -> Database {
+        let journal = JournalSlot::default();
         Database {
             namespaces: RwLock::new(BTreeMap::new()),
-            keyspaces: Keyspaces::new(clock),
+            keyspaces: Keyspaces::with_journal(clock, KeyspaceConfig::default(), journal.clone()),
             limits,
             walk_choice: AtomicU8::new(0),
+            journal,
         }
+    }
+
+    /// Attaches the write-ahead log: from now on every committed write is logged and
+    /// acknowledged by it. A database takes one journal for its life (attach it after
+    /// recovery has replayed the old one); returns false if one was already attached.
+    pub fn attach_journal(&self, journal: Arc<dyn Journal>) -> bool {
+        self.journal.attach(journal)
+    }
+
+    fn journal(&self) -> Option<&dyn Journal> {
+        self.journal.get().map(|journal| &**journal)
+    }
+
+    /// Runs `write` on a namespace's data under its write lock, after checking that the
+    /// journal takes writes; `write` applies the change and returns the lsn of its record,
+    /// which is waited for once the lock is released.
+    fn write_namespace<T>(
+        &self,
+        name: &str,
+        write: impl FnOnce(&Namespace, &mut NamespaceData, Option<&dyn Journal>) -> Result<(T, Option<u64>)>,
+    ) -> Result<T> {
+        self.journal.writable()?;
+        let namespace = self.namespace(name)?;
+        let (value, lsn) = {
+            let mut data = namespace.data.write();
+            if namespace.is_dropped() {
+                return Err(Error::UnknownNamespace { namespace: name.to_string() });
+            }
+            write(&namespace, &mut data, self.journal())?
+        };
+        self.journal.wait(lsn)?;
+        Ok(value)
     }
 
     /// Sets when queries page by walking a tree index (cost-based by default; tests force
@@ -121,7 +170,7 @@ impl Database {
         for def in &indexes {
             self.check_name(&def.name)?;
         }
-        let mut data = NamespaceData::new(name, indexes)?;
+        let mut data = NamespaceData::new(name, indexes.clone())?;
         data.document_bytes_max = self.limits.document_bytes_max;
         let mut namespaces = self.namespaces.write();
         if namespaces.contains_key(name) {
@@ -134,8 +183,11 @@ impl Database {
                 actual: namespaces.len() as u64 + 1,
             });
         }
-        namespaces.insert(name.to_string(), Arc::new(Namespace { name: name.to_string(), data: RwLock::new(data) }));
-        Ok(())
+        self.journal.writable()?;
+        let lsn = self.journal().map(|journal| log::change(journal, &Change::CreateNamespace { name, indexes }));
+        namespaces.insert(name.to_string(), Arc::new(Namespace::new(name, data)));
+        drop(namespaces);
+        self.journal.wait(lsn)
     }
 
     /// Opens a namespace, creating it when missing; an existing one keeps its indexes
@@ -147,10 +199,13 @@ impl Database {
                 other => other,
             };
         };
-        let mut data = namespace.data.write();
         for def in indexes {
-            if !data.indexes.iter().any(|i| i.def.name == def.name) {
-                data.add_index(def)?;
+            let exists = namespace.data.read().indexes.iter().any(|i| i.def.name == def.name);
+            if !exists {
+                match self.add_index(name, def) {
+                    Ok(()) | Err(Error::IndexExists { .. }) => {}
+                    Err(error) => return Err(error),
+                }
             }
         }
         Ok(())
@@ -169,38 +224,57 @@ impl Database {
     }
 
     pub fn drop_namespace(&self, name: &str) -> Result<()> {
-        self.namespaces
-            .write()
-            .remove(name)
-            .map(|_| ())
-            .ok_or_else(|| Error::UnknownNamespace { namespace: name.to_string() })
+        self.journal.writable()?;
+        let mut namespaces = self.namespaces.write();
+        let namespace =
+            namespaces.remove(name).ok_or_else(|| Error::UnknownNamespace { namespace: name.to_string() })?;
+        // Under the namespace's write lock, so no writer is half-way through it.
+        let _data = namespace.data.write();
+        namespace.mark_dropped();
+        let lsn = self.journal().map(|journal| log::change(journal, &Change::DropNamespace { name }));
+        drop(_data);
+        drop(namespaces);
+        self.journal.wait(lsn)
     }
 
     pub fn truncate(&self, name: &str) -> Result<()> {
-        self.namespace(name)?.data.write().truncate();
-        Ok(())
+        self.write_namespace(name, |namespace, data, journal| {
+            data.truncate();
+            namespace.bump_schema_version();
+            Ok(((), journal.map(|journal| log::change(journal, &Change::Truncate { namespace: name }))))
+        })
     }
 
-    pub fn add_index(&self, namespace: &str, def: IndexDef) -> Result<()> {
+    pub fn add_index(&self, name: &str, def: IndexDef) -> Result<()> {
         self.check_name(&def.name)?;
-        let namespace = self.namespace(namespace)?;
-        let mut data = namespace.data.write();
-        if data.indexes.len() >= self.limits.indexes_max {
-            return Err(Error::LimitExceeded {
-                what: "indexes_max",
-                limit: self.limits.indexes_max as u64,
-                actual: data.indexes.len() as u64 + 1,
-            });
-        }
-        data.add_index(def)
+        let indexes_max = self.limits.indexes_max;
+        self.write_namespace(name, |namespace, data, journal| {
+            if data.indexes.len() >= indexes_max {
+                return Err(Error::LimitExceeded {
+                    what: "indexes_max",
+                    limit: indexes_max as u64,
+                    actual: data.indexes.len() as u64 + 1,
+                });
+            }
+            data.add_index(def.clone())?;
+            namespace.bump_schema_version();
+            Ok(((), journal.map(|journal| log::change(journal, &Change::AddIndex { namespace: name, def }))))
+        })
     }
 
-    pub fn drop_index(&self, namespace: &str, index: &str) -> Result<()> {
-        self.namespace(namespace)?.data.write().drop_index(index)
+    pub fn drop_index(&self, name: &str, index: &str) -> Result<()> {
+        self.write_namespace(name, |namespace, data, journal| {
+            data.drop_index(index)?;
+            namespace.bump_schema_version();
+            Ok(((), journal.map(|journal| log::change(journal, &Change::DropIndex { namespace: name, index }))))
+        })
     }
 
     fn write(&self, namespace: &str, doc: &Value, mode: WriteMode) -> Result<()> {
-        self.namespace(namespace)?.data.write().write(doc, mode).map(|_| ())
+        self.write_namespace(namespace, |_, data, journal| {
+            let undo = data.write(doc, mode)?;
+            Ok(((), journal.map(|journal| log::docs(journal, data, [Logged::from(&undo)]))))
+        })
     }
 
     /// Inserts a new document; an existing primary key is `Error::DuplicateKey`.
@@ -233,7 +307,10 @@ impl Database {
     /// Deletes by primary key (a JSON scalar, or an array for a composite key); returns
     /// whether a document was deleted.
     pub fn delete(&self, namespace: &str, key: &Value) -> Result<bool> {
-        Ok(self.namespace(namespace)?.data.write().delete_key(key)?.is_some())
+        self.write_namespace(namespace, |_, data, journal| match data.delete_key(key)? {
+            Some(undo) => Ok((true, journal.map(|journal| log::docs(journal, data, [Logged::from(&undo)])))),
+            None => Ok((false, None)),
+        })
     }
 
     /// The document with primary key `key`, if any.
@@ -247,7 +324,8 @@ impl Database {
     /// Starts a transaction on one namespace: its operations apply all together or not
     /// at all, and readers see either none or all of them.
     pub fn transaction(&self, namespace: &str) -> Result<Transaction<'_>> {
-        Ok(Transaction { database: self, namespace: self.namespace(namespace)?, operations: Vec::new() })
+        self.namespace(namespace)?;
+        Ok(Transaction::new(self, namespace))
     }
 
     /// Runs a query.
@@ -272,86 +350,24 @@ impl Database {
 
     /// Sets fields of every document the query matches, atomically; returns how many.
     pub fn update_query(&self, query: &Query, sets: &[SetField]) -> Result<usize> {
-        let namespace = self.namespace(&query.namespace)?;
-        let mut data = namespace.data.write();
-        let rows = update::matching_rows(&data, query)?;
-        let updates = update::updated_documents(&data, &rows, sets)?;
-        let count = updates.len();
-        update::apply(&mut data, updates);
-        Ok(count)
+        self.write_namespace(&query.namespace, |_, data, journal| {
+            let rows = update::matching_rows(data, query)?;
+            let updates = update::updated_documents(data, &rows, sets)?;
+            let count = updates.len();
+            update::apply(data, updates);
+            let logged = rows.iter().map(|&row| Logged::Row(row));
+            Ok((count, journal.filter(|_| count > 0).map(|journal| log::docs(journal, data, logged))))
+        })
     }
 
     /// Deletes every document the query matches, atomically; returns how many.
     pub fn delete_query(&self, query: &Query) -> Result<usize> {
-        let namespace = self.namespace(&query.namespace)?;
-        let mut data = namespace.data.write();
-        let rows = update::matching_rows(&data, query)?;
-        for &row in &rows {
-            data.delete_row(row);
-        }
-        Ok(rows.len())
-    }
-}
-
-/// Operations collected for one atomic commit.
-pub struct Transaction<'a> {
-    database: &'a Database,
-    namespace: Arc<Namespace>,
-    operations: Vec<Operation>,
-}
-
-enum Operation {
-    Write(Value, WriteMode),
-    Delete(Value),
-}
-
-impl Transaction<'_> {
-    fn push(&mut self, operation: Operation) -> Result<()> {
-        let limit = self.database.limits.transaction_operations_max;
-        if self.operations.len() >= limit {
-            return Err(Error::LimitExceeded {
-                what: "transaction_operations_max",
-                limit: limit as u64,
-                actual: self.operations.len() as u64 + 1,
-            });
-        }
-        self.operations.push(operation);
-        Ok(())
-    }
-
-    pub fn insert(&mut self, doc: Value) -> Result<()> {
-        self.push(Operation::Write(doc, WriteMode::Insert))
-    }
-    pub fn update(&mut self, doc: Value) -> Result<()> {
-        self.push(Operation::Write(doc, WriteMode::Update))
-    }
-    pub fn upsert(&mut self, doc: Value) -> Result<()> {
-        self.push(Operation::Write(doc, WriteMode::Upsert))
-    }
-    /// Deletes by key; deleting a missing key is not an error (nothing happens).
-    pub fn delete(&mut self, key: Value) -> Result<()> {
-        self.push(Operation::Delete(key))
-    }
-
-    /// Applies every operation under one write lock. On the first failure everything
-    /// already applied is rolled back and the error names the failing operation.
-    pub fn commit(self) -> Result<usize> {
-        let mut data = self.namespace.data.write();
-        let mut undo: Vec<Undo> = Vec::with_capacity(self.operations.len());
-        for operation in &self.operations {
-            let applied = match operation {
-                Operation::Write(doc, mode) => data.write(doc, *mode).map(Some),
-                Operation::Delete(key) => data.delete_key(key),
-            };
-            match applied {
-                Ok(record) => undo.extend(record),
-                Err(error) => {
-                    data.rollback(undo);
-                    return Err(error);
-                }
-            }
-        }
-        Ok(self.operations.len())
+        self.write_namespace(&query.namespace, |_, data, journal| {
+            let rows = update::matching_rows(data, query)?;
+            let deleted: Vec<Document> = rows.iter().map(|&row| data.delete_row(row)).collect();
+            let logged = deleted.iter().map(Logged::Deleted);
+            Ok((rows.len(), journal.filter(|_| !rows.is_empty()).map(|journal| log::docs(journal, data, logged))))
+        })
     }
 }
 

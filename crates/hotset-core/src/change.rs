@@ -1,0 +1,476 @@
+//! Physical changes: the payload of every write-ahead log record and snapshot block.
+//!
+//! Owns: `Change` (what one committed write did, stated as resulting values: a document,
+//! a deleted key, a key's value and deadline, a schema) and its byte encoding. Never:
+//! describe an operation ("increment", "update where"), because replaying a change must
+//! give the same state however many times it is applied, and in any state that the
+//! change's own effects are about to overwrite. That is what lets snapshots be fuzzy.
+//!
+//! Encoding (all integers are LEB128 varints unless said; `bytes` = varint length + bytes):
+//! ```text
+//! payload = kind:u8, then by kind
+//!   1 create namespace   name:bytes  indexes:bytes (JSON array of index definitions)
+//!   2 drop namespace     name:bytes
+//!   3 truncate           namespace:bytes
+//!   4 add index          namespace:bytes  definition:bytes (JSON object)
+//!   5 drop index         namespace:bytes  index:bytes
+//!   6 documents          namespace:bytes  { 1 document:bytes (minified JSON)
+//!                                         | 2 key:bytes (primary key as JSON) }*
+//!   7 key-value          keyspace:bytes  flush:u8  { 1 key:bytes expire_at_ms:varint (0 = none) value
+//!                                                  | 2 key:bytes }*
+//!        value = 1 bytes | 2 zigzag-varint integer | 3 count (field:bytes value:bytes)*
+//!   8 drop keyspace      keyspace:bytes
+//! ```
+//! Operation lists run to the end of the payload; the record's length comes from the log
+//! frame around it.
+
+use crate::error::{Error, Result};
+use crate::schema::IndexDef;
+
+/// One change, borrowing its strings and bytes (from the engine when logging, from the
+/// record when replaying).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change<'a> {
+    /// Create (or replace with an empty one) a namespace.
+    CreateNamespace {
+        name: &'a str,
+        indexes: Vec<IndexDef>,
+    },
+    DropNamespace {
+        name: &'a str,
+    },
+    Truncate {
+        namespace: &'a str,
+    },
+    AddIndex {
+        namespace: &'a str,
+        def: IndexDef,
+    },
+    DropIndex {
+        namespace: &'a str,
+        index: &'a str,
+    },
+    /// Documents written (upserted) or deleted, in order, applied together.
+    Docs {
+        namespace: &'a str,
+        ops: Vec<DocChange<'a>>,
+    },
+    /// Key-value changes of one keyspace, applied together; `flush` empties the keyspace
+    /// before `ops`.
+    Kv {
+        keyspace: &'a str,
+        flush: bool,
+        ops: Vec<KvChange<'a>>,
+    },
+    DropKeyspace {
+        keyspace: &'a str,
+    },
+}
+
+/// One document's resulting state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DocChange<'a> {
+    /// The whole document as stored (minified JSON).
+    Put(&'a [u8]),
+    /// The primary key (JSON text) of a deleted document.
+    Delete(&'a str),
+}
+
+/// One key's resulting state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KvChange<'a> {
+    Put { key: &'a [u8], value: KvData<'a>, expire_at_ms: Option<u64> },
+    Delete { key: &'a [u8] },
+}
+
+/// A key's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KvData<'a> {
+    Str(&'a [u8]),
+    Int(i64),
+    Hash(Vec<(&'a [u8], &'a [u8])>),
+}
+
+mod kind {
+    pub const CREATE_NAMESPACE: u8 = 1;
+    pub const DROP_NAMESPACE: u8 = 2;
+    pub const TRUNCATE: u8 = 3;
+    pub const ADD_INDEX: u8 = 4;
+    pub const DROP_INDEX: u8 = 5;
+    pub const DOCS: u8 = 6;
+    pub const KV: u8 = 7;
+    pub const DROP_KEYSPACE: u8 = 8;
+    pub const OP_PUT: u8 = 1;
+    pub const OP_DELETE: u8 = 2;
+    pub const VALUE_STR: u8 = 1;
+    pub const VALUE_INT: u8 = 2;
+    pub const VALUE_HASH: u8 = 3;
+}
+
+impl Change<'_> {
+    /// Appends the encoding to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Change::CreateNamespace { name, indexes } => {
+                out.push(kind::CREATE_NAMESPACE);
+                put_bytes(out, name.as_bytes());
+                let defs = serde_json::Value::Array(indexes.iter().map(IndexDef::to_json).collect());
+                put_bytes(out, defs.to_string().as_bytes());
+            }
+            Change::DropNamespace { name } => {
+                out.push(kind::DROP_NAMESPACE);
+                put_bytes(out, name.as_bytes());
+            }
+            Change::Truncate { namespace } => {
+                out.push(kind::TRUNCATE);
+                put_bytes(out, namespace.as_bytes());
+            }
+            Change::AddIndex { namespace, def } => {
+                out.push(kind::ADD_INDEX);
+                put_bytes(out, namespace.as_bytes());
+                put_bytes(out, def.to_json().to_string().as_bytes());
+            }
+            Change::DropIndex { namespace, index } => {
+                out.push(kind::DROP_INDEX);
+                put_bytes(out, namespace.as_bytes());
+                put_bytes(out, index.as_bytes());
+            }
+            Change::Docs { namespace, ops } => {
+                encode_docs_head(out, namespace);
+                for op in ops {
+                    op.encode(out);
+                }
+            }
+            Change::Kv { keyspace, flush, ops } => {
+                encode_kv_head(out, keyspace, *flush);
+                for op in ops {
+                    op.encode(out);
+                }
+            }
+            Change::DropKeyspace { keyspace } => {
+                out.push(kind::DROP_KEYSPACE);
+                put_bytes(out, keyspace.as_bytes());
+            }
+        }
+    }
+}
+
+/// Starts a `Docs` change whose operations the caller appends with `DocChange::encode`
+/// (so a big batch is encoded without collecting it first).
+pub fn encode_docs_head(out: &mut Vec<u8>, namespace: &str) {
+    out.push(kind::DOCS);
+    put_bytes(out, namespace.as_bytes());
+}
+
+/// Starts a `Kv` change whose operations the caller appends with `KvChange::encode`.
+pub fn encode_kv_head(out: &mut Vec<u8>, keyspace: &str, flush: bool) {
+    out.push(kind::KV);
+    put_bytes(out, keyspace.as_bytes());
+    out.push(u8::from(flush));
+}
+
+impl DocChange<'_> {
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            DocChange::Put(doc) => {
+                out.push(kind::OP_PUT);
+                put_bytes(out, doc);
+            }
+            DocChange::Delete(key) => {
+                out.push(kind::OP_DELETE);
+                put_bytes(out, key.as_bytes());
+            }
+        }
+    }
+}
+
+impl KvChange<'_> {
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            KvChange::Put { key, value, expire_at_ms } => {
+                out.push(kind::OP_PUT);
+                put_bytes(out, key);
+                put_varint(out, expire_at_ms.unwrap_or(0));
+                value.encode(out);
+            }
+            KvChange::Delete { key } => {
+                out.push(kind::OP_DELETE);
+                put_bytes(out, key);
+            }
+        }
+    }
+}
+
+impl KvData<'_> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            KvData::Str(bytes) => {
+                out.push(kind::VALUE_STR);
+                put_bytes(out, bytes);
+            }
+            KvData::Int(value) => {
+                out.push(kind::VALUE_INT);
+                put_varint(out, ((value << 1) ^ (value >> 63)) as u64);
+            }
+            KvData::Hash(pairs) => {
+                out.push(kind::VALUE_HASH);
+                put_varint(out, pairs.len() as u64);
+                for (field, value) in pairs {
+                    put_bytes(out, field);
+                    put_bytes(out, value);
+                }
+            }
+        }
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+/// Reads a payload front to back; every read checks bounds and names what was cut short.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn fail<T>(&self, what: &str) -> Result<T> {
+        Err(Error::BadChange { reason: format!("{what} at byte {} of a {}-byte change", self.at, self.bytes.len()) })
+    }
+
+    fn done(&self) -> bool {
+        self.at == self.bytes.len()
+    }
+
+    fn byte(&mut self) -> Result<u8> {
+        let Some(&byte) = self.bytes.get(self.at) else {
+            return self.fail("the change ends early");
+        };
+        self.at += 1;
+        Ok(byte)
+    }
+
+    fn varint(&mut self) -> Result<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = self.byte()?;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        self.fail("a number runs over 64 bits")
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8]> {
+        let len = self.varint()?;
+        let end = usize::try_from(len).ok().and_then(|len| self.at.checked_add(len));
+        match end {
+            Some(end) if end <= self.bytes.len() => {
+                let slice = &self.bytes[self.at..end];
+                self.at = end;
+                Ok(slice)
+            }
+            _ => self.fail("a length runs past the end"),
+        }
+    }
+
+    fn text(&mut self) -> Result<&'a str> {
+        let bytes = self.bytes()?;
+        std::str::from_utf8(bytes).or_else(|_| self.fail("a name is not UTF-8"))
+    }
+
+    fn json(&mut self) -> Result<serde_json::Value> {
+        let text = self.bytes()?;
+        serde_json::from_slice(text).or_else(|_| self.fail("an index definition is not JSON"))
+    }
+}
+
+impl<'a> Change<'a> {
+    /// Decodes a payload written by `encode`.
+    pub fn decode(bytes: &'a [u8]) -> Result<Change<'a>> {
+        let mut reader = Reader { bytes, at: 0 };
+        let change = match reader.byte()? {
+            kind::CREATE_NAMESPACE => {
+                let name = reader.text()?;
+                let defs = reader.json()?;
+                let Some(list) = defs.as_array() else {
+                    return reader.fail("index definitions are not a list");
+                };
+                let indexes = list.iter().map(IndexDef::from_json).collect::<Result<Vec<_>>>()?;
+                Change::CreateNamespace { name, indexes }
+            }
+            kind::DROP_NAMESPACE => Change::DropNamespace { name: reader.text()? },
+            kind::TRUNCATE => Change::Truncate { namespace: reader.text()? },
+            kind::ADD_INDEX => {
+                let namespace = reader.text()?;
+                Change::AddIndex { namespace, def: IndexDef::from_json(&reader.json()?)? }
+            }
+            kind::DROP_INDEX => Change::DropIndex { namespace: reader.text()?, index: reader.text()? },
+            kind::DOCS => Change::Docs { namespace: reader.text()?, ops: decode_doc_ops(&mut reader)? },
+            kind::KV => {
+                let keyspace = reader.text()?;
+                let flush = match reader.byte()? {
+                    0 => false,
+                    1 => true,
+                    _ => return reader.fail("the flush flag is neither 0 nor 1"),
+                };
+                Change::Kv { keyspace, flush, ops: decode_kv_ops(&mut reader)? }
+            }
+            kind::DROP_KEYSPACE => Change::DropKeyspace { keyspace: reader.text()? },
+            _ => return reader.fail("unknown change kind"),
+        };
+        if !reader.done() {
+            return reader.fail("bytes left over after the change");
+        }
+        Ok(change)
+    }
+}
+
+fn decode_doc_ops<'a>(reader: &mut Reader<'a>) -> Result<Vec<DocChange<'a>>> {
+    let mut ops = Vec::new();
+    while !reader.done() {
+        ops.push(match reader.byte()? {
+            kind::OP_PUT => DocChange::Put(reader.bytes()?),
+            kind::OP_DELETE => DocChange::Delete(reader.text()?),
+            _ => return reader.fail("unknown document operation"),
+        });
+    }
+    Ok(ops)
+}
+
+fn decode_kv_ops<'a>(reader: &mut Reader<'a>) -> Result<Vec<KvChange<'a>>> {
+    let mut ops = Vec::new();
+    while !reader.done() {
+        ops.push(match reader.byte()? {
+            kind::OP_PUT => {
+                let key = reader.bytes()?;
+                let expire_at_ms = Some(reader.varint()?).filter(|&at| at != 0);
+                KvChange::Put { key, value: decode_kv_value(reader)?, expire_at_ms }
+            }
+            kind::OP_DELETE => KvChange::Delete { key: reader.bytes()? },
+            _ => return reader.fail("unknown key-value operation"),
+        });
+    }
+    Ok(ops)
+}
+
+fn decode_kv_value<'a>(reader: &mut Reader<'a>) -> Result<KvData<'a>> {
+    Ok(match reader.byte()? {
+        kind::VALUE_STR => KvData::Str(reader.bytes()?),
+        kind::VALUE_INT => {
+            let zigzag = reader.varint()?;
+            KvData::Int(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
+        }
+        kind::VALUE_HASH => {
+            let count = reader.varint()?;
+            // Each pair takes at least two bytes, which bounds a corrupt count.
+            if count > (reader.bytes.len() - reader.at) as u64 / 2 {
+                return reader.fail("a hash claims more fields than the change holds");
+            }
+            let mut pairs = Vec::with_capacity(count as usize);
+            for _ in 0..count {
+                pairs.push((reader.bytes()?, reader.bytes()?));
+            }
+            KvData::Hash(pairs)
+        }
+        _ => return reader.fail("unknown value kind"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FieldType;
+    use crate::collate::Collation;
+    use crate::schema::IndexKind;
+
+    fn samples() -> Vec<Change<'static>> {
+        vec![
+            Change::CreateNamespace {
+                name: "items",
+                indexes: vec![
+                    IndexDef::hash("id", FieldType::Int).pk(),
+                    IndexDef::composite_typed(
+                        &[("name", FieldType::String), ("year", FieldType::Int)],
+                        IndexKind::Tree,
+                    )
+                    .collate(Collation::Utf8Ci),
+                    IndexDef::tree("tags", FieldType::String).array().sparse(),
+                ],
+            },
+            Change::DropNamespace { name: "items" },
+            Change::Truncate { namespace: "ns" },
+            Change::AddIndex { namespace: "ns", def: IndexDef::store("score", FieldType::Double) },
+            Change::DropIndex { namespace: "ns", index: "score" },
+            Change::Docs {
+                namespace: "ns",
+                ops: vec![DocChange::Put(br#"{"id":1}"#), DocChange::Delete("[1,\"a\"]"), DocChange::Put(b"{}")],
+            },
+            Change::Docs { namespace: "empty", ops: vec![] },
+            Change::Kv {
+                keyspace: "0",
+                flush: true,
+                ops: vec![
+                    KvChange::Put {
+                        key: b"k",
+                        value: KvData::Str(b"v\x00\xff"),
+                        expire_at_ms: Some(1_700_000_000_000),
+                    },
+                    KvChange::Put { key: b"n", value: KvData::Int(i64::MIN), expire_at_ms: None },
+                    KvChange::Put { key: b"m", value: KvData::Int(-1), expire_at_ms: None },
+                    KvChange::Put {
+                        key: b"h",
+                        value: KvData::Hash(vec![(b"f", b"1"), (b"", b"")]),
+                        expire_at_ms: None,
+                    },
+                    KvChange::Delete { key: b"gone" },
+                ],
+            },
+            Change::DropKeyspace { keyspace: "cache" },
+        ]
+    }
+
+    #[test]
+    fn every_change_round_trips() {
+        for change in samples() {
+            let mut bytes = Vec::new();
+            change.encode(&mut bytes);
+            assert_eq!(Change::decode(&bytes).unwrap(), change);
+        }
+    }
+
+    #[test]
+    fn every_cut_and_stray_byte_is_an_error_not_a_panic() {
+        for change in samples() {
+            let mut bytes = Vec::new();
+            change.encode(&mut bytes);
+            for cut in 0..bytes.len() {
+                // A cut inside an operation list can leave a shorter valid list, but then
+                // it must decode to something else than the whole change.
+                if let Ok(decoded) = Change::decode(&bytes[..cut]) {
+                    assert_ne!(decoded, change, "cut at {cut}");
+                }
+            }
+            let mut longer = bytes.clone();
+            longer.push(0xee);
+            assert!(Change::decode(&longer).is_err());
+        }
+        assert!(Change::decode(&[99]).is_err());
+        assert!(Change::decode(&[kind::KV, 1, b'0', 2]).is_err());
+        assert!(
+            Change::decode(&[kind::DOCS, 1, b'n', 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f])
+                .is_err()
+        );
+    }
+}

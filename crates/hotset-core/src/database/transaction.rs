@@ -1,0 +1,84 @@
+//! Transactions: several writes to one namespace committed all together or not at all.
+//!
+//! Owns: `Transaction` (the collected operations) and its commit, which applies them
+//! under one write lock, rolls back on the first failure, and logs the whole batch as one
+//! record. Never: hold the lock while the operations are being collected.
+
+use super::Database;
+use super::log::{self, Logged};
+use crate::error::{Error, Result};
+use crate::namespace::Undo;
+use crate::namespace::write::WriteMode;
+use serde_json::Value;
+
+/// Operations collected for one atomic commit.
+pub struct Transaction<'a> {
+    database: &'a Database,
+    namespace: String,
+    operations: Vec<Operation>,
+}
+
+enum Operation {
+    Write(Value, WriteMode),
+    Delete(Value),
+}
+
+impl<'a> Transaction<'a> {
+    pub(super) fn new(database: &'a Database, namespace: &str) -> Transaction<'a> {
+        Transaction { database, namespace: namespace.to_string(), operations: Vec::new() }
+    }
+
+    fn push(&mut self, operation: Operation) -> Result<()> {
+        let limit = self.database.limits.transaction_operations_max;
+        if self.operations.len() >= limit {
+            return Err(Error::LimitExceeded {
+                what: "transaction_operations_max",
+                limit: limit as u64,
+                actual: self.operations.len() as u64 + 1,
+            });
+        }
+        self.operations.push(operation);
+        Ok(())
+    }
+
+    pub fn insert(&mut self, doc: Value) -> Result<()> {
+        self.push(Operation::Write(doc, WriteMode::Insert))
+    }
+    pub fn update(&mut self, doc: Value) -> Result<()> {
+        self.push(Operation::Write(doc, WriteMode::Update))
+    }
+    pub fn upsert(&mut self, doc: Value) -> Result<()> {
+        self.push(Operation::Write(doc, WriteMode::Upsert))
+    }
+    /// Deletes by key; deleting a missing key is not an error (nothing happens).
+    pub fn delete(&mut self, key: Value) -> Result<()> {
+        self.push(Operation::Delete(key))
+    }
+
+    /// Applies every operation under one write lock. On the first failure everything
+    /// already applied is rolled back and the error names the failing operation. What
+    /// was applied is logged as one record, so replay too sees all of it or none.
+    pub fn commit(self) -> Result<usize> {
+        let operations = self.operations;
+        self.database.write_namespace(&self.namespace, |_, data, journal| {
+            let mut undo: Vec<Undo> = Vec::with_capacity(operations.len());
+            for operation in &operations {
+                let applied = match operation {
+                    Operation::Write(doc, mode) => data.write(doc, *mode).map(Some),
+                    Operation::Delete(key) => data.delete_key(key),
+                };
+                match applied {
+                    Ok(record) => undo.extend(record),
+                    Err(error) => {
+                        data.rollback(undo);
+                        return Err(error);
+                    }
+                }
+            }
+            let lsn = journal
+                .filter(|_| !undo.is_empty())
+                .map(|journal| log::docs(journal, data, undo.iter().map(Logged::from)));
+            Ok((operations.len(), lsn))
+        })
+    }
+}

@@ -1,0 +1,165 @@
+//! Durability of keyspaces: logging writes, restoring them, and snapshot chunks.
+//!
+//! Owns: turning the keys a write touched into one physical log record (each key's
+//! resulting value and deadline, or its deletion), the `restore_*` operations recovery
+//! applies, and copying a keyspace into snapshot chunks a shard slice at a time.
+//!
+//! Must never: log an operation instead of its result (INCR is logged as the new
+//! number), log keys that active expiry reclaims (their deadline is in every record and
+//! snapshot already, so they come back expired and stay gone), or hold a shard lock while
+//! the caller writes a snapshot chunk out.
+
+use std::num::NonZeroU64;
+
+use super::access::KvResult;
+use super::error::KvError;
+use super::field_map::FieldMap;
+use super::keyspace::Keyspace;
+use super::router::KeyRef;
+use super::shard::{Shard, Touched};
+use super::slab_map::{ScanBudget, SlabCursor};
+use super::value::{Entry, StrValue, Value};
+use crate::change::{Change, KvChange, KvData, encode_kv_head};
+
+/// Entries per snapshot chunk (one shard read lock each).
+const SNAPSHOT_CHUNK_KEYS: usize = 1024;
+
+fn data_of(value: &Value) -> KvData<'_> {
+    match value {
+        Value::Str(StrValue::Int(number)) => KvData::Int(*number),
+        Value::Str(StrValue::Raw(bytes)) => KvData::Str(bytes),
+        Value::Hash(map) => KvData::Hash(map.iter().collect()),
+    }
+}
+
+fn encode_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
+    let expire_at_ms = entry.expire_at.map(NonZeroU64::get);
+    KvChange::Put { key, value: data_of(&entry.value), expire_at_ms }.encode(out);
+}
+
+impl Keyspace {
+    /// `Err(Storage)` while the log refuses writes; checked before a write changes anything.
+    pub(super) fn writable(&self) -> KvResult<()> {
+        self.journal.writable().map_err(|e| KvError::Storage(e.to_string()))
+    }
+
+    /// Starts noting touched keys on these (write-locked) shards, if writes are logged.
+    pub(super) fn track<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>) {
+        if self.journal.get().is_some() {
+            for shard in shards {
+                shard.touched.get_or_insert_with(Touched::default);
+            }
+        }
+    }
+
+    /// Logs the resulting state of every key the write touched on these (still
+    /// write-locked) shards as one record; returns its lsn, or `None` if nothing was
+    /// touched or nothing is logged.
+    pub(super) fn log_touched<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>, now: u64) -> Option<u64> {
+        let journal = self.journal.get()?;
+        let mut work: Vec<(&Shard, Touched)> = Vec::new();
+        for shard in shards {
+            if let Some(touched) = shard.touched.as_mut().map(std::mem::take)
+                && (touched.flushed || !touched.keys.is_empty())
+            {
+                work.push((shard, touched));
+            }
+        }
+        if work.is_empty() {
+            return None;
+        }
+        for (_, touched) in &mut work {
+            touched.keys.sort_unstable();
+            touched.keys.dedup();
+        }
+        let flush = work.iter().any(|(_, touched)| touched.flushed);
+        Some(journal.append(&mut |out| {
+            encode_kv_head(out, &self.name, flush);
+            for (shard, touched) in &work {
+                for key in &touched.keys {
+                    match shard.get(KeyRef::new(key), now) {
+                        Some(entry) => encode_entry(out, key, entry),
+                        None => KvChange::Delete { key }.encode(out),
+                    }
+                }
+            }
+        }))
+    }
+
+    /// Waits for the record of a write (after its locks are released).
+    pub(super) fn wait_logged(&self, lsn: Option<u64>) -> KvResult<()> {
+        self.journal.wait(lsn).map_err(|e| KvError::Storage(e.to_string()))
+    }
+
+    /// Recovery: sets a key's value and deadline; a deadline already past deletes it.
+    pub fn restore_put(&self, key: &[u8], data: &KvData<'_>, expire_at_ms: Option<u64>) {
+        let now = self.now_ms();
+        let key = KeyRef::new(key);
+        let mut shard = self.shards[self.router.shard_of(key.hash)].write();
+        let expire_at = expire_at_ms.and_then(NonZeroU64::new);
+        if expire_at.is_some_and(|at| now > at.get()) {
+            shard.remove(key, now);
+            return;
+        }
+        let value = match data {
+            KvData::Str(bytes) => Value::Str(StrValue::from_bytes(bytes)),
+            KvData::Int(number) => Value::Str(StrValue::Int(*number)),
+            KvData::Hash(pairs) => {
+                let mut map = FieldMap::default();
+                for (field, value) in pairs {
+                    map.insert(field, value.to_vec());
+                }
+                Value::Hash(Box::new(map))
+            }
+        };
+        shard.put(key, now, value, expire_at);
+    }
+
+    /// Recovery: deletes a key.
+    pub fn restore_delete(&self, key: &[u8]) {
+        let now = self.now_ms();
+        let key = KeyRef::new(key);
+        self.shards[self.router.shard_of(key.hash)].write().remove(key, now);
+    }
+
+    /// Recovery: empties the keyspace.
+    pub fn restore_flush(&self) {
+        for shard in self.shards.iter() {
+            shard.write().clear();
+        }
+    }
+
+    /// Writes the keyspace as snapshot chunks: first an empty flushing record (so loading
+    /// replaces whatever the keyspace held), then the live keys, `SNAPSHOT_CHUNK_KEYS` per
+    /// chunk, each copied under one shard read lock. Returns how many keys were written.
+    /// SCAN's guarantee (every key present for the whole walk is seen) is what makes the
+    /// copy complete for keys not written meanwhile; see `scan.rs`.
+    pub fn write_snapshot<E>(
+        &self,
+        name: &str,
+        buffer: &mut Vec<u8>,
+        emit: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        Change::Kv { keyspace: name, flush: true, ops: Vec::new() }.encode(buffer);
+        emit(buffer)?;
+        let mut keys = 0;
+        for shard in self.shards.iter() {
+            let mut cursor = Some(SlabCursor::default());
+            while let Some(position) = cursor {
+                let mut budget = ScanBudget { live: SNAPSHOT_CHUNK_KEYS, positions: SNAPSHOT_CHUNK_KEYS * 16 };
+                let mut chunk_keys = 0;
+                encode_kv_head(buffer, name, false);
+                cursor = shard.read().scan(position, &mut budget, self.now_ms(), |key, entry| {
+                    encode_entry(buffer, key, entry);
+                    chunk_keys += 1;
+                });
+                if chunk_keys > 0 {
+                    keys += chunk_keys;
+                    emit(buffer)?;
+                }
+                buffer.clear();
+            }
+        }
+        Ok(keys)
+    }
+}

@@ -1,0 +1,272 @@
+//! The log and snapshot contract, checked without files: a database that logs every
+//! write to a memory journal must be rebuilt exactly by (a) replaying the whole log, and
+//! (b) loading a snapshot and replaying the log from the snapshot's start lsn, also when
+//! the snapshot was taken while another thread kept writing (a fuzzy snapshot).
+//! Histories mix document writes (including failing ones, writes by query, index
+//! changes), namespace drops and re-creations, and key-value writes with deadlines.
+
+use hotset_core::clock::ManualClock;
+use hotset_core::kv::{KvOps, SetExpiry, SetOptions};
+use hotset_core::query::SetField;
+use hotset_core::{Database, IndexDef, Limits, Query, Replay};
+use hotset_testkit::durable::{MemJournal, dump};
+use hotset_testkit::generate::{self, NAMESPACE, Write};
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[derive(Debug, Clone)]
+enum Op {
+    Doc(Write),
+    Set { key: u8, value: u16, px: Option<u64> },
+    Incr { key: u8 },
+    HSet { key: u8, field: u8, value: u16 },
+    Del { key: u8 },
+    Expire { key: u8, ms: u64 },
+    Atomic { a: u8, b: u8 },
+    Flush,
+    Advance(u64),
+    Truncate,
+    Recreate,
+    OtherNamespace(i64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let key = 0u8..12;
+    prop_oneof![
+        12 => generate::writes(20).prop_flat_map(|w| proptest::sample::select(if w.is_empty() { vec![Write::Delete(0)] } else { w })).prop_map(Op::Doc),
+        3 => (key.clone(), any::<u16>(), proptest::option::of(1u64..50)).prop_map(|(key, value, px)| Op::Set { key, value, px }),
+        2 => key.clone().prop_map(|key| Op::Incr { key }),
+        2 => (key.clone(), 0u8..4, any::<u16>()).prop_map(|(key, field, value)| Op::HSet { key, field, value }),
+        1 => key.clone().prop_map(|key| Op::Del { key }),
+        1 => (key.clone(), 1u64..50).prop_map(|(key, ms)| Op::Expire { key, ms }),
+        1 => (key.clone(), key).prop_map(|(a, b)| Op::Atomic { a, b }),
+        1 => (1u64..30).prop_map(Op::Advance),
+        1 => (0i64..5).prop_map(Op::OtherNamespace),
+        // Rare, because they wipe what came before.
+        1 => prop_oneof![6 => Just(Op::Advance(1)), 1 => Just(Op::Flush), 1 => Just(Op::Truncate), 1 => Just(Op::Recreate)],
+    ]
+}
+
+fn key(k: u8) -> Vec<u8> {
+    format!("k{k}").into_bytes()
+}
+
+/// Applies one operation; failures are part of the history (they must log nothing).
+fn run(db: &Database, clock: &ManualClock, schema: &[IndexDef], op: &Op) {
+    let kv = db.keyspaces().get_or_create("0");
+    match op {
+        Op::Doc(write) => {
+            let _ = match write {
+                Write::Insert(doc) => db.insert(NAMESPACE, doc),
+                Write::Upsert(doc) => db.upsert(NAMESPACE, doc),
+                Write::Update(doc) => db.update(NAMESPACE, doc),
+                Write::Delete(id) => db.delete(NAMESPACE, &Value::from(*id)).map(drop),
+                Write::UpdateQuery(cond, sets) => {
+                    let query = Query { namespace: NAMESPACE.into(), filter: cond.clone(), ..Query::default() };
+                    db.update_query(&query, sets).map(drop)
+                }
+                Write::DeleteQuery(cond) => db.delete_query(&Query::new(NAMESPACE).filter(cond.clone())).map(drop),
+                Write::AddIndex(def) => db.add_index(NAMESPACE, def.clone()),
+                Write::DropIndex(name) => db.drop_index(NAMESPACE, name),
+            };
+        }
+        Op::Set { key: k, value, px } => {
+            let opts = SetOptions { expiry: px.map(SetExpiry::Ex), ..SetOptions::default() };
+            let _ = kv.set(&key(*k), value.to_string().as_bytes(), opts);
+        }
+        Op::Incr { key: k } => drop(kv.incr_by(&key(*k), 1)),
+        Op::HSet { key: k, field, value } => {
+            drop(kv.hset(&key(*k), &[(format!("f{field}").as_bytes(), value.to_string().as_bytes())]))
+        }
+        Op::Del { key: k } => drop(kv.del(&[&key(*k)])),
+        Op::Expire { key: k, ms } => drop(kv.expire_in_ms(&key(*k), *ms as i64)),
+        Op::Atomic { a, b } => {
+            let (a, b) = (key(*a), key(*b));
+            let _ = kv.atomic(&[&a, &b], |txn| {
+                let _ = txn.incr_by(&a, 5);
+                let _ = txn.set(&b, b"moved", SetOptions::default());
+            });
+        }
+        Op::Flush => drop(kv.flush()),
+        Op::Advance(ms) => drop(clock.advance(*ms)),
+        Op::Truncate => drop(db.truncate(NAMESPACE)),
+        Op::Recreate => {
+            let _ = db.drop_namespace(NAMESPACE);
+            db.create_namespace(NAMESPACE, schema.to_vec()).expect("the schema is valid");
+        }
+        Op::OtherNamespace(id) => {
+            db.open_namespace("other", vec![IndexDef::hash("id", hotset_core::FieldType::Int).pk()]).unwrap();
+            let mut txn = db.transaction("other").unwrap();
+            txn.upsert(serde_json::json!({"id": id, "v": id * 2})).unwrap();
+            txn.delete(serde_json::json!((id + 2) % 5)).unwrap();
+            txn.commit().unwrap();
+        }
+    }
+}
+
+fn logged_database(clock: &Arc<ManualClock>) -> (Database, Arc<MemJournal>) {
+    let db = Database::with_clock(clock.clone(), Limits::default());
+    let journal = Arc::new(MemJournal::default());
+    assert!(db.attach_journal(journal.clone()));
+    (db, journal)
+}
+
+/// Loads snapshot blocks, then records: fuzzy below `exact_from`, exact from there on.
+fn rebuild(clock: &Arc<ManualClock>, blocks: &[Vec<u8>], records: &[(u64, Vec<u8>)], exact_from: u64) -> Database {
+    let db = Database::with_clock(clock.clone(), Limits::default());
+    for block in blocks {
+        db.apply_change(block, Replay::Exact).expect("a snapshot block applies");
+    }
+    for (lsn, payload) in records {
+        let mode = if *lsn < exact_from { Replay::Fuzzy } else { Replay::Exact };
+        if let Err(error) = db.apply_change(payload, mode) {
+            panic!("record {lsn} does not apply: {error}");
+        }
+    }
+    db
+}
+
+fn snapshot(db: &Database) -> Vec<Vec<u8>> {
+    let mut blocks = Vec::new();
+    db.write_snapshot(&mut |block: &[u8]| {
+        blocks.push(block.to_vec());
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    blocks
+}
+
+/// `PROPTEST_CASES` scales the run, capped: each case replays whole histories.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200).min(400)
+}
+
+proptest! {
+    #![proptest_config(Config { cases: cases(), ..Config::default() })]
+
+    #[test]
+    fn log_and_snapshot_rebuild_the_database(
+        schema in generate::schema(),
+        ops in proptest::collection::vec(op(), 0..80),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let (db, journal) = logged_database(&clock);
+        db.create_namespace(NAMESPACE, schema.clone()).unwrap();
+        let cut = cut.index(ops.len() + 1);
+        for op in &ops[..cut] {
+            run(&db, &clock, &schema, op);
+        }
+        let start = journal.next_lsn();
+        let blocks = snapshot(&db);
+        for op in &ops[cut..] {
+            run(&db, &clock, &schema, op);
+        }
+        let expected = dump(&db);
+        let whole_log = rebuild(&clock, &[], &journal.records_from(1), 1);
+        prop_assert_eq!(&dump(&whole_log), &expected, "replaying the whole log");
+        let from_snapshot = rebuild(&clock, &blocks, &journal.records_from(start), start);
+        prop_assert_eq!(&dump(&from_snapshot), &expected, "snapshot at op {} + log from lsn {}", cut, start);
+    }
+}
+
+proptest! {
+    #![proptest_config(Config { cases: cases() / 20 + 5, ..Config::default() })]
+
+    /// The snapshot runs while a writer thread repeats a history; records logged while it
+    /// ran replay in fuzzy mode, later ones exactly.
+    #[test]
+    fn fuzzy_snapshot_plus_log_rebuilds_the_database(
+        schema in generate::schema(),
+        ops in proptest::collection::vec(op(), 1..60),
+    ) {
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let (db, journal) = logged_database(&clock);
+        db.create_namespace(NAMESPACE, schema.clone()).unwrap();
+        // Enough documents that the copy takes many chunks.
+        for id in 100..2_100 {
+            let _ = db.upsert(NAMESPACE, &serde_json::json!({"id": id, "a": id % 7, "b": format!("x{id}"), "s": "y"}));
+        }
+        let db = Arc::new(db);
+        let snapshot_done = AtomicBool::new(false);
+        let (start, end, blocks) = std::thread::scope(|scope| {
+            let writer = scope.spawn(|| {
+                let mut rounds = 0;
+                // Keep writing until the snapshot is done, then one more round.
+                while rounds < 2 || !snapshot_done.load(Ordering::Acquire) {
+                    for op in &ops {
+                        run(&db, &clock, &schema, op);
+                    }
+                    rounds += 1;
+                    if snapshot_done.load(Ordering::Acquire) {
+                        break;
+                    }
+                }
+            });
+            let start = journal.next_lsn();
+            let blocks = snapshot(&db);
+            let end = journal.next_lsn();
+            snapshot_done.store(true, Ordering::Release);
+            writer.join().unwrap();
+            (start, end, blocks)
+        });
+        let expected = dump(&db);
+        let rebuilt = rebuild(&clock, &blocks, &journal.records_from(start), end);
+        prop_assert_eq!(&dump(&rebuilt), &expected, "snapshot over lsn {}..{}", start, end);
+    }
+}
+
+#[test]
+fn writes_to_a_dropped_namespace_are_refused_not_logged() {
+    let clock = Arc::new(ManualClock::new(1));
+    let (db, journal) = logged_database(&clock);
+    db.create_namespace("n", vec![IndexDef::hash("id", hotset_core::FieldType::Int).pk()]).unwrap();
+    let txn = {
+        let mut txn = db.transaction("n").unwrap();
+        txn.upsert(serde_json::json!({"id": 1})).unwrap();
+        txn
+    };
+    db.drop_namespace("n").unwrap();
+    let before = journal.next_lsn();
+    assert!(txn.commit().is_err());
+    assert_eq!(journal.next_lsn(), before, "nothing logged");
+    let sets = [SetField::Set("x".into(), hotset_core::query::Expr::value(1))];
+    assert!(db.update_query(&Query::new("n"), &sets).is_err());
+}
+
+/// A schema change while a namespace is being copied restarts its copy: without that,
+/// a document written after an index was dropped could land in the snapshot under the
+/// old schema, where it does not load.
+#[test]
+fn schema_change_during_snapshot_restarts_the_namespace() {
+    use hotset_core::FieldType;
+    let clock = Arc::new(ManualClock::new(1));
+    let (db, journal) = logged_database(&clock);
+    db.create_namespace("n", vec![IndexDef::hash("id", FieldType::Int).pk(), IndexDef::tree("a", FieldType::Int)])
+        .unwrap();
+    for id in 0..5_000 {
+        db.upsert("n", &serde_json::json!({"id": id, "a": id})).unwrap();
+    }
+    let start = journal.next_lsn();
+    let mut blocks: Vec<Vec<u8>> = Vec::new();
+    let mut changed = false;
+    db.write_snapshot(&mut |block: &[u8]| {
+        blocks.push(block.to_vec());
+        // After the first chunk of documents, while the copy is under way.
+        if blocks.len() == 2 && !changed {
+            changed = true;
+            db.drop_index("n", "a").unwrap();
+            db.upsert("n", &serde_json::json!({"id": 4_999, "a": "no longer an int"})).unwrap();
+        }
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    assert!(changed);
+    let headers = blocks.iter().filter(|b| b[0] == 1).count();
+    assert_eq!(headers, 2, "the namespace was started over once");
+    let rebuilt = rebuild(&clock, &blocks, &journal.records_from(start), journal.next_lsn());
+    assert_eq!(dump(&rebuilt), dump(&db));
+}
