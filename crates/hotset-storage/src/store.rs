@@ -1,0 +1,444 @@
+//! A database on a folder: recovery at open, the log under every write, snapshots in the
+//! background.
+//!
+//! ```text
+//! <dir>/LOCK                          held while open (lock.rs)
+//! <dir>/wal/<first lsn>.wal           log segments (wal/)
+//! <dir>/snapshots/<start lsn>.snap    snapshots (snapshot.rs); the newest two are kept
+//! ```
+//!
+//! Owns: `Store` (open = lock, recover, start the log, attach it to the database; then a
+//! snapshot thread), `StoreOptions`, the recovery report and its log lines. Never: let a
+//! write through before recovery finished, delete a segment a kept snapshot still needs,
+//! or run two snapshots at once.
+//!
+//! Recovery: the newest snapshot that checks out is loaded (a damaged newest one is
+//! reported and the one before it tried, which works while the log still reaches back to
+//! it); the log is replayed from the snapshot's start lsn, records logged while the
+//! snapshot was being copied in fuzzy mode (see `hotset_core::Replay`), later ones exactly.
+
+use crate::disk::{Disk, OsDisk};
+use crate::lock::{FolderLock, LockError};
+use crate::snapshot::{self, SnapshotError, SnapshotHooks, SnapshotInfo};
+use crate::wal::{self, FsyncPolicy, RecoveryMode, TornTail, Wal, WalError, WalOptions, WalStats};
+use hotset_core::clock::{Clock, SystemClock};
+use hotset_core::{Database, Journal, Limits, Replay};
+use parking_lot::{Condvar, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How a store is opened and run.
+#[derive(Clone)]
+pub struct StoreOptions {
+    pub dir: PathBuf,
+    pub fsync: FsyncPolicy,
+    /// What recovery does with corruption in the log (see `RecoveryMode`).
+    pub recovery: RecoveryMode,
+    pub segment_bytes: u64,
+    /// A snapshot is taken once the log has grown by this many bytes since the last one.
+    pub snapshot_log_bytes: u64,
+    /// ...or once this much time has passed with any write since the last one.
+    pub snapshot_interval: Option<Duration>,
+    /// How often the snapshot thread checks whether a snapshot is due.
+    pub snapshot_check_interval: Duration,
+    pub retry_interval: Duration,
+    pub limits: Limits,
+    pub clock: Arc<dyn Clock>,
+    pub disk: Arc<dyn Disk>,
+    pub hooks: SnapshotHooks,
+}
+
+impl StoreOptions {
+    /// Defaults: fsync every second, strict recovery, 64 MiB segments, a snapshot after
+    /// 256 MiB of log or an hour with writes.
+    pub fn new(dir: impl Into<PathBuf>) -> StoreOptions {
+        StoreOptions {
+            dir: dir.into(),
+            fsync: FsyncPolicy::default(),
+            recovery: RecoveryMode::Strict,
+            segment_bytes: wal::SEGMENT_BYTES_DEFAULT,
+            snapshot_log_bytes: 256 << 20,
+            snapshot_interval: Some(Duration::from_secs(3600)),
+            snapshot_check_interval: Duration::from_millis(200),
+            retry_interval: Duration::from_secs(1),
+            limits: Limits::default(),
+            clock: Arc::new(SystemClock),
+            disk: Arc::new(OsDisk),
+            hooks: SnapshotHooks::default(),
+        }
+    }
+
+    fn wal_options(&self) -> WalOptions {
+        WalOptions {
+            dir: self.dir.join("wal"),
+            policy: self.fsync,
+            segment_bytes: self.segment_bytes,
+            retry_interval: self.retry_interval,
+            disk: self.disk.clone(),
+        }
+    }
+}
+
+/// Why a store could not be opened or a snapshot taken.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error(transparent)]
+    Wal(#[from] WalError),
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    #[error("{op} {path}: {source}")]
+    Io { op: &'static str, path: PathBuf, source: std::io::Error },
+}
+
+/// What recovery did, for logs, metrics and tests.
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryReport {
+    /// The snapshot loaded, if any.
+    pub snapshot: Option<SnapshotInfo>,
+    /// Damaged snapshots passed over (newest first), with why.
+    pub skipped_snapshots: Vec<String>,
+    /// Leftover temporary snapshot files removed (a crash during a snapshot).
+    pub removed_temporary: Vec<PathBuf>,
+    pub records: u64,
+    pub log_bytes: u64,
+    /// Operations of fuzzy-window records that met a newer state and were skipped.
+    pub skipped_operations: u64,
+    pub torn_tail: Option<TornTail>,
+    /// What `RecoveryMode::TruncateCorrupt` cut off, as text.
+    pub truncated_corruption: Option<String>,
+    pub next_lsn: u64,
+    pub duration_ms: u64,
+}
+
+/// The log as the engine's journal.
+struct WalJournal(Arc<Wal>);
+
+fn storage_error(error: WalError) -> hotset_core::Error {
+    hotset_core::Error::Storage { reason: error.to_string() }
+}
+
+impl Journal for WalJournal {
+    fn writable(&self) -> hotset_core::Result<()> {
+        self.0.writable().map_err(storage_error)
+    }
+    fn append(&self, encode: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
+        self.0.append(encode)
+    }
+    fn wait(&self, lsn: u64) -> hotset_core::Result<()> {
+        self.0.wait(lsn).map_err(storage_error)
+    }
+}
+
+/// State shared with the snapshot thread.
+struct Shared {
+    db: Arc<Database>,
+    wal: Arc<Wal>,
+    options: StoreOptions,
+    /// One snapshot at a time; holds the log size when the last one started.
+    snapshot_lock: Mutex<SnapshotMark>,
+    stop: Mutex<bool>,
+    wake: Condvar,
+}
+
+struct SnapshotMark {
+    /// `WalStats::bytes_written` when the last snapshot started.
+    log_bytes: u64,
+    /// Log bytes since the last snapshot that were written before this process started
+    /// (replayed at recovery), so restarts do not postpone snapshots forever.
+    carried: u64,
+    lsn: u64,
+    at: Instant,
+    last: Option<SnapshotInfo>,
+    last_error: Option<String>,
+}
+
+/// An open database on a folder. Derefs to the `Database`; close it with `close` (or
+/// drop it) to write and fsync what is queued and stop the background thread.
+pub struct Store {
+    shared: Arc<Shared>,
+    snapshotter: Option<JoinHandle<()>>,
+    report: RecoveryReport,
+    _lock: FolderLock,
+}
+
+impl std::ops::Deref for Store {
+    type Target = Database;
+    fn deref(&self) -> &Database {
+        &self.shared.db
+    }
+}
+
+impl Store {
+    /// Locks the folder, recovers what it holds, and starts logging.
+    pub fn open(options: StoreOptions) -> Result<Store, StoreError> {
+        let disk = options.disk.clone();
+        for dir in [options.dir.clone(), options.dir.join("wal"), options.dir.join("snapshots")] {
+            disk.create_dir_all(&dir).map_err(|source| StoreError::Io { op: "create", path: dir.clone(), source })?;
+        }
+        let lock = FolderLock::acquire(&options.dir)?;
+        let (db, report) = recover(&options)?;
+        let wal = Arc::new(Wal::start(options.wal_options(), report.next_lsn)?);
+        assert!(db.attach_journal(Arc::new(WalJournal(wal.clone()))), "a recovered database has no journal yet");
+        let stats = wal.stats();
+        let shared = Arc::new(Shared {
+            db: Arc::new(db),
+            wal,
+            options,
+            snapshot_lock: Mutex::new(SnapshotMark {
+                log_bytes: stats.bytes_written,
+                carried: report.log_bytes,
+                lsn: stats.next_lsn,
+                at: Instant::now(),
+                last: report.snapshot.clone(),
+                last_error: None,
+            }),
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+        });
+        let background = shared.clone();
+        let snapshotter = std::thread::Builder::new()
+            .name("hotset-snapshot".into())
+            .spawn(move || background.snapshot_loop())
+            .map_err(|source| StoreError::Io { op: "spawn", path: "snapshot thread".into(), source })?;
+        Ok(Store { shared, snapshotter: Some(snapshotter), report, _lock: lock })
+    }
+
+    /// The database, to share with threads that outlive a borrow of the store.
+    pub fn database(&self) -> &Arc<Database> {
+        &self.shared.db
+    }
+
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.report
+    }
+
+    pub fn wal_stats(&self) -> WalStats {
+        self.shared.wal.stats()
+    }
+
+    /// The last snapshot written (or loaded), and the last snapshot error if the most
+    /// recent attempt failed.
+    pub fn snapshot_state(&self) -> (Option<SnapshotInfo>, Option<String>) {
+        let mark = self.shared.snapshot_lock.lock();
+        (mark.last.clone(), mark.last_error.clone())
+    }
+
+    /// Takes a snapshot now (waiting for a running one to finish first).
+    pub fn snapshot(&self) -> Result<SnapshotInfo, StoreError> {
+        self.shared.take_snapshot()
+    }
+
+    /// Writes and fsyncs everything logged so far, whatever the policy.
+    pub fn sync(&self) -> Result<u64, StoreError> {
+        Ok(self.shared.wal.sync()?)
+    }
+
+    /// Stops the snapshot thread, writes and fsyncs the log, and releases the folder.
+    pub fn close(mut self) -> Result<(), StoreError> {
+        self.stop_background();
+        Ok(self.shared.wal.sync().map(drop)?)
+    }
+
+    fn stop_background(&mut self) {
+        *self.shared.stop.lock() = true;
+        self.shared.wake.notify_all();
+        if let Some(thread) = self.snapshotter.take() {
+            // A panic in the snapshot thread is a bug; surface it here rather than hide it.
+            thread.join().expect("the snapshot thread does not panic");
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.stop_background();
+        // Best effort: errors were reported to the writers that were waiting for them.
+        let _ = self.shared.wal.sync();
+    }
+}
+
+impl Shared {
+    fn snapshot_loop(&self) {
+        let tick = self.options.snapshot_check_interval.min(self.options.snapshot_interval.unwrap_or(Duration::MAX));
+        loop {
+            {
+                let mut stop = self.stop.lock();
+                if *stop {
+                    return;
+                }
+                self.wake.wait_for(&mut stop, tick);
+                if *stop {
+                    return;
+                }
+            }
+            if self.snapshot_due() {
+                // Failures are kept in the mark (and logged); the next tick tries again.
+                let _ = self.take_snapshot();
+            }
+        }
+    }
+
+    fn snapshot_due(&self) -> bool {
+        let stats = self.wal.stats();
+        let mark = self.snapshot_lock.lock();
+        if stats.failed.is_some() || (stats.next_lsn == mark.lsn && mark.carried == 0) {
+            return false;
+        }
+        let grown =
+            (stats.bytes_written + mark.carried).saturating_sub(mark.log_bytes) >= self.options.snapshot_log_bytes;
+        let old = self.options.snapshot_interval.is_some_and(|interval| mark.at.elapsed() >= interval);
+        grown || old
+    }
+
+    fn take_snapshot(&self) -> Result<SnapshotInfo, StoreError> {
+        let mut mark = self.snapshot_lock.lock();
+        let bytes_before = self.wal.stats().bytes_written;
+        let result = self.write_snapshot();
+        match &result {
+            Ok(info) => {
+                tracing::info!(
+                    path = %info.path.display(), documents = info.counts.documents, keys = info.counts.keys,
+                    bytes = info.bytes, ms = info.duration_ms, "snapshot written"
+                );
+                *mark = SnapshotMark {
+                    log_bytes: bytes_before,
+                    carried: 0,
+                    lsn: info.start_lsn,
+                    at: Instant::now(),
+                    last: Some(info.clone()),
+                    last_error: None,
+                };
+            }
+            Err(error) => {
+                tracing::warn!(%error, "snapshot failed");
+                mark.last_error = Some(error.to_string());
+                mark.at = Instant::now();
+            }
+        }
+        result
+    }
+
+    fn write_snapshot(&self) -> Result<SnapshotInfo, StoreError> {
+        let dir = self.options.dir.join("snapshots");
+        // A new segment starts at the snapshot's start lsn, so older segments can go
+        // whole once a newer snapshot covers them.
+        let start = self.wal.rotate()?;
+        let wal = &self.wal;
+        let mut finish = || wal.sync().map(|durable| durable + 1).map_err(|e| e.to_string());
+        let info = snapshot::write(&*self.options.disk, &dir, &self.db, start, &mut finish, &self.options.hooks)?;
+        self.retire(&dir)?;
+        Ok(info)
+    }
+
+    /// Keeps the two newest snapshots and the log segments the older of them needs.
+    fn retire(&self, dir: &Path) -> Result<(), StoreError> {
+        let snapshots = snapshot::list(&*self.options.disk, dir)?;
+        for (_, path) in snapshots.iter().skip(SNAPSHOTS_KEPT) {
+            self.options.disk.remove(path).map_err(|source| StoreError::Io {
+                op: "remove",
+                path: path.clone(),
+                source,
+            })?;
+        }
+        if let Some((oldest_kept, _)) = snapshots.iter().take(SNAPSHOTS_KEPT).next_back() {
+            self.wal.remove_covered(*oldest_kept)?;
+        }
+        Ok(())
+    }
+}
+
+/// Snapshots kept: the newest, and one to fall back on if the newest is found damaged.
+const SNAPSHOTS_KEPT: usize = 2;
+
+/// Logs progress of a long load: percent and rate, at most every couple of seconds.
+struct Progress {
+    what: &'static str,
+    started: Instant,
+    last: Instant,
+}
+
+impl Progress {
+    fn new(what: &'static str) -> Progress {
+        Progress { what, started: Instant::now(), last: Instant::now() }
+    }
+
+    fn report(&mut self, done: u64, total: u64) {
+        if self.last.elapsed() < Duration::from_secs(2) || total == 0 {
+            return;
+        }
+        self.last = Instant::now();
+        let seconds = self.started.elapsed().as_secs_f64().max(1e-3);
+        let percent = (done as f64 * 100.0 / total as f64).min(100.0);
+        let rate = done as f64 / seconds / (1 << 20) as f64;
+        tracing::info!("{}: {percent:.0}% ({done} of {total} bytes, {rate:.1} MiB/s)", self.what);
+    }
+}
+
+fn recover(options: &StoreOptions) -> Result<(Database, RecoveryReport), StoreError> {
+    let started = Instant::now();
+    let disk = &*options.disk;
+    let dir = options.dir.join("snapshots");
+    let mut report = RecoveryReport::default();
+    for path in disk.list(&dir).map_err(|source| StoreError::Io { op: "list", path: dir.clone(), source })? {
+        if path.extension().is_some_and(|e| e == "tmp") {
+            tracing::warn!(path = %path.display(), "removing a snapshot left unfinished by a crash");
+            disk.remove(&path).map_err(|source| StoreError::Io { op: "remove", path: path.clone(), source })?;
+            report.removed_temporary.push(path);
+        }
+    }
+    let fresh = || Database::with_clock(options.clock.clone(), options.limits);
+    let mut db = fresh();
+    let mut last_error = None;
+    for (_, path) in snapshot::list(disk, &dir)? {
+        let mut progress = Progress::new("loading snapshot");
+        match snapshot::load(disk, &path, &db, &mut |done, total| progress.report(done, total)) {
+            Ok(info) => {
+                report.snapshot = Some(info);
+                last_error = None;
+                break;
+            }
+            Err(error @ SnapshotError::Io { .. }) => return Err(error.into()),
+            Err(error) => {
+                tracing::error!(%error, "snapshot damaged; trying the one before it");
+                report.skipped_snapshots.push(error.to_string());
+                last_error = Some(error);
+                db = fresh();
+            }
+        }
+    }
+    let from = report.snapshot.as_ref().map_or(1, |s| s.start_lsn);
+    let exact_from = report.snapshot.as_ref().map_or(1, |s| s.end_lsn);
+    let mut skipped = 0;
+    let mut apply = |lsn: u64, payload: &[u8]| -> Result<(), String> {
+        let mode = if lsn < exact_from { Replay::Fuzzy } else { Replay::Exact };
+        skipped += db.apply_change(payload, mode).map_err(|e| e.to_string())?;
+        Ok(())
+    };
+    let mut progress = Progress::new("replaying the log");
+    let replayed = wal::replay(&options.wal_options(), from, options.recovery, &mut apply, &mut |done, total| {
+        progress.report(done, total)
+    });
+    let replayed = match (replayed, last_error) {
+        (Ok(replayed), _) => replayed,
+        // The log does not reach back to an older snapshot: the damaged one is the error.
+        (Err(WalError::MissingSegment { .. }), Some(snapshot_error)) => return Err(snapshot_error.into()),
+        (Err(error), _) => return Err(error.into()),
+    };
+    report.records = replayed.records;
+    report.log_bytes = replayed.bytes;
+    report.skipped_operations = skipped;
+    report.torn_tail = replayed.torn_tail;
+    report.truncated_corruption = replayed.truncated_corruption.map(|e| e.to_string());
+    report.next_lsn = replayed.next_lsn;
+    report.duration_ms = started.elapsed().as_millis() as u64;
+    tracing::info!(
+        snapshot = ?report.snapshot.as_ref().map(|s| s.path.display().to_string()),
+        records = report.records, ms = report.duration_ms, "recovered"
+    );
+    Ok((db, report))
+}

@@ -1,0 +1,59 @@
+//! The WAL's error type: every way writing or replaying the log can fail, with its context.
+//!
+//! Owns: [`WalError`]. Never: a bare string without the file, offset or lsn at fault.
+
+use std::io;
+use std::path::PathBuf;
+
+/// An operating error of the write-ahead log.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WalError {
+    /// A file operation failed.
+    #[error("WAL {op} failed for {}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A segment holds invalid bytes followed by valid records (or is not the last segment),
+    /// so cutting it there would lose records that were written: recovery stops.
+    #[error(
+        "WAL corrupt in {} at byte offset {offset}: {reason}; to start anyway, keeping the records \
+         before this offset, recover with RecoveryMode::TruncateCorrupt (it cuts this file there and \
+         renames every later segment to *.corrupt)",
+        file.display()
+    )]
+    Corrupt { file: PathBuf, offset: u64, reason: String },
+    /// No segment holds the records `first_lsn..=last_lsn`, which replay needs.
+    #[error(
+        "WAL segment missing: no file holds records {first_lsn}..={last_lsn}; the next segment found \
+         is {} (first lsn {next_first_lsn})",
+        next_file.display()
+    )]
+    MissingSegment { first_lsn: u64, last_lsn: u64, next_file: PathBuf, next_first_lsn: u64 },
+    /// The log is in its failed state and takes no writes.
+    #[error("WAL unwritable: {reason}")]
+    Unwritable { reason: String },
+    /// The log's writer has stopped.
+    #[error("WAL closed")]
+    Closed,
+    /// Replay's `apply` callback refused a record.
+    #[error("WAL replay: applying record {lsn} failed: {reason}")]
+    Apply { lsn: u64, reason: String },
+    /// `Wal::start` was asked to write records that a segment on disk already holds or
+    /// follows: starting would overwrite or misorder the log.
+    #[error(
+        "WAL start at lsn {next_lsn} conflicts with {}, which holds records at or after it; start \
+         at the next_lsn that replay returned",
+        file.display()
+    )]
+    StartConflict { next_lsn: u64, file: PathBuf },
+}
+
+impl WalError {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> WalError {
+        WalError::Io { op, path: path.into(), source }
+    }
+}

@@ -1,0 +1,626 @@
+//! The writer thread: group commit, rotation and the failed state.
+//!
+//! ```text
+//! appenders ─copy─▶ Queue.buffer ─swap─▶ Writer.taken ─seal─▶ Writer.pending ─write_all─▶ segment
+//!                   (under the lock)     (checksums, no lock)                  └─fsync─▶ Ack.durable_lsn
+//! waiters   ◀──────────────────────── notify_all on ack_changed ────────────────────────────┘
+//! ```
+//!
+//! Owns: [`Shared`] (the queue appenders fill and the acknowledgement state waiters read)
+//! and [`Writer`], the only code that writes segment files.
+//!
+//! Never: holds the queue lock during I/O (appenders only ever wait for a memcpy), holds the
+//! queue and ack locks at once (so there is no lock order to get wrong), retries after a
+//! failed fsync, or panics on an I/O error.
+//!
+//! Invariants: the writer takes *everything* queued at once, writes it with one `write_all`
+//! and (under `Always`) makes it durable with one fsync, which is what makes batches grow
+//! with load. Queued frames have no checksum yet: the writer seals them after taking them,
+//! outside the lock, checking their lsns on the way. Sealed bytes stay in `pending` until a
+//! write of them succeeds; a failed write is cut off the file first, so the file always ends
+//! after a whole record.
+
+use std::mem;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use super::segment::{self, SEGMENT_HEADER_BYTES};
+use super::{FsyncPolicy, WalError, WalOptions};
+use crate::disk::{Disk, DiskFile};
+use crate::frame::{self, FrameRead};
+
+/// A batch buffer bigger than this is given back to the allocator after use, so one burst
+/// does not pin its memory for the life of the process.
+const BATCH_BUFFER_RETAINED_BYTES_MAX: usize = 64 << 20;
+/// The same for each appending thread's encoding buffer.
+const SCRATCH_RETAINED_BYTES_MAX: usize = 1 << 20;
+
+thread_local! {
+    /// Where `append` encodes a payload before taking the queue lock.
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Records appended and not yet taken by the writer, and requests to it.
+#[derive(Debug)]
+pub(super) struct Queue {
+    /// Unsealed frames (no checksum yet) with lsns `taken + 1 ..= next_lsn - 1`.
+    pub buffer: Vec<u8>,
+    pub next_lsn: u64,
+    /// The writer sleeps on `work_ready`; appenders notify only then.
+    writer_idle: bool,
+    /// `sync` wants every record up to here fsynced.
+    sync_through: u64,
+    /// Rotation requests so far (a counter, so each caller can tell when its turn came).
+    rotate_requests: u64,
+    closing: bool,
+}
+
+/// Why the log is failed.
+#[derive(Debug, Clone)]
+pub(super) struct Failure {
+    pub reason: String,
+    /// Only a restart recovers (a failed fsync, a failed cut of a partial write).
+    fatal: bool,
+    /// The last record of the batches that failed: waiters up to here get `Err`.
+    through_lsn: u64,
+}
+
+/// What waiters wait for; changes are announced on `ack_changed`.
+#[derive(Debug)]
+pub(super) struct Ack {
+    pub written_lsn: u64,
+    pub durable_lsn: u64,
+    pub failure: Option<Failure>,
+    /// The writer thread has exited.
+    stopped: bool,
+    pub rotations_done: u64,
+    /// The first lsn of the segment the latest rotation request produced.
+    pub rotated_to_lsn: u64,
+    pub bytes_written: u64,
+    pub batches: u64,
+    pub fsyncs: u64,
+}
+
+impl Ack {
+    /// How waiting for record `lsn` ends, or `None` if it has not ended yet.
+    pub fn outcome(&self, lsn: u64) -> Option<Result<(), WalError>> {
+        if lsn <= self.durable_lsn {
+            return Some(Ok(()));
+        }
+        if let Some(failure) = &self.failure
+            && (failure.fatal || lsn <= failure.through_lsn)
+        {
+            return Some(Err(WalError::Unwritable { reason: failure.reason.clone() }));
+        }
+        if self.stopped {
+            return Some(Err(WalError::Closed));
+        }
+        None
+    }
+
+    pub fn writable(&self) -> Result<(), WalError> {
+        match &self.failure {
+            Some(failure) => Err(WalError::Unwritable { reason: failure.reason.clone() }),
+            None if self.stopped => Err(WalError::Closed),
+            None => Ok(()),
+        }
+    }
+}
+
+/// State shared by the `Wal` handle (appenders, waiters) and the writer thread.
+pub(super) struct Shared {
+    pub queue: Mutex<Queue>,
+    work_ready: Condvar,
+    pub ack: Mutex<Ack>,
+    pub ack_changed: Condvar,
+    /// Set while `ack.failure` is set or the writer stopped: `writable` checks it without a lock.
+    pub failed: AtomicBool,
+    /// The first lsn of the segment being written.
+    pub current_first_lsn: AtomicU64,
+    pub segments: AtomicUsize,
+}
+
+impl Shared {
+    /// Encodes the payload into this thread's scratch buffer outside the lock, so the
+    /// critical section is an lsn increment and a copy (the writer computes the checksum).
+    pub fn append(&self, encode: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
+        SCRATCH.with(|cell| {
+            // Taken out of the cell, so a (strange) encoder that appends a record itself gets
+            // a fresh buffer instead of a double borrow.
+            let mut payload = cell.take();
+            payload.clear();
+            encode(&mut payload);
+            let lsn = self.push(&payload);
+            if payload.capacity() <= SCRATCH_RETAINED_BYTES_MAX {
+                cell.set(payload);
+            }
+            lsn
+        })
+    }
+
+    fn push(&self, payload: &[u8]) -> u64 {
+        let mut queue = self.queue.lock();
+        let lsn = queue.next_lsn;
+        // Cannot overflow: a u64 of records is beyond any disk.
+        queue.next_lsn = lsn.checked_add(1).expect("lsn space exhausted");
+        frame::append_unsealed_frame(&mut queue.buffer, lsn, payload);
+        self.wake_writer(queue);
+        lsn
+    }
+
+    /// Notifies the writer if it sleeps; an awake writer takes the queue on its next turn,
+    /// so appenders under load do not pay for a notify each.
+    fn wake_writer(&self, mut queue: MutexGuard<'_, Queue>) {
+        let idle = mem::replace(&mut queue.writer_idle, false);
+        drop(queue);
+        if idle {
+            self.work_ready.notify_one();
+        }
+    }
+
+    /// Asks for everything appended so far to be fsynced; returns the last such lsn.
+    pub fn request_sync(&self) -> u64 {
+        let mut queue = self.queue.lock();
+        let target = queue.next_lsn - 1;
+        queue.sync_through = queue.sync_through.max(target);
+        self.wake_writer(queue);
+        target
+    }
+
+    /// Asks for a rotation; returns the request's number.
+    pub fn request_rotation(&self) -> u64 {
+        let mut queue = self.queue.lock();
+        queue.rotate_requests += 1;
+        let request = queue.rotate_requests;
+        self.wake_writer(queue);
+        request
+    }
+
+    pub fn request_close(&self) {
+        let mut queue = self.queue.lock();
+        queue.closing = true;
+        self.wake_writer(queue);
+    }
+}
+
+/// What the writer took from the queue for one turn.
+struct Job {
+    sync_through: u64,
+    rotate_requests: u64,
+    closing: bool,
+}
+
+/// A failure seen by the writer, before it is published.
+struct Fault {
+    reason: String,
+    fatal: bool,
+}
+
+impl Fault {
+    fn retryable(reason: String) -> Fault {
+        Fault { reason, fatal: false }
+    }
+
+    fn fatal(reason: String) -> Fault {
+        Fault { reason: format!("{reason}; the log takes no more writes: restart to recover"), fatal: true }
+    }
+}
+
+/// The segment being written.
+#[derive(Debug)]
+struct OpenSegment {
+    file: Box<dyn DiskFile>,
+    path: PathBuf,
+    first_lsn: u64,
+    /// Bytes known good: the header and whole records.
+    len: u64,
+}
+
+/// Creates a segment file and writes its header. On failure a half-made file is removed
+/// (best effort: a later `create` truncates it anyway, and replay removes a torn header).
+fn create_segment(disk: &dyn Disk, dir: &Path, first_lsn: u64) -> Result<OpenSegment, WalError> {
+    let path = segment::segment_path(dir, first_lsn);
+    let mut file = disk.create(&path).map_err(|e| WalError::io("create segment", &path, e))?;
+    if let Err(error) = file.write_all(&segment::encode_header(first_lsn)) {
+        let _ = disk.remove(&path);
+        return Err(WalError::io("write segment header", &path, error));
+    }
+    Ok(OpenSegment { file, path, first_lsn, len: SEGMENT_HEADER_BYTES as u64 })
+}
+
+/// Refuses to start where a segment on disk already holds records at or after `next_lsn`.
+fn check_start(disk: &dyn Disk, dir: &Path, next_lsn: u64) -> Result<usize, WalError> {
+    let existing = segment::list_segments(disk, dir)?;
+    for segment in &existing {
+        let conflict = match segment.first_lsn.cmp(&next_lsn) {
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Equal => {
+                let len = disk.file_len(&segment.path).map_err(|e| WalError::io("stat", &segment.path, e))?;
+                len > SEGMENT_HEADER_BYTES as u64
+            }
+        };
+        if conflict {
+            return Err(WalError::StartConflict { next_lsn, file: segment.path.clone() });
+        }
+    }
+    // The new segment replaces an empty one of the same name, if there is one.
+    Ok(existing.iter().filter(|segment| segment.first_lsn < next_lsn).count() + 1)
+}
+
+/// The writer thread's state.
+pub(super) struct Writer {
+    shared: Arc<Shared>,
+    disk: Arc<dyn Disk>,
+    dir: PathBuf,
+    policy: FsyncPolicy,
+    segment_bytes: u64,
+    retry_interval: Duration,
+    segment: OpenSegment,
+    /// Frames just taken from the queue, not yet sealed: `sealed_lsn + 1 ..= taken_lsn`.
+    taken: Vec<u8>,
+    taken_lsn: u64,
+    /// Sealed frames not yet written: `written_lsn + 1 ..= sealed_lsn`.
+    pending: Vec<u8>,
+    sealed_lsn: u64,
+    written_lsn: u64,
+    durable_lsn: u64,
+    /// Something was written to the segment since its last fsync.
+    unsynced: bool,
+    last_sync: Instant,
+    failure: Option<Fault>,
+    retry_at: Instant,
+    rotations_done: u64,
+}
+
+impl Writer {
+    /// Creates the first segment (durably: header fsynced, directory fsynced) and the shared
+    /// state, before any thread starts.
+    pub fn open(opts: &WalOptions, next_lsn: u64) -> Result<(Writer, Arc<Shared>), WalError> {
+        let disk = &*opts.disk;
+        disk.create_dir_all(&opts.dir).map_err(|e| WalError::io("create directory", &opts.dir, e))?;
+        let segments = check_start(disk, &opts.dir, next_lsn)?;
+        let mut segment = create_segment(disk, &opts.dir, next_lsn)?;
+        segment.file.sync_data().map_err(|e| WalError::io("fsync segment", &segment.path, e))?;
+        disk.sync_dir(&opts.dir).map_err(|e| WalError::io("sync directory", &opts.dir, e))?;
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue {
+                buffer: Vec::new(),
+                next_lsn,
+                writer_idle: false,
+                sync_through: 0,
+                rotate_requests: 0,
+                closing: false,
+            }),
+            work_ready: Condvar::new(),
+            ack: Mutex::new(Ack {
+                written_lsn: next_lsn - 1,
+                durable_lsn: next_lsn - 1,
+                failure: None,
+                stopped: false,
+                rotations_done: 0,
+                rotated_to_lsn: next_lsn,
+                bytes_written: SEGMENT_HEADER_BYTES as u64,
+                batches: 0,
+                fsyncs: 1,
+            }),
+            ack_changed: Condvar::new(),
+            failed: AtomicBool::new(false),
+            current_first_lsn: AtomicU64::new(next_lsn),
+            segments: AtomicUsize::new(segments),
+        });
+        let now = Instant::now();
+        let writer = Writer {
+            shared: Arc::clone(&shared),
+            disk: Arc::clone(&opts.disk),
+            dir: opts.dir.clone(),
+            policy: opts.policy,
+            segment_bytes: opts.segment_bytes,
+            retry_interval: opts.retry_interval,
+            segment,
+            taken: Vec::new(),
+            taken_lsn: next_lsn - 1,
+            pending: Vec::new(),
+            sealed_lsn: next_lsn - 1,
+            written_lsn: next_lsn - 1,
+            durable_lsn: next_lsn - 1,
+            unsynced: false,
+            last_sync: now,
+            failure: None,
+            retry_at: now,
+            rotations_done: 0,
+        };
+        Ok((writer, shared))
+    }
+
+    /// The thread's body: one turn per batch until asked to close.
+    pub fn run(mut self) -> Result<(), WalError> {
+        let _stopped = StopOnExit(Arc::clone(&self.shared));
+        loop {
+            let job = self.next_job();
+            self.seal_taken();
+            if self.failure.as_ref().is_some_and(|failure| failure.fatal) {
+                // `next_job` hands a fatal writer nothing but the request to close.
+                return Err(self.unwritable());
+            }
+            let outcome = self.turn(&job);
+            self.settle(outcome);
+            if job.closing {
+                return match self.failure {
+                    None => Ok(()),
+                    Some(_) => Err(self.unwritable()),
+                };
+            }
+        }
+    }
+
+    fn unwritable(&self) -> WalError {
+        let reason = self.failure.as_ref().map_or_else(String::new, |failure| failure.reason.clone());
+        WalError::Unwritable { reason }
+    }
+
+    /// Sleeps until there is something to do, then takes everything queued.
+    fn next_job(&mut self) -> Job {
+        let shared = Arc::clone(&self.shared);
+        let mut queue = shared.queue.lock();
+        loop {
+            if let Some(job) = self.take(&mut queue, Instant::now()) {
+                return job;
+            }
+            queue.writer_idle = true;
+            match self.deadline() {
+                Some(deadline) => {
+                    shared.work_ready.wait_until(&mut queue, deadline);
+                }
+                None => shared.work_ready.wait(&mut queue),
+            }
+            queue.writer_idle = false;
+        }
+    }
+
+    /// Takes the queue's records and requests if this turn has anything to do.
+    fn take(&mut self, queue: &mut Queue, now: Instant) -> Option<Job> {
+        let retry_due = match &self.failure {
+            None => false,
+            Some(failure) if failure.fatal => {
+                // These records will never be written (their waiters get Err): dropping
+                // them keeps a failed log from growing without bound.
+                queue.buffer.clear();
+                return queue.closing.then(|| self.job(queue));
+            }
+            Some(_) if now < self.retry_at && !queue.closing => return None,
+            Some(_) => true,
+        };
+        let wanted = !queue.buffer.is_empty()
+            || queue.sync_through > self.durable_lsn
+            || queue.rotate_requests > self.rotations_done
+            || queue.closing
+            || retry_due
+            || self.periodic_sync_due(now);
+        if !wanted {
+            return None;
+        }
+        // Swapped, not copied: the queue gets back an empty allocation of the same size.
+        debug_assert!(self.taken.is_empty());
+        mem::swap(&mut self.taken, &mut queue.buffer);
+        self.taken_lsn = queue.next_lsn - 1;
+        Some(self.job(queue))
+    }
+
+    /// Computes the checksums of the frames just taken (the queue lock is free meanwhile)
+    /// and moves them to `pending`.
+    fn seal_taken(&mut self) {
+        let count = frame::seal_frames(&mut self.taken, self.sealed_lsn + 1);
+        assert_eq!(self.sealed_lsn + count, self.taken_lsn, "the queue held exactly the lsns it handed out");
+        self.sealed_lsn = self.taken_lsn;
+        if self.pending.is_empty() {
+            mem::swap(&mut self.pending, &mut self.taken);
+        } else {
+            // After a failed write: the new frames go after the ones waiting for a retry.
+            self.pending.extend_from_slice(&self.taken);
+            self.taken.clear();
+        }
+        release_if_big(&mut self.taken);
+    }
+
+    fn job(&self, queue: &Queue) -> Job {
+        Job { sync_through: queue.sync_through, rotate_requests: queue.rotate_requests, closing: queue.closing }
+    }
+
+    /// When the writer must wake up even if nobody calls: a periodic fsync or a retry.
+    fn deadline(&self) -> Option<Instant> {
+        match &self.failure {
+            // While failed only a retry is due (a periodic fsync that is overdue must not
+            // make the writer spin until then).
+            Some(failure) if failure.fatal => None,
+            Some(_) => Some(self.retry_at),
+            None => self.periodic_sync_at(),
+        }
+    }
+
+    /// When the next periodic fsync is due, if one is (`None` also for an interval too long
+    /// to add to the clock: never).
+    fn periodic_sync_at(&self) -> Option<Instant> {
+        match self.policy {
+            FsyncPolicy::Periodic(interval) if self.unsynced => self.last_sync.checked_add(interval),
+            _ => None,
+        }
+    }
+
+    fn periodic_sync_due(&self, now: Instant) -> bool {
+        self.periodic_sync_at().is_some_and(|at| now >= at)
+    }
+
+    /// One batch: write it, fsync if wanted, rotate if due.
+    fn turn(&mut self, job: &Job) -> Result<(), Fault> {
+        self.write_pending()?;
+        let rotation_requested = job.rotate_requests > self.rotations_done;
+        let rotation_due = rotation_requested || self.segment.len > self.segment_bytes;
+        let sync_wanted = self.policy == FsyncPolicy::Always
+            || job.sync_through > self.durable_lsn
+            || job.closing
+            || rotation_due
+            || self.periodic_sync_due(Instant::now());
+        if sync_wanted && self.unsynced {
+            self.sync()?;
+        }
+        if rotation_due {
+            self.rotate()?;
+        }
+        if rotation_requested {
+            self.rotations_done = job.rotate_requests;
+            let mut ack = self.shared.ack.lock();
+            ack.rotations_done = job.rotate_requests;
+            ack.rotated_to_lsn = self.segment.first_lsn;
+            drop(ack);
+            self.shared.ack_changed.notify_all();
+        }
+        Ok(())
+    }
+
+    fn write_pending(&mut self) -> Result<(), Fault> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        debug_assert!(batch_is_consistent(&self.pending, self.written_lsn + 1, self.sealed_lsn));
+        let good_len = self.segment.len;
+        if let Err(error) = self.segment.file.write_all(&self.pending) {
+            let reason =
+                format!("writing {} bytes to {} failed: {error}", self.pending.len(), self.segment.path.display());
+            // Cut off whatever part of the batch reached the file, so the retry appends right
+            // after the last whole record and no record is written twice.
+            if let Err(cut_error) = self.segment.file.set_len(good_len) {
+                return Err(Fault::fatal(format!("{reason}; cutting the partial write off failed: {cut_error}")));
+            }
+            return Err(Fault::retryable(reason));
+        }
+        let bytes = self.pending.len() as u64;
+        self.segment.len += bytes;
+        self.written_lsn = self.sealed_lsn;
+        self.unsynced = true;
+        self.pending.clear();
+        release_if_big(&mut self.pending);
+        let mut ack = self.shared.ack.lock();
+        ack.written_lsn = self.written_lsn;
+        ack.bytes_written += bytes;
+        ack.batches += 1;
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), Fault> {
+        if let Err(error) = self.segment.file.sync_data() {
+            // Never retried: the kernel may have dropped the pages it failed to write and
+            // marked them clean, so a second fsync could "succeed" without the data.
+            return Err(Fault::fatal(format!("fsync of {} failed: {error}", self.segment.path.display())));
+        }
+        self.unsynced = false;
+        self.last_sync = Instant::now();
+        self.durable_lsn = self.written_lsn;
+        let mut ack = self.shared.ack.lock();
+        ack.durable_lsn = self.durable_lsn;
+        ack.fsyncs += 1;
+        drop(ack);
+        self.shared.ack_changed.notify_all();
+        Ok(())
+    }
+
+    /// Starts the next segment. The current one was fsynced by the caller; a segment with no
+    /// record yet already is the next segment (and a new one would have its name).
+    fn rotate(&mut self) -> Result<(), Fault> {
+        let first_lsn = self.written_lsn + 1;
+        if first_lsn == self.segment.first_lsn {
+            return Ok(());
+        }
+        assert!(!self.unsynced && self.pending.is_empty(), "rotation only after a written, fsynced batch");
+        let segment =
+            create_segment(&*self.disk, &self.dir, first_lsn).map_err(|error| Fault::retryable(error.to_string()))?;
+        // The old segment was fsynced before the new one existed, so a crash cannot leave a
+        // durable new segment after an incomplete old one. Now make the new name durable.
+        self.disk
+            .sync_dir(&self.dir)
+            .map_err(|error| Fault::fatal(format!("syncing directory {}: {error}", self.dir.display())))?;
+        tracing::info!(segment = %segment.path.display(), previous_bytes = self.segment.len, "WAL segment started");
+        self.segment = segment;
+        // The header is written, not yet fsynced: it becomes durable with the segment's first batch.
+        self.unsynced = true;
+        self.shared.current_first_lsn.store(first_lsn, Ordering::Release);
+        self.shared.segments.fetch_add(1, Ordering::AcqRel);
+        self.shared.ack.lock().bytes_written += SEGMENT_HEADER_BYTES as u64;
+        Ok(())
+    }
+
+    /// Publishes the outcome of a turn: enters, updates or leaves the failed state.
+    fn settle(&mut self, outcome: Result<(), Fault>) {
+        match outcome {
+            Ok(()) => {
+                if self.failure.take().is_some() {
+                    tracing::info!(dir = %self.dir.display(), written_lsn = self.written_lsn, "WAL writable again");
+                    self.publish_failure(None);
+                }
+            }
+            Err(fault) => {
+                if self.failure.is_none() || fault.fatal {
+                    tracing::error!(dir = %self.dir.display(), reason = %fault.reason, fatal = fault.fatal, "WAL failed");
+                } else {
+                    tracing::debug!(dir = %self.dir.display(), reason = %fault.reason, "WAL retry failed");
+                }
+                // `Wal::start` checked that the interval is at most an hour.
+                self.retry_at = Instant::now() + self.retry_interval;
+                let failure = Failure { reason: fault.reason.clone(), fatal: fault.fatal, through_lsn: self.taken_lsn };
+                self.failure = Some(fault);
+                self.publish_failure(Some(failure));
+            }
+        }
+    }
+
+    fn publish_failure(&self, failure: Option<Failure>) {
+        let mut ack = self.shared.ack.lock();
+        self.shared.failed.store(failure.is_some(), Ordering::Release);
+        ack.failure = failure;
+        drop(ack);
+        self.shared.ack_changed.notify_all();
+    }
+}
+
+/// Gives an emptied batch buffer's memory back when one burst made it big.
+fn release_if_big(buffer: &mut Vec<u8>) {
+    debug_assert!(buffer.is_empty());
+    if buffer.capacity() > BATCH_BUFFER_RETAINED_BYTES_MAX {
+        *buffer = Vec::new();
+    }
+}
+
+/// Marks the writer stopped however its thread ends (a panic included), so no waiter waits
+/// for it forever.
+struct StopOnExit(Arc<Shared>);
+
+impl Drop for StopOnExit {
+    fn drop(&mut self) {
+        let mut ack = self.0.ack.lock();
+        ack.stopped = true;
+        self.0.failed.store(true, Ordering::Release);
+        drop(ack);
+        self.0.ack_changed.notify_all();
+    }
+}
+
+/// Whether `bytes` holds exactly the frames `first_lsn..=last_lsn`, each checking out: the
+/// writer's check of a batch before it goes to disk (O(n), debug builds only).
+fn batch_is_consistent(bytes: &[u8], first_lsn: u64, last_lsn: u64) -> bool {
+    let mut offset = 0;
+    let mut expected = first_lsn;
+    while offset < bytes.len() {
+        match frame::read_frame(bytes, offset) {
+            FrameRead::Frame { lsn, next, .. } if lsn == expected => {
+                offset = next;
+                expected += 1;
+            }
+            _ => return false,
+        }
+    }
+    expected == last_lsn + 1
+}

@@ -1,0 +1,811 @@
+//! The write-ahead log end to end: round trips, every kind of damage replay must tell apart
+//! (torn tails, corruption, missing segments), injected disk faults, group commit, fsync
+//! policies and segment removal.
+//!
+//! No test sleeps to synchronise: waits for the writer thread are bounded polls of a
+//! condition (`eventually`), everything else is ordered by the WAL's own acknowledgements.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hotset_storage::frame::{FRAME_HEADER_BYTES, FrameRead, read_frame};
+use hotset_storage::wal::segment::{SEGMENT_HEADER_BYTES, segment_path};
+use hotset_storage::{FaultyDisk, FsyncPolicy, RecoveryMode, ReplayReport, Wal, WalError, WalOptions, replay};
+use proptest::prelude::*;
+
+type Records = Vec<(u64, Vec<u8>)>;
+
+/// A payload of varied size (0..=300 bytes) whose content depends on `seed`.
+fn payload(seed: u64) -> Vec<u8> {
+    let len = (seed * 7919 % 301) as usize;
+    (0..len).map(|i| (seed as usize * 31 + i) as u8).collect()
+}
+
+fn options(dir: &Path, policy: FsyncPolicy, segment_bytes: u64) -> WalOptions {
+    WalOptions { policy, segment_bytes, retry_interval: Duration::from_millis(10), ..WalOptions::new(dir) }
+}
+
+fn faulty_options(dir: &Path, policy: FsyncPolicy) -> (WalOptions, Arc<FaultyDisk>) {
+    let disk = Arc::new(FaultyDisk::new());
+    let opts = WalOptions { disk: disk.clone(), ..options(dir, policy, 64 << 20) };
+    (opts, disk)
+}
+
+fn append(wal: &Wal, bytes: &[u8]) -> u64 {
+    wal.append(&mut |buf| buf.extend_from_slice(bytes))
+}
+
+/// Appends `count` records with `payload(lsn)` and returns them.
+fn append_many(wal: &Wal, count: u64) -> Records {
+    (0..count)
+        .map(|_| {
+            let lsn = wal.next_lsn();
+            let bytes = payload(lsn);
+            assert_eq!(append(wal, &bytes), lsn);
+            (lsn, bytes)
+        })
+        .collect()
+}
+
+/// Writes a closed log of `count` records (lsns 1..=count) with `payload(lsn)`, one batch
+/// per record, so segments rotate at the same records every time.
+fn write_log(dir: &Path, count: u64, segment_bytes: u64) -> Records {
+    let wal = Wal::start(options(dir, FsyncPolicy::Never, segment_bytes), 1).unwrap();
+    let records: Records = (1..=count)
+        .map(|lsn| {
+            assert_eq!(append(&wal, &payload(lsn)), lsn);
+            eventually_fast("the record is written", || wal.stats().written_lsn == lsn);
+            (lsn, payload(lsn))
+        })
+        .collect();
+    wal.close().unwrap();
+    records
+}
+
+/// Writes a closed log whose last record is in the last segment (a batch that fills a
+/// segment leaves an empty one after it: that one is removed).
+fn write_log_ending_in_a_record(dir: &Path, count: u64, segment_bytes: u64) -> Records {
+    let written = write_log(dir, count, segment_bytes);
+    let last = segments(dir).pop().unwrap();
+    if frames_of(&last).is_empty() {
+        fs::remove_file(last).unwrap();
+    }
+    written
+}
+
+/// The first lsn a segment file's name gives.
+fn first_lsn_of(path: &Path) -> u64 {
+    path.file_stem().unwrap().to_str().unwrap().parse().unwrap()
+}
+
+fn replay_records(opts: &WalOptions, from_lsn: u64, mode: RecoveryMode) -> Result<(Records, ReplayReport), WalError> {
+    let mut records = Vec::new();
+    let report = replay(
+        opts,
+        from_lsn,
+        mode,
+        &mut |lsn, bytes| {
+            records.push((lsn, bytes.to_vec()));
+            Ok(())
+        },
+        &mut |_, _| {},
+    )?;
+    Ok((records, report))
+}
+
+fn replay_dir(dir: &Path, mode: RecoveryMode) -> Result<(Records, ReplayReport), WalError> {
+    replay_records(&WalOptions::new(dir), 1, mode)
+}
+
+/// The segment files of `dir`, in lsn order.
+fn segments(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "wal"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// `(lsn, offset, frame length)` of every record in a segment file.
+fn frames_of(path: &Path) -> Vec<(u64, usize, usize)> {
+    let bytes = fs::read(path).unwrap();
+    let mut offset = SEGMENT_HEADER_BYTES;
+    let mut frames = Vec::new();
+    while let FrameRead::Frame { lsn, next, .. } = read_frame(&bytes, offset) {
+        frames.push((lsn, offset, next - offset));
+        offset = next;
+    }
+    assert_eq!(offset, bytes.len(), "{} holds only whole records", path.display());
+    frames
+}
+
+/// Copies every file of `source` into a fresh directory.
+fn copy_dir(source: &Path) -> tempfile::TempDir {
+    let copy = tempfile::tempdir().unwrap();
+    for entry in fs::read_dir(source).unwrap() {
+        let path = entry.unwrap().path();
+        fs::copy(&path, copy.path().join(path.file_name().unwrap())).unwrap();
+    }
+    copy
+}
+
+fn flip_byte(path: &Path, offset: usize) {
+    let mut bytes = fs::read(path).unwrap();
+    bytes[offset] ^= 0x5a;
+    fs::write(path, bytes).unwrap();
+}
+
+fn cut_file(path: &Path, len: usize) {
+    let bytes = fs::read(path).unwrap();
+    fs::write(path, &bytes[..len]).unwrap();
+}
+
+/// Like `eventually`, yielding instead of sleeping, for conditions that hold within microseconds.
+fn eventually_fast(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::yield_now();
+    }
+}
+
+/// Waits (boundedly) for a condition that the writer thread brings about.
+fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Starts a WAL where replay says, appends one record, closes, and checks that a replay
+/// returns `before` followed by that record.
+fn restart_and_append(dir: &Path, before: &[(u64, Vec<u8>)]) {
+    let (_, report) = replay_dir(dir, RecoveryMode::Strict).unwrap();
+    let expected_next = before.last().map_or(1, |(lsn, _)| lsn + 1);
+    assert_eq!(report.next_lsn, expected_next);
+    let wal = Wal::start(options(dir, FsyncPolicy::Never, 64 << 20), report.next_lsn).unwrap();
+    let lsn = append(&wal, b"after restart");
+    assert_eq!(lsn, expected_next);
+    wal.close().unwrap();
+    let (records, report) = replay_dir(dir, RecoveryMode::Strict).unwrap();
+    assert!(report.torn_tail.is_none());
+    assert_eq!(&records[..before.len()], before);
+    assert_eq!(records[before.len()..], [(lsn, b"after restart".to_vec())]);
+}
+
+#[test]
+fn round_trip_across_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = write_log(dir.path(), 300, 1024);
+    let files = segments(dir.path());
+    assert!(files.len() >= 5, "small segments rotate: {} files", files.len());
+
+    let (records, report) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
+    assert_eq!(records, written);
+    assert_eq!((report.next_lsn, report.records, report.segments), (301, 300, files.len()));
+    assert!(report.torn_tail.is_none() && report.truncated_corruption.is_none());
+    let file_bytes: u64 = files.iter().map(|path| fs::metadata(path).unwrap().len()).sum();
+    assert_eq!(report.bytes, file_bytes);
+
+    let (records, report) = replay_records(&WalOptions::new(dir.path()), 150, RecoveryMode::Strict).unwrap();
+    assert_eq!(records, written[149..]);
+    assert_eq!(report.records, 151);
+    assert!(report.segments < files.len(), "segments before lsn 150 are skipped");
+
+    for (from_lsn, next_lsn) in [(301, 301), (500, 500)] {
+        let (records, report) = replay_records(&WalOptions::new(dir.path()), from_lsn, RecoveryMode::Strict).unwrap();
+        assert!(records.is_empty());
+        assert_eq!(report.next_lsn, next_lsn);
+    }
+}
+
+#[test]
+fn every_segment_starts_after_the_previous_one() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), 200, 700);
+    let mut next_lsn = 1;
+    for path in segments(dir.path()) {
+        assert_eq!(path, segment_path(dir.path(), next_lsn));
+        let bytes = fs::read(&path).unwrap();
+        assert_eq!(&bytes[..8], b"HSWAL001");
+        assert_eq!(bytes[8..16], next_lsn.to_le_bytes());
+        for (lsn, _, _) in frames_of(&path) {
+            assert_eq!(lsn, next_lsn);
+            next_lsn += 1;
+        }
+    }
+    assert_eq!(next_lsn, 201);
+}
+
+#[test]
+fn progress_is_reported_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), 50, 1024);
+    let mut calls = Vec::new();
+    let report =
+        replay(&WalOptions::new(dir.path()), 1, RecoveryMode::Strict, &mut |_, _| Ok(()), &mut |done, total| {
+            calls.push((done, total))
+        })
+        .unwrap();
+    assert_eq!(calls.last(), Some(&(report.bytes, report.bytes)));
+    assert!(calls.windows(2).all(|pair| pair[0].0 <= pair[1].0));
+}
+
+#[test]
+fn an_empty_or_absent_directory_replays_to_from_lsn() {
+    let dir = tempfile::tempdir().unwrap();
+    let (records, report) = replay_records(&WalOptions::new(dir.path()), 7, RecoveryMode::Strict).unwrap();
+    assert!(records.is_empty());
+    assert_eq!((report.next_lsn, report.segments), (7, 0));
+    let absent = dir.path().join("absent");
+    let (_, report) = replay_records(&WalOptions::new(&absent), 1, RecoveryMode::Strict).unwrap();
+    assert_eq!(report.next_lsn, 1);
+}
+
+#[test]
+fn apply_errors_stop_replay_with_the_lsn() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), 10, 1 << 20);
+    let error = replay(
+        &WalOptions::new(dir.path()),
+        1,
+        RecoveryMode::Strict,
+        &mut |lsn, _| if lsn == 4 { Err("bad record".to_owned()) } else { Ok(()) },
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    assert!(matches!(&error, WalError::Apply { lsn: 4, reason } if reason == "bad record"), "{error}");
+}
+
+#[test]
+fn truncation_at_every_byte_of_the_last_record_is_a_torn_tail() {
+    let template = tempfile::tempdir().unwrap();
+    let mut written = write_log_ending_in_a_record(template.path(), 40, 1024);
+    written.truncate(39);
+    let last_segment = segments(template.path()).pop().unwrap();
+    let &(last_lsn, start, len) = frames_of(&last_segment).last().unwrap();
+    assert_eq!(last_lsn, 40);
+    assert!(len > FRAME_HEADER_BYTES + 8, "the last record has a payload");
+
+    for cut in start..start + len {
+        let dir = copy_dir(template.path());
+        let path = dir.path().join(last_segment.file_name().unwrap());
+        cut_file(&path, cut);
+        let (records, report) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
+        assert_eq!(records, written, "cut at {cut}");
+        assert_eq!(report.next_lsn, 40);
+        match report.torn_tail {
+            None => assert_eq!(cut, start, "only a cut at a record boundary is clean"),
+            Some(torn) => {
+                assert_eq!(
+                    (torn.file, torn.offset, torn.bytes_cut),
+                    (path.clone(), start as u64, (cut - start) as u64)
+                );
+                assert_eq!(fs::metadata(&path).unwrap().len(), start as u64, "the torn tail is cut off");
+            }
+        }
+        let (records, report) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
+        assert_eq!(records, written);
+        assert!(report.torn_tail.is_none(), "the second replay sees a clean log (cut at {cut})");
+        restart_and_append(dir.path(), &written);
+    }
+}
+
+#[test]
+fn a_torn_segment_header_removes_the_segment() {
+    let template = tempfile::tempdir().unwrap();
+    let mut written = write_log(template.path(), 30, 600);
+    let last_segment = segments(template.path()).pop().unwrap();
+    written.truncate(first_lsn_of(&last_segment) as usize - 1);
+
+    for cut in 0..SEGMENT_HEADER_BYTES {
+        let dir = copy_dir(template.path());
+        let path = dir.path().join(last_segment.file_name().unwrap());
+        cut_file(&path, cut);
+        let (records, report) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
+        assert_eq!(records, written);
+        let torn = report.torn_tail.expect("a torn header is a torn tail");
+        assert_eq!((torn.offset, torn.bytes_cut), (0, cut as u64));
+        assert!(!path.exists(), "the segment with a torn header is removed");
+        restart_and_append(dir.path(), &written);
+    }
+}
+
+#[test]
+fn a_flipped_byte_in_a_middle_record_is_corruption() {
+    let template = tempfile::tempdir().unwrap();
+    let written = write_log(template.path(), 20, 1 << 20);
+    let segment = segments(template.path()).pop().unwrap();
+    let (lsn, start, len) = frames_of(&segment)[9];
+    assert_eq!(lsn, 10);
+
+    // Every byte of the record: its length field too, which must not pass for a torn tail.
+    for offset in start..start + len {
+        let dir = copy_dir(template.path());
+        let path = dir.path().join(segment.file_name().unwrap());
+        flip_byte(&path, offset);
+        let damaged = fs::read(&path).unwrap();
+        let error = replay_dir(dir.path(), RecoveryMode::Strict).unwrap_err();
+        let WalError::Corrupt { file, offset: reported, .. } = &error else { panic!("flip at {offset}: {error}") };
+        assert_eq!((file, *reported), (&path, start as u64), "flip at {offset}");
+        let message = error.to_string();
+        assert!(
+            message.contains(&path.display().to_string()) && message.contains(&format!("offset {start}")),
+            "{message}"
+        );
+        assert!(message.contains("TruncateCorrupt"), "the message names the operator option: {message}");
+        assert_eq!(fs::read(&path).unwrap(), damaged, "Strict mode leaves corruption alone");
+
+        let (records, report) = replay_dir(dir.path(), RecoveryMode::TruncateCorrupt).unwrap();
+        assert_eq!(records, written[..9]);
+        assert!(matches!(report.truncated_corruption, Some(WalError::Corrupt { offset: o, .. }) if o == start as u64));
+        assert_eq!(fs::metadata(&path).unwrap().len(), start as u64);
+        restart_and_append(dir.path(), &written[..9]);
+    }
+}
+
+#[test]
+fn a_flipped_byte_in_a_middle_segment_is_corruption() {
+    let template = tempfile::tempdir().unwrap();
+    let written = write_log(template.path(), 100, 1024);
+    let files = segments(template.path());
+    assert!(files.len() >= 4);
+    let middle = &files[1];
+    let frames = frames_of(middle);
+    // A middle record, the segment's last record and its header: all corruption, since a
+    // segment that is not the last one can have no torn tail.
+    let targets = [frames[frames.len() / 2], *frames.last().unwrap(), (frames[0].0, 0, SEGMENT_HEADER_BYTES)];
+    for (lsn, start, _) in targets {
+        let dir = copy_dir(template.path());
+        let path = dir.path().join(middle.file_name().unwrap());
+        flip_byte(&path, start + 3);
+        let error = replay_dir(dir.path(), RecoveryMode::Strict).unwrap_err();
+        assert!(
+            matches!(&error, WalError::Corrupt { file, offset, .. } if *file == path && *offset == start as u64),
+            "{error}"
+        );
+
+        let (records, report) = replay_dir(dir.path(), RecoveryMode::TruncateCorrupt).unwrap();
+        let kept = &written[..lsn as usize - 1];
+        assert_eq!(records, kept);
+        assert!(report.truncated_corruption.is_some());
+        for later in &files[2..] {
+            let later = dir.path().join(later.file_name().unwrap());
+            assert!(!later.exists());
+            let mut corrupt = later.into_os_string();
+            corrupt.push(".corrupt");
+            assert!(Path::new(&corrupt).exists(), "later segments are kept for forensics");
+        }
+        if start == 0 {
+            assert!(!path.exists(), "a segment with a bad header is set aside whole");
+        }
+        restart_and_append(dir.path(), kept);
+    }
+}
+
+#[test]
+fn a_flipped_byte_in_the_last_record_is_a_torn_tail() {
+    let template = tempfile::tempdir().unwrap();
+    let written = write_log_ending_in_a_record(template.path(), 30, 1024);
+    let last_segment = segments(template.path()).pop().unwrap();
+    let &(lsn, start, len) = frames_of(&last_segment).last().unwrap();
+    assert_eq!(lsn, 30);
+    for offset in start..start + len {
+        let dir = copy_dir(template.path());
+        let path = dir.path().join(last_segment.file_name().unwrap());
+        flip_byte(&path, offset);
+        let (records, report) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
+        assert_eq!(records, written[..29], "flip at {offset}");
+        let torn = report.torn_tail.expect("torn tail");
+        assert_eq!((torn.offset, torn.bytes_cut), (start as u64, len as u64));
+        assert!(report.truncated_corruption.is_none());
+    }
+}
+
+#[test]
+fn a_missing_segment_is_reported() {
+    let template = tempfile::tempdir().unwrap();
+    write_log(template.path(), 100, 1024);
+    let files = segments(template.path());
+
+    let dir = copy_dir(template.path());
+    fs::remove_file(dir.path().join(files[2].file_name().unwrap())).unwrap();
+    let error = replay_dir(dir.path(), RecoveryMode::TruncateCorrupt).unwrap_err();
+    let WalError::MissingSegment { first_lsn, last_lsn, next_file, next_first_lsn } = &error else { panic!("{error}") };
+    assert_eq!((*first_lsn, *last_lsn + 1), (first_lsn_of(&files[2]), first_lsn_of(&files[3])));
+    assert_eq!((next_file, *next_first_lsn), (&dir.path().join(files[3].file_name().unwrap()), *last_lsn + 1));
+
+    let dir = copy_dir(template.path());
+    fs::remove_file(dir.path().join(files[0].file_name().unwrap())).unwrap();
+    let error = replay_dir(dir.path(), RecoveryMode::Strict).unwrap_err();
+    assert!(matches!(error, WalError::MissingSegment { first_lsn: 1, .. }), "{error}");
+    // A replay that starts after the missing records does not need them.
+    let from_lsn = first_lsn_of(&files[2]) + 1;
+    let (records, _) = replay_records(&WalOptions::new(dir.path()), from_lsn, RecoveryMode::Strict).unwrap();
+    assert_eq!(records.first().map(|(lsn, _)| *lsn), Some(from_lsn));
+}
+
+#[test]
+fn a_full_disk_fails_the_batch_and_the_log_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, disk) = faulty_options(dir.path(), FsyncPolicy::Always);
+    let wal = Wal::start(opts, 1).unwrap();
+    let mut written = append_many(&wal, 10);
+    for (lsn, _) in &written {
+        wal.wait(*lsn).unwrap();
+    }
+    let segment = segment_path(dir.path(), 1);
+    let good_len = fs::metadata(&segment).unwrap().len();
+
+    disk.set_full(true);
+    let failed = append_many(&wal, 1);
+    let error = wal.wait(failed[0].0).unwrap_err();
+    assert!(matches!(&error, WalError::Unwritable { reason } if reason.contains("No space")), "{error}");
+    assert!(wal.writable().is_err());
+    assert!(wal.stats().failed.is_some());
+    // Appended while failed (callers should not, but nothing may be lost or reordered).
+    let queued = append_many(&wal, 2);
+    assert!(wal.wait(queued[1].0).is_err(), "the retry fails while the disk is full");
+    assert_eq!(fs::metadata(&segment).unwrap().len(), good_len);
+    assert_eq!(wal.stats().durable_lsn, 10, "acknowledged records stay");
+
+    disk.set_full(false);
+    eventually("the log is writable again", || wal.writable().is_ok());
+    assert_eq!(wal.stats().failed, None);
+    let later = append_many(&wal, 5);
+    for (lsn, _) in &later {
+        wal.wait(*lsn).unwrap();
+    }
+    wal.close().unwrap();
+    written.extend(failed.into_iter().chain(queued).chain(later));
+    let (records, _) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
+    assert_eq!(records, written, "every record once, in order, no gaps");
+}
+
+#[test]
+fn a_partial_write_is_cut_off_and_written_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, disk) = faulty_options(dir.path(), FsyncPolicy::Always);
+    let wal = Wal::start(opts, 1).unwrap();
+    let mut written = append_many(&wal, 3);
+    wal.wait(3).unwrap();
+    let segment = segment_path(dir.path(), 1);
+    let good_len = fs::metadata(&segment).unwrap().len();
+
+    disk.fail_after_bytes(20);
+    let big = vec![7; 200];
+    let lsn = append(&wal, &big);
+    assert!(wal.wait(lsn).is_err());
+    assert_eq!(fs::metadata(&segment).unwrap().len(), good_len, "the written prefix is cut off");
+    assert!(wal.writable().is_err());
+
+    disk.set_full(false);
+    eventually("the log is writable again", || wal.writable().is_ok());
+    written.push((lsn, big));
+    written.extend(append_many(&wal, 3));
+    wal.wait(written.last().unwrap().0).unwrap();
+    wal.close().unwrap();
+    let (records, _) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
+    assert_eq!(records, written);
+}
+
+#[test]
+fn a_full_disk_while_rotating_is_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(FaultyDisk::new());
+    let opts = WalOptions { disk: disk.clone(), ..options(dir.path(), FsyncPolicy::Always, 100) };
+    let wal = Wal::start(opts, 1).unwrap();
+    let first = vec![1; 200];
+    // The batch fits exactly; the new segment's header does not.
+    disk.fail_after_bytes((FRAME_HEADER_BYTES + first.len()) as u64);
+    let lsn = append(&wal, &first);
+    wal.wait(lsn).unwrap();
+    eventually("the failed rotation is reported", || wal.stats().failed.is_some());
+    assert!(!segment_path(dir.path(), 2).exists(), "the half-made segment is removed");
+
+    disk.set_full(false);
+    eventually("the log is writable again", || wal.writable().is_ok());
+    let second = append(&wal, b"second");
+    wal.wait(second).unwrap();
+    wal.close().unwrap();
+    assert_eq!(frames_of(&segment_path(dir.path(), 2)).len(), 1, "the second record went to the new segment");
+    let (records, _) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
+    assert_eq!(records, [(1, first), (2, b"second".to_vec())]);
+}
+
+#[test]
+fn a_full_disk_under_concurrent_appends_loses_nothing() {
+    const THREADS: usize = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, disk) = faulty_options(dir.path(), FsyncPolicy::Always);
+    let wal = Arc::new(Wal::start(opts, 1).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let (wal, stop) = (Arc::clone(&wal), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut appended = Vec::new();
+                for i in 0.. {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let bytes = format!("thread {thread} record {i}").into_bytes();
+                    let lsn = append(&wal, &bytes);
+                    let acknowledged = wal.wait(lsn).is_ok();
+                    appended.push((lsn, bytes, acknowledged));
+                }
+                appended
+            })
+        })
+        .collect();
+    for _ in 0..3 {
+        disk.set_full(true);
+        eventually("the log fails", || wal.stats().failed.is_some());
+        disk.set_full(false);
+        eventually("the log recovers", || wal.writable().is_ok());
+    }
+    stop.store(true, Ordering::SeqCst);
+    let mut appended: Vec<_> = workers.into_iter().flat_map(|worker| worker.join().unwrap()).collect();
+    appended.sort();
+    assert!(appended.iter().any(|record| !record.2), "some batches failed");
+    Arc::into_inner(wal).unwrap().close().unwrap();
+    let (records, _) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
+    let expected: Records = appended.into_iter().map(|(lsn, bytes, _)| (lsn, bytes)).collect();
+    assert_eq!(records, expected, "every record once, in order, no gaps");
+}
+
+#[test]
+fn a_failed_fsync_fails_the_log_for_good() {
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, disk) = faulty_options(dir.path(), FsyncPolicy::Always);
+    let wal = Wal::start(opts, 1).unwrap();
+    let lsn = append(&wal, b"durable");
+    wal.wait(lsn).unwrap();
+
+    disk.set_sync_fails(true);
+    let lsn = append(&wal, b"not durable");
+    let error = wal.wait(lsn).unwrap_err();
+    assert!(error.to_string().contains("fsync") && error.to_string().contains("restart"), "{error}");
+    disk.set_sync_fails(false);
+    assert!(wal.writable().is_err());
+    let lsn = append(&wal, b"after the failure");
+    assert!(wal.wait(lsn).is_err(), "no retry after a failed fsync");
+    assert!(wal.sync().is_err());
+    assert!(wal.rotate().is_err());
+    assert!(wal.stats().failed.unwrap().contains("fsync"));
+    assert_eq!(wal.stats().durable_lsn, 1);
+    assert!(wal.close().is_err());
+}
+
+#[test]
+fn a_failed_fsync_fails_periodic_sync_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, disk) = faulty_options(dir.path(), FsyncPolicy::Periodic(Duration::from_secs(3600)));
+    let wal = Wal::start(opts, 1).unwrap();
+    let lsn = append(&wal, b"record");
+    wal.wait(lsn).unwrap();
+    disk.set_sync_fails(true);
+    assert!(wal.sync().is_err());
+    assert!(wal.wait(lsn).is_err(), "the record's batch failed");
+    assert!(wal.writable().is_err());
+}
+
+#[test]
+fn group_commit_batches_concurrent_waiters() {
+    const THREADS: u64 = 50;
+    const PER_THREAD: u64 = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, disk) = faulty_options(dir.path(), FsyncPolicy::Always);
+    // Like a real device: an fsync takes a while, and appenders arrive meanwhile.
+    disk.set_sync_delay(Duration::from_millis(2));
+    let wal = Arc::new(Wal::start(opts, 1).unwrap());
+    let workers: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let wal = Arc::clone(&wal);
+            std::thread::spawn(move || {
+                (0..PER_THREAD)
+                    .map(|i| {
+                        let bytes = format!("{thread}:{i}").into_bytes();
+                        let lsn = append(&wal, &bytes);
+                        wal.wait(lsn).unwrap();
+                        (lsn, bytes)
+                    })
+                    .collect::<Records>()
+            })
+        })
+        .collect();
+    let mut written: Records = workers.into_iter().flat_map(|worker| worker.join().unwrap()).collect();
+    let stats = wal.stats();
+    let records = THREADS * PER_THREAD;
+    assert_eq!(stats.durable_lsn, records);
+    assert!(stats.fsyncs < records / 2, "{} fsyncs for {records} records", stats.fsyncs);
+    assert!(stats.batches < records / 2, "{} batches for {records} records", stats.batches);
+    Arc::into_inner(wal).unwrap().close().unwrap();
+    written.sort();
+    let (replayed, _) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
+    assert_eq!(replayed, written);
+}
+
+#[test]
+fn group_commit_on_the_real_disk() {
+    const THREADS: u64 = 50;
+    const PER_THREAD: u64 = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let wal = Arc::new(Wal::start(options(dir.path(), FsyncPolicy::Always, 64 << 20), 1).unwrap());
+    let workers: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let wal = Arc::clone(&wal);
+            std::thread::spawn(move || {
+                for _ in 0..PER_THREAD {
+                    let lsn = append(&wal, b"record");
+                    wal.wait(lsn).unwrap();
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    let stats = wal.stats();
+    assert!(stats.fsyncs < THREADS * PER_THREAD, "{} fsyncs, some batches must hold several records", stats.fsyncs);
+    Arc::into_inner(wal).unwrap().close().unwrap();
+    let (replayed, _) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
+    assert_eq!(replayed.len() as u64, THREADS * PER_THREAD);
+}
+
+#[test]
+fn never_policy_waits_without_fsync_and_close_makes_it_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, disk) = faulty_options(dir.path(), FsyncPolicy::Never);
+    let wal = Wal::start(opts, 1).unwrap();
+    let syncs_at_start = disk.syncs();
+    let written = append_many(&wal, 100);
+    for (lsn, _) in &written {
+        wal.wait(*lsn).unwrap();
+    }
+    eventually("the records are written", || wal.stats().written_lsn == 100);
+    assert_eq!(disk.syncs(), syncs_at_start, "Never does not fsync on its own");
+    assert_eq!(wal.stats().durable_lsn, 0);
+    wal.close().unwrap();
+    assert_eq!(disk.syncs(), syncs_at_start + 1, "close fsyncs once");
+    assert_eq!(replay_dir(dir.path(), RecoveryMode::Strict).unwrap().0, written);
+}
+
+#[test]
+fn periodic_policy_waits_without_fsync_and_syncs_on_its_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, disk) = faulty_options(dir.path(), FsyncPolicy::Periodic(Duration::from_secs(3600)));
+    let wal = Wal::start(opts, 1).unwrap();
+    let syncs_at_start = disk.syncs();
+    let written = append_many(&wal, 10);
+    wal.wait(10).unwrap();
+    assert!(wal.stats().durable_lsn < 10, "wait did not wait for an fsync");
+    assert_eq!(wal.sync().unwrap(), 10);
+    assert_eq!(disk.syncs(), syncs_at_start + 1);
+    assert_eq!(wal.sync().unwrap(), 10, "nothing new: no fsync");
+    assert_eq!(disk.syncs(), syncs_at_start + 1);
+    wal.close().unwrap();
+    assert_eq!(replay_dir(dir.path(), RecoveryMode::Strict).unwrap().0, written);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, _) = faulty_options(dir.path(), FsyncPolicy::Periodic(Duration::from_millis(5)));
+    let wal = Wal::start(opts, 1).unwrap();
+    let lsn = append(&wal, b"record");
+    wal.wait(lsn).unwrap();
+    eventually("the periodic fsync", || wal.stats().durable_lsn == lsn);
+}
+
+#[test]
+fn rotate_starts_a_segment_and_remove_covered_deletes_whole_segments_below() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = Wal::start(options(dir.path(), FsyncPolicy::Never, 64 << 20), 1).unwrap();
+    append_many(&wal, 3);
+    assert_eq!(wal.rotate().unwrap(), 4);
+    assert_eq!(wal.rotate().unwrap(), 4, "an empty segment is not rotated again");
+    append_many(&wal, 3);
+    assert_eq!(wal.rotate().unwrap(), 7);
+    append_many(&wal, 3);
+    assert_eq!(wal.stats().durable_lsn, 6, "rotation fsyncs what precedes it");
+    let names = |dir: &Path| segments(dir).iter().map(|path| first_lsn_of(path)).collect::<Vec<_>>();
+    assert_eq!(names(dir.path()), [1, 4, 7]);
+    assert_eq!(wal.stats().segments, 3);
+
+    assert_eq!(wal.remove_covered(3).unwrap(), 0, "record 3 is not below 3");
+    assert_eq!(wal.remove_covered(4).unwrap(), 1);
+    assert_eq!(wal.remove_covered(6).unwrap(), 0, "segment 4 holds record 6");
+    assert_eq!(names(dir.path()), [4, 7]);
+    assert_eq!(wal.remove_covered(1000).unwrap(), 1, "never the segment being written");
+    assert_eq!(names(dir.path()), [7]);
+    assert_eq!(wal.stats().segments, 1);
+    wal.close().unwrap();
+
+    let (records, _) = replay_records(&WalOptions::new(dir.path()), 7, RecoveryMode::Strict).unwrap();
+    assert_eq!(records.iter().map(|(lsn, _)| *lsn).collect::<Vec<_>>(), [7, 8, 9]);
+    assert!(matches!(replay_dir(dir.path(), RecoveryMode::Strict), Err(WalError::MissingSegment { first_lsn: 1, .. })));
+}
+
+#[test]
+fn start_refuses_to_overwrite_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = Wal::start(options(dir.path(), FsyncPolicy::Never, 64 << 20), 1).unwrap();
+    append_many(&wal, 5);
+    wal.rotate().unwrap();
+    wal.close().unwrap();
+    for next_lsn in [1, 4] {
+        let error = Wal::start(options(dir.path(), FsyncPolicy::Never, 64 << 20), next_lsn).unwrap_err();
+        assert!(matches!(error, WalError::StartConflict { .. }), "start at {next_lsn}: {error}");
+    }
+    // Replay's answer is accepted: segment 6 is empty, so the new one replaces it.
+    let (_, report) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
+    assert_eq!(report.next_lsn, 6);
+    let wal = Wal::start(options(dir.path(), FsyncPolicy::Never, 64 << 20), 6).unwrap();
+    assert_eq!(wal.stats().segments, 2);
+    wal.close().unwrap();
+}
+
+#[test]
+fn drop_writes_what_was_queued() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = {
+        let wal = Wal::start(options(dir.path(), FsyncPolicy::Never, 64 << 20), 1).unwrap();
+        append_many(&wal, 20)
+    };
+    assert_eq!(replay_dir(dir.path(), RecoveryMode::Strict).unwrap().0, written);
+}
+
+/// One kind of damage a crash or a bad disk can do to a closed log.
+#[derive(Debug, Clone)]
+enum Damage {
+    Cut { segment: usize, at: usize },
+    Flip { segment: usize, at: usize },
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Whatever one damage does, `TruncateCorrupt` replay returns an exact prefix of what
+    /// was written, and a second replay is clean and agrees.
+    #[test]
+    fn any_damage_replays_to_a_prefix(
+        count in 1u64..60,
+        segment_bytes in 200u64..2000,
+        damage in prop_oneof![
+            (any::<usize>(), any::<usize>()).prop_map(|(segment, at)| Damage::Cut { segment, at }),
+            (any::<usize>(), any::<usize>()).prop_map(|(segment, at)| Damage::Flip { segment, at }),
+        ],
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let written = write_log(dir.path(), count, segment_bytes);
+        let files = segments(dir.path());
+        match damage {
+            Damage::Cut { segment, at } => {
+                let path = &files[segment % files.len()];
+                cut_file(path, at % (fs::metadata(path).unwrap().len() as usize + 1));
+            }
+            Damage::Flip { segment, at } => {
+                let path = &files[segment % files.len()];
+                flip_byte(path, at % fs::metadata(path).unwrap().len() as usize);
+            }
+        }
+        let strict = replay_dir(dir.path(), RecoveryMode::Strict);
+        match replay_dir(dir.path(), RecoveryMode::TruncateCorrupt) {
+            Ok((records, report)) => {
+                prop_assert_eq!(&records[..], &written[..records.len()]);
+                prop_assert_eq!(report.next_lsn, records.len() as u64 + 1);
+                if let Ok((strict_records, _)) = strict {
+                    prop_assert_eq!(&strict_records, &records, "Strict only differs by refusing");
+                }
+                let (again, report) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
+                prop_assert_eq!(again, records);
+                prop_assert!(report.torn_tail.is_none() && report.truncated_corruption.is_none());
+            }
+            Err(error) => prop_assert!(matches!(error, WalError::MissingSegment { .. }), "{}", error),
+        }
+    }
+}
