@@ -394,6 +394,7 @@ fn recover(options: &StoreOptions) -> Result<(Database, RecoveryReport), StoreEr
     let fresh = || Database::with_clock(options.clock.clone(), options.limits);
     let mut db = fresh();
     let mut last_error = None;
+    let mut damaged = Vec::new();
     for (_, path) in snapshot::list(disk, &dir)? {
         let mut progress = Progress::new("loading snapshot");
         match snapshot::load(disk, &path, &db, &mut |done, total| progress.report(done, total)) {
@@ -406,6 +407,7 @@ fn recover(options: &StoreOptions) -> Result<(Database, RecoveryReport), StoreEr
             Err(error) => {
                 tracing::error!(%error, "snapshot damaged; trying the one before it");
                 report.skipped_snapshots.push(error.to_string());
+                damaged.push(path);
                 last_error = Some(error);
                 db = fresh();
             }
@@ -429,6 +431,13 @@ fn recover(options: &StoreOptions) -> Result<(Database, RecoveryReport), StoreEr
         (Err(WalError::MissingSegment { .. }), Some(snapshot_error)) => return Err(snapshot_error.into()),
         (Err(error), _) => return Err(error.into()),
     };
+    // The older snapshot and the log recovered everything: set the damaged ones aside
+    // (kept for inspection) so they are neither loaded again nor counted as kept.
+    for path in damaged {
+        let aside = path.with_extension("snap.damaged");
+        tracing::warn!(path = %path.display(), "renaming the damaged snapshot to {}", aside.display());
+        disk.rename(&path, &aside).map_err(|source| StoreError::Io { op: "rename", path: path.clone(), source })?;
+    }
     report.records = replayed.records;
     report.log_bytes = replayed.bytes;
     report.skipped_operations = skipped;

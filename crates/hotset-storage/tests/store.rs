@@ -1,0 +1,311 @@
+//! A database on a folder, end to end: what a restart keeps, and what each kind of damage
+//! to the files does (torn tail, flipped byte in the log and in a snapshot, missing
+//! segment, full disk, a second process).
+
+use hotset_core::clock::ManualClock;
+use hotset_core::kv::{KvOps, SetExpiry, SetOptions};
+use hotset_core::{Error, FieldType, IndexDef, Query};
+use hotset_storage::frame::{FrameRead, read_frame};
+use hotset_storage::wal::segment::{SEGMENT_HEADER_BYTES, parse_segment_name};
+use hotset_storage::{FaultyDisk, FsyncPolicy, RecoveryMode, Store, StoreOptions};
+use hotset_testkit::durable::dump;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn options(dir: &Path) -> StoreOptions {
+    let mut options = StoreOptions::new(dir);
+    options.fsync = FsyncPolicy::Always;
+    options.snapshot_interval = None;
+    options
+}
+
+fn schema() -> Vec<IndexDef> {
+    vec![IndexDef::hash("id", FieldType::Int).pk(), IndexDef::tree("year", FieldType::Int)]
+}
+
+fn fill(store: &Store, ids: std::ops::Range<i64>) {
+    for id in ids {
+        store.upsert("items", &json!({"id": id, "year": 2000 + id % 50, "name": format!("item {id}")})).unwrap();
+    }
+}
+
+fn ids(store: &Store) -> Vec<i64> {
+    let mut ids: Vec<i64> =
+        store.query(&Query::new("items")).unwrap().values().iter().map(|d| d["id"].as_i64().unwrap()).collect();
+    ids.sort_unstable();
+    ids
+}
+
+fn segments(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir.join("wal"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| parse_segment_name(p).is_some())
+        .collect();
+    found.sort();
+    found
+}
+
+/// Byte offsets of the records in a segment file.
+fn record_offsets(bytes: &[u8]) -> Vec<usize> {
+    let mut offsets = Vec::new();
+    let mut at = SEGMENT_HEADER_BYTES;
+    while let FrameRead::Frame { next, .. } = read_frame(bytes, at) {
+        offsets.push(at);
+        at = next;
+    }
+    offsets
+}
+
+/// The last segment that holds records.
+fn last_segment_with_records(dir: &Path) -> PathBuf {
+    segments(dir).into_iter().rev().find(|p| !record_offsets(&std::fs::read(p).unwrap()).is_empty()).unwrap()
+}
+
+fn copy_folder(from: &Path, to: &Path) {
+    for sub in ["wal", "snapshots"] {
+        std::fs::create_dir_all(to.join(sub)).unwrap();
+        for entry in std::fs::read_dir(from.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, to.join(sub).join(path.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_restart_keeps_namespaces_indexes_documents_and_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let open = || {
+        let mut options = options(dir.path());
+        options.clock = clock.clone();
+        Store::open(options).unwrap()
+    };
+    let store = open();
+    store.create_namespace("items", schema()).unwrap();
+    store.create_namespace("gone", schema()).unwrap();
+    fill(&store, 0..300);
+    store.delete("items", &json!(7)).unwrap();
+    store.add_index("items", IndexDef::hash("name", FieldType::String)).unwrap();
+    store.drop_namespace("gone").unwrap();
+    let kv = store.keyspaces().get_or_create("0");
+    kv.set(b"plain", b"v", SetOptions::default()).unwrap();
+    kv.set(b"short", b"v", SetOptions { expiry: Some(SetExpiry::Ex(100)), ..SetOptions::default() }).unwrap();
+    kv.set(b"long", b"v", SetOptions { expiry: Some(SetExpiry::Ex(100_000)), ..SetOptions::default() }).unwrap();
+    kv.incr_by(b"n", 41).unwrap();
+    kv.hset(b"h", &[(b"f", b"1"), (b"g", b"2")]).unwrap();
+    store.keyspaces().get_or_create("empty");
+    let before = dump(&store);
+    store.close().unwrap();
+
+    let store = open();
+    assert_eq!(dump(&store), before, "from the log alone");
+    assert!(store.recovery().snapshot.is_none());
+    store.snapshot().unwrap();
+    fill(&store, 300..350);
+    let kv = store.keyspaces().get_or_create("0");
+    kv.incr_by(b"n", 1).unwrap();
+    let before = dump(&store);
+    drop(store);
+
+    // The short key's deadline passes while the database is down: it stays expired.
+    clock.advance(1_000);
+    let store = open();
+    assert!(store.recovery().snapshot.is_some(), "from the snapshot and the log after it");
+    let mut expected = before;
+    expected.keyspaces.get_mut("0").unwrap().remove(b"short".as_slice());
+    assert_eq!(dump(&store), expected);
+    let kv = store.keyspaces().get_or_create("0");
+    assert_eq!(kv.get(b"short").unwrap(), None);
+    assert_eq!(kv.ttl_ms(b"long").unwrap(), 99_000, "deadlines are absolute");
+    assert_eq!(kv.get(b"n").unwrap(), Some(b"42".to_vec()));
+}
+
+#[test]
+fn a_torn_tail_is_cut_at_every_byte_of_the_last_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(options(dir.path())).unwrap();
+    store.create_namespace("items", schema()).unwrap();
+    fill(&store, 0..20);
+    store.close().unwrap();
+    let segment = last_segment_with_records(dir.path());
+    let bytes = std::fs::read(&segment).unwrap();
+    let last = *record_offsets(&bytes).last().unwrap();
+    for cut in last..bytes.len() {
+        let copy = tempfile::tempdir().unwrap();
+        copy_folder(dir.path(), copy.path());
+        let torn = copy.path().join("wal").join(segment.file_name().unwrap());
+        std::fs::write(&torn, &bytes[..cut]).unwrap();
+        let store = Store::open(options(copy.path())).unwrap();
+        assert_eq!(ids(&store), (0..19).collect::<Vec<_>>(), "cut at {cut}");
+        let torn_tail = store.recovery().torn_tail.clone();
+        assert_eq!(torn_tail.is_some(), cut > last, "cut at {cut}: {torn_tail:?}");
+        // The cut is made on disk, so the next start sees a clean log and writes go on.
+        fill(&store, 19..20);
+        drop(store);
+        let store = Store::open(options(copy.path())).unwrap();
+        assert!(store.recovery().torn_tail.is_none());
+        assert_eq!(ids(&store), (0..20).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn a_flipped_byte_in_a_middle_record_stops_start_up_naming_file_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(options(dir.path())).unwrap();
+    store.create_namespace("items", schema()).unwrap();
+    fill(&store, 0..20);
+    store.close().unwrap();
+    let segment = last_segment_with_records(dir.path());
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let offsets = record_offsets(&bytes);
+    let middle = offsets[offsets.len() / 2];
+    bytes[middle + 20] ^= 0x40;
+    std::fs::write(&segment, &bytes).unwrap();
+
+    let error = Store::open(options(dir.path())).err().expect("start-up stops").to_string();
+    let name = segment.file_name().unwrap().to_str().unwrap();
+    assert!(error.contains(name) && error.contains(&format!("offset {middle}")), "{error}");
+    assert!(error.contains("TruncateCorrupt"), "the message names the operator option: {error}");
+
+    let mut truncate = options(dir.path());
+    truncate.recovery = RecoveryMode::TruncateCorrupt;
+    let store = Store::open(truncate).unwrap();
+    assert!(store.recovery().truncated_corruption.is_some());
+    let kept = ids(&store);
+    assert!(!kept.is_empty() && kept.len() < 20 && kept == (0..kept.len() as i64).collect::<Vec<_>>(), "{kept:?}");
+}
+
+#[test]
+fn a_damaged_snapshot_falls_back_to_the_one_before_or_stops_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(options(dir.path())).unwrap();
+    store.create_namespace("items", schema()).unwrap();
+    fill(&store, 0..100);
+    store.snapshot().unwrap();
+    fill(&store, 100..200);
+    let newest = store.snapshot().unwrap();
+    fill(&store, 200..250);
+    store.close().unwrap();
+    let mut bytes = std::fs::read(&newest.path).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    std::fs::write(&newest.path, &bytes).unwrap();
+
+    let store = Store::open(options(dir.path())).unwrap();
+    assert_eq!(ids(&store), (0..250).collect::<Vec<_>>(), "the older snapshot and the log cover everything");
+    assert_eq!(store.recovery().skipped_snapshots.len(), 1);
+    assert!(!newest.path.exists() && newest.path.with_extension("snap.damaged").exists(), "set aside");
+    // A fresh snapshot; then damage it with no older one to fall back on.
+    let only = store.snapshot().unwrap();
+    store.close().unwrap();
+    for entry in std::fs::read_dir(dir.path().join("snapshots")).unwrap() {
+        let path = entry.unwrap().path();
+        if path != only.path {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let mut bytes = std::fs::read(&only.path).unwrap();
+    bytes[40] ^= 0x01;
+    std::fs::write(&only.path, &bytes).unwrap();
+    let error = Store::open(options(dir.path())).err().expect("nothing to fall back on").to_string();
+    let name = only.path.file_name().unwrap().to_str().unwrap();
+    assert!(error.contains(name) && error.contains("damaged at byte"), "{error}");
+}
+
+#[test]
+fn a_missing_segment_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut small = options(dir.path());
+    small.segment_bytes = 2_000;
+    let store = Store::open(small.clone()).unwrap();
+    store.create_namespace("items", schema()).unwrap();
+    fill(&store, 0..200);
+    store.close().unwrap();
+    let all = segments(dir.path());
+    assert!(all.len() > 4, "{} segments", all.len());
+    std::fs::remove_file(&all[all.len() / 2]).unwrap();
+    let error = Store::open(small).err().expect("start-up stops").to_string();
+    assert!(error.contains("segment missing"), "{error}");
+}
+
+#[test]
+fn a_full_disk_refuses_writes_keeps_reads_and_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(FaultyDisk::new());
+    let mut faulty = options(dir.path());
+    faulty.disk = disk.clone();
+    faulty.retry_interval = Duration::from_millis(5);
+    let store = Store::open(faulty).unwrap();
+    store.create_namespace("items", schema()).unwrap();
+    fill(&store, 0..50);
+    let kv = store.keyspaces().get_or_create("0");
+    kv.set(b"k", b"1", SetOptions::default()).unwrap();
+
+    disk.set_full(true);
+    let refused = store.upsert("items", &json!({"id": 1000, "year": 2001}));
+    assert!(matches!(refused, Err(Error::Storage { .. })), "{refused:?}");
+    // Whatever the first failure left behind, from now on writes are refused up front.
+    let refused = store.upsert("items", &json!({"id": 1001, "year": 2001}));
+    assert!(matches!(refused, Err(Error::Storage { .. })), "{refused:?}");
+    let kv_refused = kv.set(b"k", b"2", SetOptions::default()).unwrap_err().to_string();
+    assert!(kv_refused.starts_with("MISCONF"), "{kv_refused}");
+    assert!(store.wal_stats().failed.is_some());
+    assert!(store.get("items", &json!(3)).unwrap().is_some(), "reads go on");
+    assert_eq!(store.query(&Query::new("items").limit(5)).unwrap().items.len(), 5);
+    assert_eq!(kv.get(b"k").unwrap(), Some(b"1".to_vec()));
+
+    disk.set_full(false);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while store.wal_stats().failed.is_some() {
+        assert!(Instant::now() < deadline, "the log leaves its failed state once the disk has room");
+        std::thread::yield_now();
+    }
+    fill(&store, 50..60);
+    kv.set(b"k", b"3", SetOptions::default()).unwrap();
+    store.close().unwrap();
+    let store = Store::open(options(dir.path())).unwrap();
+    let found = ids(&store);
+    for id in 0..60 {
+        assert!(found.contains(&id), "acknowledged document {id} is there");
+    }
+    assert!(!found.contains(&1001), "a write refused up front never happened");
+    assert_eq!(store.keyspaces().get_or_create("0").get(b"k").unwrap(), Some(b"3".to_vec()));
+}
+
+#[test]
+fn a_second_open_of_the_folder_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(options(dir.path())).unwrap();
+    let error = Store::open(options(dir.path())).err().expect("refused").to_string();
+    assert!(error.contains("in use by another process"), "{error}");
+    drop(store);
+    Store::open(options(dir.path())).unwrap();
+}
+
+#[test]
+fn old_snapshots_and_the_segments_they_cover_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut small = options(dir.path());
+    small.segment_bytes = 4_000;
+    let store = Store::open(small).unwrap();
+    store.create_namespace("items", schema()).unwrap();
+    let mut taken = Vec::new();
+    for round in 0..5 {
+        fill(&store, round * 100..round * 100 + 100);
+        taken.push(store.snapshot().unwrap());
+    }
+    let snapshots: Vec<_> =
+        std::fs::read_dir(dir.path().join("snapshots")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(snapshots.len(), 2, "the newest two are kept");
+    // A segment is wholly covered once the next one starts at or below the older kept
+    // snapshot's start; then at most one remaining segment starts at or below it.
+    let oldest_kept = taken[3].start_lsn;
+    let starts: Vec<u64> = segments(dir.path()).iter().map(|s| parse_segment_name(s).unwrap()).collect();
+    assert!(starts.iter().filter(|&&first| first <= oldest_kept).count() <= 1, "{starts:?} vs {oldest_kept}");
+    drop(store);
+    let store = Store::open(options(dir.path())).unwrap();
+    assert_eq!(ids(&store).len(), 500);
+}
