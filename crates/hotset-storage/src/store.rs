@@ -23,7 +23,7 @@ use crate::snapshot::{self, SnapshotError, SnapshotHooks, SnapshotInfo};
 use crate::wal::{self, FsyncPolicy, RecoveryMode, TornTail, Wal, WalError, WalOptions, WalStats};
 use hotset_core::clock::{Clock, SystemClock};
 use hotset_core::{Database, Journal, Limits, Replay};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -115,8 +115,35 @@ pub struct RecoveryReport {
     pub duration_ms: u64,
 }
 
-/// The log as the engine's journal.
-struct WalJournal(Arc<Wal>);
+/// The log as the engine's journal, and the folder lock that goes with it. Closing it
+/// (when the store closes) writes and fsyncs what is queued, stops the log and releases
+/// the folder; a write through a handle kept after that (a cloned `Arc<Database>`, a
+/// keyspace) is refused with `Error::Storage`. The read lock around `append` is what makes
+/// "nothing is appended after the log stopped" hold.
+struct WalJournal {
+    wal: RwLock<Option<Arc<Wal>>>,
+    lock: Mutex<Option<FolderLock>>,
+}
+
+/// `append` after close: a number no record has, which `wait` refuses.
+const CLOSED_LSN: u64 = 0;
+
+fn closed() -> hotset_core::Error {
+    hotset_core::Error::Storage { reason: "the database is closed".into() }
+}
+
+impl WalJournal {
+    fn wal(&self) -> Result<Arc<Wal>, WalError> {
+        self.wal.read().clone().ok_or(WalError::Closed)
+    }
+
+    fn close(&self) -> Result<(), WalError> {
+        let wal = self.wal.write().take();
+        let result = wal.map_or(Ok(()), |wal| wal.close());
+        self.lock.lock().take();
+        result
+    }
+}
 
 fn storage_error(error: WalError) -> hotset_core::Error {
     hotset_core::Error::Storage { reason: error.to_string() }
@@ -124,20 +151,25 @@ fn storage_error(error: WalError) -> hotset_core::Error {
 
 impl Journal for WalJournal {
     fn writable(&self) -> hotset_core::Result<()> {
-        self.0.writable().map_err(storage_error)
+        self.wal.read().as_ref().ok_or_else(closed)?.writable().map_err(storage_error)
     }
     fn append(&self, encode: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
-        self.0.append(encode)
+        self.wal.read().as_ref().map_or(CLOSED_LSN, |wal| wal.append(encode))
     }
     fn wait(&self, lsn: u64) -> hotset_core::Result<()> {
-        self.0.wait(lsn).map_err(storage_error)
+        if lsn == CLOSED_LSN {
+            return Err(closed());
+        }
+        // A log closed meanwhile has written and fsynced this record, or failed it: its
+        // outcome is known to `wait` either way.
+        self.wal().map_err(storage_error)?.wait(lsn).map_err(storage_error)
     }
 }
 
 /// State shared with the snapshot thread.
 struct Shared {
     db: Arc<Database>,
-    wal: Arc<Wal>,
+    journal: Arc<WalJournal>,
     options: StoreOptions,
     /// One snapshot at a time; holds the log size when the last one started.
     snapshot_lock: Mutex<SnapshotMark>,
@@ -163,7 +195,6 @@ pub struct Store {
     shared: Arc<Shared>,
     snapshotter: Option<JoinHandle<()>>,
     report: RecoveryReport,
-    _lock: FolderLock,
 }
 
 impl std::ops::Deref for Store {
@@ -183,11 +214,12 @@ impl Store {
         let lock = FolderLock::acquire(&options.dir)?;
         let (db, report) = recover(&options)?;
         let wal = Arc::new(Wal::start(options.wal_options(), report.next_lsn)?);
-        assert!(db.attach_journal(Arc::new(WalJournal(wal.clone()))), "a recovered database has no journal yet");
         let stats = wal.stats();
+        let journal = Arc::new(WalJournal { wal: RwLock::new(Some(wal)), lock: Mutex::new(Some(lock)) });
+        assert!(db.attach_journal(journal.clone()), "a recovered database has no journal yet");
         let shared = Arc::new(Shared {
             db: Arc::new(db),
-            wal,
+            journal,
             options,
             snapshot_lock: Mutex::new(SnapshotMark {
                 log_bytes: stats.bytes_written,
@@ -205,10 +237,12 @@ impl Store {
             .name("hotset-snapshot".into())
             .spawn(move || background.snapshot_loop())
             .map_err(|source| StoreError::Io { op: "spawn", path: "snapshot thread".into(), source })?;
-        Ok(Store { shared, snapshotter: Some(snapshotter), report, _lock: lock })
+        Ok(Store { shared, snapshotter: Some(snapshotter), report })
     }
 
-    /// The database, to share with threads that outlive a borrow of the store.
+    /// The database, to share with threads that outlive a borrow of the store. Writes
+    /// through a handle kept after the store is closed are still logged, and the folder
+    /// stays locked until the last handle is dropped.
     pub fn database(&self) -> &Arc<Database> {
         &self.shared.db
     }
@@ -218,7 +252,7 @@ impl Store {
     }
 
     pub fn wal_stats(&self) -> WalStats {
-        self.shared.wal.stats()
+        self.shared.journal.wal().map(|wal| wal.stats()).expect("the log is open while the store is")
     }
 
     /// The last snapshot written (or loaded), and the last snapshot error if the most
@@ -235,13 +269,14 @@ impl Store {
 
     /// Writes and fsyncs everything logged so far, whatever the policy.
     pub fn sync(&self) -> Result<u64, StoreError> {
-        Ok(self.shared.wal.sync()?)
+        Ok(self.shared.journal.wal()?.sync()?)
     }
 
-    /// Stops the snapshot thread, writes and fsyncs the log, and releases the folder.
+    /// Stops the snapshot thread, writes and fsyncs the log, stops it and releases the
+    /// folder. Handles to the database kept past this can read but no longer write.
     pub fn close(mut self) -> Result<(), StoreError> {
         self.stop_background();
-        Ok(self.shared.wal.sync().map(drop)?)
+        Ok(self.shared.journal.close()?)
     }
 
     fn stop_background(&mut self) {
@@ -257,8 +292,10 @@ impl Store {
 impl Drop for Store {
     fn drop(&mut self) {
         self.stop_background();
-        // Best effort: errors were reported to the writers that were waiting for them.
-        let _ = self.shared.wal.sync();
+        // Errors here were also reported to the writers waiting for those records.
+        if let Err(error) = self.shared.journal.close() {
+            tracing::error!(%error, "closing the log failed");
+        }
     }
 }
 
@@ -284,7 +321,8 @@ impl Shared {
     }
 
     fn snapshot_due(&self) -> bool {
-        let stats = self.wal.stats();
+        let Ok(wal) = self.journal.wal() else { return false };
+        let stats = wal.stats();
         let mark = self.snapshot_lock.lock();
         if stats.failed.is_some() || (stats.next_lsn == mark.lsn && mark.carried == 0) {
             return false;
@@ -297,8 +335,9 @@ impl Shared {
 
     fn take_snapshot(&self) -> Result<SnapshotInfo, StoreError> {
         let mut mark = self.snapshot_lock.lock();
-        let bytes_before = self.wal.stats().bytes_written;
-        let result = self.write_snapshot();
+        let wal = self.journal.wal()?;
+        let bytes_before = wal.stats().bytes_written;
+        let result = self.write_snapshot(&wal);
         match &result {
             Ok(info) => {
                 tracing::info!(
@@ -323,20 +362,19 @@ impl Shared {
         result
     }
 
-    fn write_snapshot(&self) -> Result<SnapshotInfo, StoreError> {
+    fn write_snapshot(&self, wal: &Wal) -> Result<SnapshotInfo, StoreError> {
         let dir = self.options.dir.join("snapshots");
         // A new segment starts at the snapshot's start lsn, so older segments can go
         // whole once a newer snapshot covers them.
-        let start = self.wal.rotate()?;
-        let wal = &self.wal;
+        let start = wal.rotate()?;
         let mut finish = || wal.sync().map(|durable| durable + 1).map_err(|e| e.to_string());
         let info = snapshot::write(&*self.options.disk, &dir, &self.db, start, &mut finish, &self.options.hooks)?;
-        self.retire(&dir)?;
+        self.retire(wal, &dir)?;
         Ok(info)
     }
 
     /// Keeps the two newest snapshots and the log segments the older of them needs.
-    fn retire(&self, dir: &Path) -> Result<(), StoreError> {
+    fn retire(&self, wal: &Wal, dir: &Path) -> Result<(), StoreError> {
         let snapshots = snapshot::list(&*self.options.disk, dir)?;
         for (_, path) in snapshots.iter().skip(SNAPSHOTS_KEPT) {
             self.options.disk.remove(path).map_err(|source| StoreError::Io {
@@ -346,7 +384,7 @@ impl Shared {
             })?;
         }
         if let Some((oldest_kept, _)) = snapshots.iter().take(SNAPSHOTS_KEPT).next_back() {
-            self.wal.remove_covered(*oldest_kept)?;
+            wal.remove_covered(*oldest_kept)?;
         }
         Ok(())
     }

@@ -67,17 +67,23 @@ fn spawn(dir: &Path, seed: u64, pause: bool) -> Child {
     command.spawn().expect("the child starts")
 }
 
-/// Reads the child's lines until `stop` says so; returns what it acknowledged.
-fn read_acks(child: &mut Child, mut stop: impl FnMut(&str, usize) -> bool) -> Vec<Acked> {
+/// Reads the child's lines until `stop` says so, kills it with SIGKILL, then reads what
+/// it printed before it died (acknowledged writes the test must count too).
+fn run_until_killed(mut child: Child, mut stop: impl FnMut(&str, usize) -> bool) -> Vec<Acked> {
     let mut acked = vec![Acked::default(); WORKERS as usize];
     let stdout = child.stdout.take().expect("piped");
     let mut lines = BufReader::new(stdout).lines();
     let mut count = 0;
+    let mut killed = false;
     if stop("", 0) {
-        return acked;
+        kill(&mut child);
+        killed = true;
     }
     loop {
         let Some(Ok(line)) = lines.next() else {
+            if killed {
+                return acked;
+            }
             let mut stderr = String::new();
             let _ = child.stderr.take().map(|mut e| e.read_to_string(&mut stderr));
             panic!("the child stopped by itself after {count} lines: {stderr}");
@@ -90,13 +96,14 @@ fn read_acks(child: &mut Child, mut stop: impl FnMut(&str, usize) -> bool) -> Ve
             other => panic!("unexpected line from the child: {other:?}"),
         }
         count += 1;
-        if stop(&line, count) {
-            return acked;
+        if !killed && stop(&line, count) {
+            kill(&mut child);
+            killed = true;
         }
     }
 }
 
-fn kill(mut child: Child) {
+fn kill(child: &mut Child) {
     child.kill().expect("SIGKILL is delivered");
     child.wait().expect("the child is reaped");
 }
@@ -191,12 +198,11 @@ fn acknowledged_writes_survive_sigkill() {
     let mut rng = Rng(seed);
     let mut harness = Harness::new(seed);
     for cycle in 0..cycles {
-        let mut child = spawn(dir.path(), seed, false);
+        let child = spawn(dir.path(), seed, false);
         // One cycle in eight kills at once (often during recovery); the others after a
         // random number of acknowledgements.
         let lines = if rng.below(8) == 0 { 0 } else { 1 + rng.below(400) as usize };
-        let acked = read_acks(&mut child, |_, count| count >= lines);
-        kill(child);
+        let acked = run_until_killed(child, |_, count| count >= lines);
         harness.check(dir.path(), &acked, cycle);
     }
     eprintln!(
@@ -212,16 +218,22 @@ fn a_kill_while_a_snapshot_is_written_leaves_a_recoverable_folder() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = Harness::new(seed);
     for cycle in 0..3 {
-        let mut child = spawn(dir.path(), seed, true);
-        let acked = read_acks(&mut child, |line, _| line == "P");
-        let partial: Vec<_> = std::fs::read_dir(dir.path().join("snapshots"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "tmp"))
-            .collect();
-        assert_eq!(partial.len(), 1, "the child is stopped inside the snapshot");
-        assert!(std::fs::metadata(&partial[0]).unwrap().len() > 0, "part of it is written");
-        kill(child);
+        let child = spawn(dir.path(), seed, true);
+        let mut partial = Vec::new();
+        let acked = run_until_killed(child, |line, _| {
+            if line != "P" {
+                return false;
+            }
+            // The child is blocked inside the snapshot: its unfinished file is there.
+            partial = std::fs::read_dir(dir.path().join("snapshots"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "tmp"))
+                .collect();
+            true
+        });
+        assert_eq!(partial.len(), 1, "the child was stopped inside the snapshot");
+        assert!(std::fs::metadata(&partial[0]).unwrap().len() > 0, "part of it was written");
         let store = open(dir.path());
         assert_eq!(store.recovery().removed_temporary, partial, "recovery removes the unfinished file");
         drop(store);

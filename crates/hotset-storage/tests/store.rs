@@ -309,3 +309,21 @@ fn old_snapshots_and_the_segments_they_cover_are_removed() {
     let store = Store::open(options(dir.path())).unwrap();
     assert_eq!(ids(&store).len(), 500);
 }
+
+#[test]
+fn handles_kept_after_close_read_but_cannot_write_and_the_folder_is_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(options(dir.path())).unwrap();
+    store.create_namespace("items", schema()).unwrap();
+    fill(&store, 0..3);
+    let db = store.database().clone();
+    let kv = store.keyspaces().get_or_create("0");
+    kv.set(b"k", b"v", SetOptions::default()).unwrap();
+    store.close().unwrap();
+    assert!(db.get("items", &json!(1)).unwrap().is_some(), "reads go on");
+    assert!(matches!(db.upsert("items", &json!({"id": 9, "year": 2000})), Err(Error::Storage { .. })));
+    assert!(kv.set(b"k", b"w", SetOptions::default()).is_err());
+    let reopened = Store::open(options(dir.path())).unwrap();
+    assert_eq!(ids(&reopened), vec![0, 1, 2]);
+    assert_eq!(reopened.keyspaces().get_or_create("0").get(b"k").unwrap(), Some(b"v".to_vec()));
+}

@@ -114,7 +114,7 @@ pub struct WalStats {
 
 /// The write-ahead log: callers append records, one writer thread writes them.
 ///
-/// Shared in an `Arc`; every method takes `&self` except [`close`](Wal::close).
+/// Shared in an `Arc`; every method takes `&self`.
 pub struct Wal {
     shared: Arc<Shared>,
     policy: FsyncPolicy,
@@ -122,7 +122,7 @@ pub struct Wal {
     dir: PathBuf,
     /// Serialises `remove_covered` calls, so two never race to delete the same file.
     removing: Mutex<()>,
-    thread: Option<JoinHandle<Result<(), WalError>>>,
+    thread: Mutex<Option<JoinHandle<Result<(), WalError>>>>,
 }
 
 impl Wal {
@@ -149,7 +149,7 @@ impl Wal {
             disk: opts.disk,
             dir: opts.dir,
             removing: Mutex::new(()),
-            thread: Some(thread),
+            thread: Mutex::new(Some(thread)),
         })
     }
 
@@ -278,13 +278,14 @@ impl Wal {
     }
 
     /// Writes and fsyncs everything queued, stops the writer thread and waits for it.
-    /// `Err` when that last write or fsync failed or the log was already failed.
-    pub fn close(mut self) -> Result<(), WalError> {
+    /// `Err` when that last write or fsync failed or the log was already failed. Callers
+    /// sharing the log must stop appending first: nothing appended after this is written.
+    pub fn close(&self) -> Result<(), WalError> {
         self.shut_down()
     }
 
-    fn shut_down(&mut self) -> Result<(), WalError> {
-        let Some(thread) = self.thread.take() else { return Ok(()) };
+    fn shut_down(&self) -> Result<(), WalError> {
+        let Some(thread) = self.thread.lock().take() else { return Ok(()) };
         self.shared.request_close();
         match thread.join() {
             Ok(result) => result,
