@@ -31,6 +31,14 @@ fn fill(store: &Store, ids: std::ops::Range<i64>) {
     }
 }
 
+/// Opens a store on a fresh folder, writes documents `0..count` and closes it.
+fn write_items(options: StoreOptions, count: i64) {
+    let store = Store::open(options).unwrap();
+    store.create_namespace("items", schema()).unwrap();
+    fill(&store, 0..count);
+    store.close().unwrap();
+}
+
 fn ids(store: &Store) -> Vec<i64> {
     let mut ids: Vec<i64> =
         store.query(&Query::new("items")).unwrap().values().iter().map(|d| d["id"].as_i64().unwrap()).collect();
@@ -126,10 +134,7 @@ fn a_restart_keeps_namespaces_indexes_documents_and_keys() {
 #[test]
 fn a_torn_tail_is_cut_at_every_byte_of_the_last_record() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(options(dir.path())).unwrap();
-    store.create_namespace("items", schema()).unwrap();
-    fill(&store, 0..20);
-    store.close().unwrap();
+    write_items(options(dir.path()), 20);
     let segment = last_segment_with_records(dir.path());
     let bytes = std::fs::read(&segment).unwrap();
     let last = *record_offsets(&bytes).last().unwrap();
@@ -154,10 +159,7 @@ fn a_torn_tail_is_cut_at_every_byte_of_the_last_record() {
 #[test]
 fn a_flipped_byte_in_a_middle_record_stops_start_up_naming_file_and_offset() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(options(dir.path())).unwrap();
-    store.create_namespace("items", schema()).unwrap();
-    fill(&store, 0..20);
-    store.close().unwrap();
+    write_items(options(dir.path()), 20);
     let segment = last_segment_with_records(dir.path());
     let mut bytes = std::fs::read(&segment).unwrap();
     let offsets = record_offsets(&bytes);
@@ -220,10 +222,7 @@ fn a_missing_segment_stops_start_up() {
     let dir = tempfile::tempdir().unwrap();
     let mut small = options(dir.path());
     small.segment_bytes = 2_000;
-    let store = Store::open(small.clone()).unwrap();
-    store.create_namespace("items", schema()).unwrap();
-    fill(&store, 0..200);
-    store.close().unwrap();
+    write_items(small.clone(), 200);
     let all = segments(dir.path());
     assert!(all.len() > 4, "{} segments", all.len());
     std::fs::remove_file(&all[all.len() / 2]).unwrap();
