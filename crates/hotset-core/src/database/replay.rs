@@ -15,9 +15,7 @@
 
 use super::Database;
 use crate::change::{Change, DocChange, KvChange};
-use crate::doc;
 use crate::error::{Error, Result};
-use crate::namespace::write::WriteMode;
 use crate::namespace::{Namespace, NamespaceData};
 use std::sync::Arc;
 
@@ -136,7 +134,7 @@ impl Database {
 
 fn apply_doc(data: &mut NamespaceData, op: DocChange<'_>) -> Result<()> {
     match op {
-        DocChange::Put(bytes) => data.write(&doc::parse_object(bytes)?, WriteMode::Upsert).map(drop),
+        DocChange::Put(bytes) => data.write_stored(bytes).map(drop),
         DocChange::Delete(key) => {
             let key = serde_json::from_str(key)
                 .map_err(|e| Error::BadChange { reason: format!("a deleted key is not JSON: {e}") })?;

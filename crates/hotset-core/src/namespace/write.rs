@@ -37,6 +37,22 @@ impl NamespaceData {
     pub fn write(&mut self, doc: &Value, mode: WriteMode) -> Result<Undo> {
         doc::ensure_object(doc)?;
         let bytes = self.encode_checked(doc)?;
+        self.write_encoded(doc, bytes, mode)
+    }
+
+    /// Upserts a document given in its stored form (minified JSON, as the log and
+    /// snapshots carry it): parsed once and kept as given, not encoded again. The parser
+    /// bounds nesting like `ensure_object` does; the size limit was checked when the
+    /// document was first written.
+    pub fn write_stored(&mut self, stored: &[u8]) -> Result<Undo> {
+        let doc: Value = serde_json::from_slice(stored).map_err(|e| Error::InvalidJson { reason: e.to_string() })?;
+        if !doc.is_object() {
+            return Err(Error::NotAnObject { found: crate::error::json_kind(&doc) });
+        }
+        self.write_encoded(&doc, Arc::from(stored), WriteMode::Upsert)
+    }
+
+    fn write_encoded(&mut self, doc: &Value, bytes: Arc<[u8]>, mode: WriteMode) -> Result<Undo> {
         let values = self.extract(doc)?;
         let key = self.pk_key(&values)?;
         match (self.row_of(&key), mode) {
