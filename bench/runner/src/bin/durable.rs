@@ -10,6 +10,14 @@
 //! code's options beyond the fsync policy and switching off automatic snapshots (so the
 //! figures are the shipped defaults' otherwise), or sleeps to wait for another thread.
 //!
+//! The stall benchmark runs five phases of S seconds on one loaded store, 1 reader (get by
+//! random key, then a page-of-10 query) and 1 writer (upsert of random documents) each:
+//! `baseline`; `snapshots` (a third thread takes snapshots back to back); `cpu_control`
+//! (a third thread only burns CPU, to tell scheduling on 2 cores from snapshot effects);
+//! and `baseline_writer_elsewhere`, `snapshots_writer_elsewhere`, where the writer upserts
+//! into a second namespace of the same schema, so the reader and the writer do not
+//! contend for one namespace's lock and what is left is the snapshot's own effect.
+//!
 //! usage:
 //!   durable writes --writers N --seconds S [--fsync always|periodic|never]
 //!                  [--data ITEMS.jsonl] [--keys K] [--dir D]
@@ -114,7 +122,9 @@ impl Drop for TempDir {
 /// Bytes of the regular files directly in `dir`.
 fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
-        .map(|entries| entries.flatten().filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum())
+        .map(|entries| {
+            entries.flatten().filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum()
+        })
         .unwrap_or(0)
 }
 
@@ -337,8 +347,9 @@ fn writes(flags: &Flags) -> Value {
     let policy_name = flags.get("--fsync").unwrap_or("always");
     let policy = fsync_policy(policy_name);
     assert!(writers >= 1, "--writers is at least 1");
-    // The documents written: two versions of each of `keys` catalogue documents (or the
-    // lines of --data), so every timed upsert replaces a document with a different one.
+    // The documents written: two versions of each of `keys` catalogue documents, so every
+    // timed upsert replaces a document with a different one (with --data, the file's lines,
+    // each replacing itself).
     let (pool, keys, source) = match flags.get("--data") {
         Some(path) => {
             let lines = read_lines(path);
@@ -368,7 +379,7 @@ fn writes(flags: &Flags) -> Value {
         let threads: Vec<_> = (0..writers)
             .map(|w| {
                 let (store, pool, barrier) = (&store, &pool, &barrier);
-                scope.spawn(move || {
+                spawn(scope, format!("bench-writer-{w}"), move || {
                     let mut histogram = Histogram::new();
                     let mut at = w * pool.len() / writers;
                     barrier.wait();
@@ -422,6 +433,15 @@ fn writes(flags: &Flags) -> Value {
     });
     merge_into(&mut report, all.summary());
     report
+}
+
+/// A scoped thread with a name, so `perf` and `top` can tell the benchmark's threads apart.
+fn spawn<'scope, 'env, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    name: String,
+    body: impl FnOnce() -> T + Send + 'scope,
+) -> std::thread::ScopedJoinHandle<'scope, T> {
+    std::thread::Builder::new().name(name).spawn_scoped(scope, body).expect("spawn a benchmark thread")
 }
 
 fn merge_into(target: &mut Value, extra: Value) {
@@ -538,15 +558,13 @@ enum Lookups {
 }
 
 impl Lookups {
-    fn of(namespace: &str, docs: &[Value], rng: &mut Rng) -> Lookups {
-        let sample = |field: &str, rng: &mut Rng| -> Vec<String> {
-            (0..1000).map(|_| docs[rng.below(docs.len())][field].as_str().expect("a string field").to_owned()).collect()
-        };
+    fn of(namespace: &str, values: &[String], rng: &mut Rng) -> Lookups {
+        let sample: Vec<&String> = (0..1000).map(|_| &values[rng.below(values.len())]).collect();
         if namespace == "users" {
-            let names = sample("first_name", rng);
-            Lookups::Prefixes(names.iter().map(|n| format!("{}%", n.chars().take(3).collect::<String>().to_lowercase())).collect())
+            let prefix = |name: &&String| format!("{}%", name.chars().take(3).collect::<String>().to_lowercase());
+            Lookups::Prefixes(sample.iter().map(prefix).collect())
         } else {
-            Lookups::Names(sample("name", rng))
+            Lookups::Names(sample.into_iter().cloned().collect())
         }
     }
 
@@ -580,20 +598,42 @@ fn stall(flags: &Flags) -> Value {
     let seconds: f64 = flags.parse("--seconds", 5.0);
     let lines = read_lines(path);
     let (namespace, indexes) = kind_of(&lines);
-    let docs: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
-    let ids: Vec<Value> = docs.iter().map(|d| d["id"].clone()).collect();
-    let mut rng = Rng(7);
-    let lookups = Lookups::of(namespace, &docs, &mut rng);
-    drop(docs);
+    // The keys to get, and the field the queries look up (a first-name prefix or a name).
+    let field = if namespace == "users" { "first_name" } else { "name" };
+    let (ids, values): (Vec<Value>, Vec<String>) = lines
+        .iter()
+        .map(|line| {
+            let mut doc: Value = serde_json::from_str(line).expect("JSON line");
+            let value = doc[field].as_str().expect("a string field").to_owned();
+            (doc["id"].take(), value)
+        })
+        .unzip();
+    let lookups = Lookups::of(namespace, &values, &mut Rng(7));
+    drop(values);
     let dir = TempDir::new(flags, "stall");
     let store = Store::open(store_options(&dir.0, FsyncPolicy::default())).expect("open");
     store.create_namespace(namespace, indexes).expect("schema");
     let load_s = load(&store, namespace, &lines);
+    // The load's log reaches the disk before anything is timed, and a short run first
+    // warms the caches and the threads (discarded).
+    store.sync().expect("sync");
+    let elsewhere = format!("{namespace}_writes");
+    store.create_namespace(&elsewhere, kind_of(&lines).1).expect("schema");
+    let work = Workload { store: &store, namespace, lines: &lines, ids: &ids, lookups: &lookups };
+    stall_phase(&work, seconds.min(1.0), Third::Nothing, namespace);
+    // The last two phases have the writer upsert into a second namespace with the same
+    // schema: what is left is the snapshot's own effect, without the reader and the
+    // writer contending for one namespace's lock.
+    let plan = [
+        ("baseline", Third::Nothing, namespace),
+        ("snapshots", Third::Snapshots, namespace),
+        ("cpu_control", Third::BusyLoop, namespace),
+        ("baseline_writer_elsewhere", Third::Nothing, elsewhere.as_str()),
+        ("snapshots_writer_elsewhere", Third::Snapshots, elsewhere.as_str()),
+    ];
     let mut phases = serde_json::Map::new();
-    for (name, third) in [("baseline", Third::Nothing), ("snapshots", Third::Snapshots), ("cpu_control", Third::BusyLoop)]
-    {
-        let phase = stall_phase(&store, namespace, &lines, &ids, &lookups, seconds, third);
-        phases.insert(name.into(), phase);
+    for (name, third, write_to) in plan {
+        phases.insert(name.into(), stall_phase(&work, seconds, third, write_to));
     }
     let (rss, _) = rss_mb();
     store.close().expect("close");
@@ -609,22 +649,26 @@ fn stall(flags: &Flags) -> Value {
     })
 }
 
-fn stall_phase(
-    store: &Store,
-    namespace: &str,
-    lines: &[String],
-    ids: &[Value],
-    lookups: &Lookups,
-    seconds: f64,
-    third: Third,
-) -> Value {
+/// What every phase of the stall benchmark shares.
+struct Workload<'a> {
+    store: &'a Store,
+    /// Where the reader reads.
+    namespace: &'a str,
+    /// Documents the writer upserts (random ones).
+    lines: &'a [String],
+    ids: &'a [Value],
+    lookups: &'a Lookups,
+}
+
+fn stall_phase(work: &Workload, seconds: f64, third: Third, write_to: &str) -> Value {
+    let Workload { store, namespace, lines, ids, lookups } = *work;
     let threads = if third == Third::Nothing { 2 } else { 3 };
     let barrier = Barrier::new(threads);
     let stop = AtomicBool::new(false);
     let (get, query, write, snapshots) = std::thread::scope(|scope| {
         let barrier = &barrier;
         let stop = &stop;
-        let reader = scope.spawn(move || {
+        let reader = spawn(scope, "bench-reader".into(), move || {
             let (mut get, mut query) = (Histogram::new(), Histogram::new());
             let mut rng = Rng(11);
             let mut out = Vec::with_capacity(1 << 16);
@@ -651,7 +695,7 @@ fn stall_phase(
                 }
             }
         });
-        let writer = scope.spawn(move || {
+        let writer = spawn(scope, "bench-writer".into(), move || {
             let mut write = Histogram::new();
             let mut rng = Rng(13);
             barrier.wait();
@@ -659,7 +703,7 @@ fn stall_phase(
             loop {
                 let line = &lines[rng.below(lines.len())];
                 let start = Instant::now();
-                store.upsert_json(namespace, line.as_bytes()).expect("upsert");
+                store.upsert_json(write_to, line.as_bytes()).expect("upsert");
                 let done = Instant::now();
                 write.record(done - start);
                 if done >= end {
@@ -670,7 +714,7 @@ fn stall_phase(
         });
         let third = match third {
             Third::Nothing => None,
-            Third::Snapshots => Some(scope.spawn(move || {
+            Third::Snapshots => Some(spawn(scope, "bench-snapshot".into(), move || {
                 let mut taken = Vec::new();
                 barrier.wait();
                 let end = Instant::now() + Duration::from_secs_f64(seconds);
@@ -681,7 +725,7 @@ fn stall_phase(
                 }
                 taken
             })),
-            Third::BusyLoop => Some(scope.spawn(move || {
+            Third::BusyLoop => Some(spawn(scope, "bench-burner".into(), move || {
                 barrier.wait();
                 let mut x = 0u64;
                 while !stop.load(Ordering::Acquire) {
@@ -700,6 +744,7 @@ fn stall_phase(
     let mut reads = get.clone();
     reads.merge(&query);
     let mut report = json!({
+        "writer_namespace": write_to,
         "get": get.summary(),
         "query": query.summary(),
         "reads": reads.summary(),
@@ -719,4 +764,39 @@ fn stall_phase(
         );
     }
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_contiguous_and_within_3_percent() {
+        let mut last = 0;
+        for nanos in 1..200_000u64 {
+            let bucket = Histogram::bucket(nanos);
+            assert!(bucket == last || bucket == last + 1, "bucket of {nanos} skips");
+            last = bucket;
+            let middle = Histogram::middle(bucket);
+            assert!((middle - nanos as f64).abs() <= nanos as f64 / 32.0, "{nanos} ns reads back as {middle}");
+        }
+        assert!(Histogram::bucket(u64::MAX) < Histogram::new().counts.len());
+    }
+
+    #[test]
+    fn quantiles_and_max() {
+        let mut histogram = Histogram::new();
+        for micros in 1..=1000u64 {
+            histogram.record(Duration::from_micros(micros));
+        }
+        let near = |got: f64, want: f64| (got - want).abs() <= want / 32.0;
+        assert!(near(histogram.quantile_us(0.5), 500.0), "{}", histogram.quantile_us(0.5));
+        assert!(near(histogram.quantile_us(0.99), 990.0), "{}", histogram.quantile_us(0.99));
+        assert_eq!(histogram.summary()["max_us"], json!(1000.0));
+        let mut other = Histogram::new();
+        other.record(Duration::from_millis(7));
+        histogram.merge(&other);
+        assert_eq!(histogram.total, 1001);
+        assert_eq!(histogram.quantile_us(1.0), 7000.0);
+    }
 }
