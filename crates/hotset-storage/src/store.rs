@@ -429,7 +429,11 @@ fn recover(options: &StoreOptions) -> Result<(Database, RecoveryReport), StoreEr
             report.removed_temporary.push(path);
         }
     }
-    let fresh = || Database::with_clock(options.clock.clone(), options.limits);
+    let fresh = || {
+        let db = Database::with_clock(options.clock.clone(), options.limits);
+        db.begin_bulk_load();
+        db
+    };
     let mut db = fresh();
     let mut last_error = None;
     let mut damaged = Vec::new();
@@ -469,6 +473,7 @@ fn recover(options: &StoreOptions) -> Result<(Database, RecoveryReport), StoreEr
         (Err(WalError::MissingSegment { .. }), Some(snapshot_error)) => return Err(snapshot_error.into()),
         (Err(error), _) => return Err(error.into()),
     };
+    db.finish_bulk_load();
     // The older snapshot and the log recovered everything: set the damaged ones aside
     // (kept for inspection) so they are neither loaded again nor counted as kept.
     for path in damaged {

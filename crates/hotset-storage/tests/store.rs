@@ -40,6 +40,7 @@ fn write_items(options: StoreOptions, count: i64) {
 }
 
 fn ids(store: &Store) -> Vec<i64> {
+    store.verify_indexes().expect("indexes agree with the recovered documents");
     let mut ids: Vec<i64> =
         store.query(&Query::new("items")).unwrap().values().iter().map(|d| d["id"].as_i64().unwrap()).collect();
     ids.sort_unstable();

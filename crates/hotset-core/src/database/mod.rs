@@ -32,7 +32,7 @@ use parking_lot::{RwLock, RwLockReadGuard};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// An in-memory database: namespaces of JSON documents. `Send + Sync`; share it with
 /// an `Arc` between threads.
@@ -42,6 +42,8 @@ pub struct Database {
     limits: Limits,
     walk_choice: AtomicU8,
     journal: JournalSlot,
+    /// Set between `begin_bulk_load` and `finish_bulk_load` (recovery).
+    bulk_loading: AtomicBool,
 }
 
 impl Default for Database {
@@ -80,7 +82,32 @@ impl Database {
             limits,
             walk_choice: AtomicU8::new(0),
             journal,
+            bulk_loading: AtomicBool::new(false),
         }
+    }
+
+    /// Starts a bulk load (what recovery does before applying snapshot blocks and log
+    /// records): ordered secondary indexes are not kept up to date row by row but built
+    /// once, sorted, by `finish_bulk_load`. Queries must not run until then.
+    pub fn begin_bulk_load(&self) {
+        self.bulk_loading.store(true, Ordering::Release);
+        for namespace in self.namespaces.read().values() {
+            namespace.data.write().begin_bulk_load();
+        }
+    }
+
+    /// Ends a bulk load: builds the deferred indexes of every namespace.
+    pub fn finish_bulk_load(&self) {
+        self.bulk_loading.store(false, Ordering::Release);
+        for namespace in self.namespaces.read().values() {
+            namespace.data.write().finish_bulk_load();
+        }
+    }
+
+    /// Checks every namespace's indexes against its documents (`NamespaceData::verify_indexes`).
+    pub fn verify_indexes(&self) -> std::result::Result<(), String> {
+        let namespaces: Vec<Arc<Namespace>> = self.namespaces.read().values().cloned().collect();
+        namespaces.iter().try_for_each(|namespace| namespace.data.read().verify_indexes())
     }
 
     /// Attaches the write-ahead log: from now on every committed write is logged and
@@ -104,13 +131,15 @@ impl Database {
     ) -> Result<T> {
         self.journal.writable()?;
         let namespace = self.namespace(name)?;
-        let (value, lsn) = {
-            let mut data = namespace.data.write();
-            if namespace.is_dropped() {
-                return Err(Error::UnknownNamespace { namespace: name.to_string() });
-            }
-            write(&namespace, &mut data, self.journal())?
-        };
+        let mut data = namespace.data.write();
+        if namespace.is_dropped() {
+            return Err(Error::UnknownNamespace { namespace: name.to_string() });
+        }
+        let written = write(&namespace, &mut data, self.journal());
+        // Fair hand-over: a writer that releases and at once re-takes the lock would
+        // otherwise keep readers waiting for milliseconds under a steady write load.
+        parking_lot::RwLockWriteGuard::unlock_fair(data);
+        let (value, lsn) = written?;
         self.journal.wait(lsn)?;
         Ok(value)
     }

@@ -49,6 +49,7 @@ impl Database {
                 // namespace of that name is replaced, as the record's lsn says it was.
                 let mut data = NamespaceData::new(name, indexes)?;
                 data.document_bytes_max = self.limits.document_bytes_max;
+                data.bulk_loading = self.bulk_loading.load(std::sync::atomic::Ordering::Acquire);
                 let old = self.namespaces.write().insert(name.to_string(), Arc::new(Namespace::new(name, data)));
                 if let Some(old) = old {
                     old.mark_dropped();

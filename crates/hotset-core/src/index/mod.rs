@@ -122,6 +122,36 @@ impl Index {
         keys
     }
 
+    /// Whether this index is built in bulk after a load (`NamespaceData::finish_bulk_load`)
+    /// rather than row by row: ordered indexes other than the primary key, the ones whose
+    /// row-by-row inserts cost a search each.
+    pub fn deferrable(&self) -> bool {
+        matches!(self.lookup, Lookup::Tree(_)) && !self.def.pk
+    }
+
+    /// Replaces the contents of a tree index with `pairs` (each row under each of its
+    /// keys): sorted once, then laid out in order. Sorting compares a fixed-size prefix of
+    /// each key first, so most comparisons never follow a key's pointers.
+    pub fn rebuild_tree(&mut self, mut pairs: Vec<(Key, u32)>) {
+        assert!(matches!(self.lookup, Lookup::Tree(_)), "only tree indexes are rebuilt in bulk");
+        let mut keyed: Vec<(u128, Key, u32)> =
+            pairs.drain(..).map(|(key, row)| (order_prefix(&key), key, row)).collect();
+        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let mut entries: Vec<(Key, Postings)> = Vec::with_capacity(keyed.len());
+        let mut key_bytes = 0;
+        for (_, key, row) in keyed {
+            match entries.last_mut() {
+                Some((last, postings)) if *last == key => postings.insert(row),
+                _ => {
+                    key_bytes += key_heap_bytes(&key);
+                    entries.push((key, Postings::new(row)));
+                }
+            }
+        }
+        self.lookup = Lookup::Tree(OrderedMap::from_sorted(entries));
+        self.key_bytes = key_bytes;
+    }
+
     pub fn insert(&mut self, key: Key, row: u32) {
         let key_bytes = key_heap_bytes(&key);
         let added = match &mut self.lookup {
@@ -248,6 +278,25 @@ fn insert_posting(entry: hashbrown::hash_map::Entry<'_, Key, Postings, ahash::Ra
             true
         }
     }
+}
+
+/// A number whose order agrees with the keys' order wherever it differs: the first
+/// part's variant, then its value (an int's bits with the sign flipped, a string's first
+/// eight bytes). Equal prefixes say nothing; the keys are compared in full then.
+fn order_prefix(key: &Key) -> u128 {
+    let (tag, value) = match key.parts().first() {
+        None | Some(Scalar::Null) => (0u128, 0u64),
+        Some(Scalar::Bool(b)) => (1, u64::from(*b)),
+        Some(Scalar::Int(i)) => (2, (*i as u64) ^ (1 << 63)),
+        Some(Scalar::Double(_)) => (3, 0),
+        Some(Scalar::Str(bytes)) => {
+            let mut head = [0u8; 8];
+            let n = bytes.len().min(8);
+            head[..n].copy_from_slice(&bytes[..n]);
+            (4, u64::from_be_bytes(head))
+        }
+    };
+    (tag << 64) | u128::from(value)
 }
 
 fn key_heap_bytes(key: &Key) -> usize {

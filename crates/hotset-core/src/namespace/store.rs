@@ -33,6 +33,9 @@ pub struct NamespaceData {
     pub(crate) document_bytes: usize,
     /// Largest stored document; a bigger one is refused (`Limits::document_bytes_max`).
     pub(crate) document_bytes_max: usize,
+    /// While set (recovery), deferrable indexes are left empty and built once, in bulk,
+    /// by `finish_bulk_load`; nothing may query the namespace meanwhile.
+    pub(crate) bulk_loading: bool,
 }
 
 impl NamespaceData {
@@ -48,6 +51,7 @@ impl NamespaceData {
             pk_index: usize::MAX,
             document_bytes: 0,
             document_bytes_max: usize::MAX,
+            bulk_loading: false,
         };
         let pk_count = defs.iter().filter(|d| d.pk).count();
         if pk_count == 0 {
@@ -259,5 +263,32 @@ impl NamespaceData {
             memory_bytes: self.memory_bytes(),
             document_bytes: self.document_bytes,
         }
+    }
+}
+
+impl NamespaceData {
+    /// Checks that every index holds exactly the keys its rows' columns say (each live
+    /// row found under each of its keys; tree indexes counting no other row). O(n): for
+    /// tests and operator checks, not hot paths.
+    pub fn verify_indexes(&self) -> std::result::Result<(), String> {
+        for index in self.indexes.iter().filter(|i| i.has_lookup()) {
+            let mut pairs = 0;
+            for row in self.live.iter() {
+                for key in index.row_keys(&self.columns, row) {
+                    pairs += 1;
+                    if !index.get(&key).is_some_and(|rows| rows.contains(row)) {
+                        return Err(format!("{}: index {} lacks row {row} under {key:?}", self.name, index.def.name));
+                    }
+                }
+            }
+            let counted = index.count_rows(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+            if counted.is_some_and(|counted| counted != pairs) {
+                return Err(format!(
+                    "{}: index {} counts {counted:?} rows, expected {pairs}",
+                    self.name, index.def.name
+                ));
+            }
+        }
+        Ok(())
     }
 }

@@ -147,7 +147,8 @@ impl NamespaceData {
                 column.set(row, values);
             }
         }
-        for index in &mut self.indexes {
+        let bulk_loading = self.bulk_loading;
+        for index in self.indexes.iter_mut().filter(|i| !(bulk_loading && i.deferrable())) {
             for key in index.row_keys(&self.columns, row) {
                 index.insert(key, row);
             }
@@ -155,7 +156,8 @@ impl NamespaceData {
     }
 
     fn unindex_row(&mut self, row: u32) {
-        for index in &mut self.indexes {
+        let bulk_loading = self.bulk_loading;
+        for index in self.indexes.iter_mut().filter(|i| !(bulk_loading && i.deferrable())) {
             for key in index.row_keys(&self.columns, row) {
                 index.remove(&key, row);
             }
@@ -168,9 +170,33 @@ impl NamespaceData {
     /// Removes every document, keeping the schema.
     pub fn truncate(&mut self) {
         let defs = self.index_defs();
-        let limit = self.document_bytes_max;
+        let (limit, bulk_loading) = (self.document_bytes_max, self.bulk_loading);
         *self = NamespaceData::new(&self.name, defs).expect("the current schema is valid");
         self.document_bytes_max = limit;
+        self.bulk_loading = bulk_loading;
+    }
+
+    /// Starts a bulk load (recovery): deferrable indexes stop being kept up to date.
+    pub fn begin_bulk_load(&mut self) {
+        self.bulk_loading = true;
+    }
+
+    /// Ends a bulk load: builds every deferrable index from the live rows in one sort.
+    pub fn finish_bulk_load(&mut self) {
+        if !std::mem::replace(&mut self.bulk_loading, false) {
+            return;
+        }
+        for position in 0..self.indexes.len() {
+            if !self.indexes[position].deferrable() {
+                continue;
+            }
+            let index = &self.indexes[position];
+            let mut pairs = Vec::with_capacity(self.live.len() as usize);
+            for row in self.live.iter() {
+                pairs.extend(index.row_keys(&self.columns, row).into_iter().map(|key| (key, row)));
+            }
+            self.indexes[position].rebuild_tree(pairs);
+        }
     }
 
     /// Adds an index and builds it over the existing documents. Every document is
@@ -216,6 +242,8 @@ impl NamespaceData {
     fn rebuilt(&self, defs: Vec<IndexDef>) -> Result<NamespaceData> {
         let mut fresh = NamespaceData::new(&self.name, defs)?;
         fresh.document_bytes_max = self.document_bytes_max;
+        // Built in bulk: tree indexes are sorted once instead of searched per row.
+        fresh.bulk_loading = true;
         fresh.docs = vec![None; self.docs.len()];
         fresh.free_rows = self.free_rows.clone();
         for row in self.live.iter() {
@@ -225,6 +253,9 @@ impl NamespaceData {
             fresh.docs[row as usize] = Some(bytes);
             fresh.live.insert(row);
             fresh.index_row(row, &values);
+        }
+        if !self.bulk_loading {
+            fresh.finish_bulk_load();
         }
         Ok(fresh)
     }
