@@ -26,6 +26,11 @@
 //!   durable open --dir D --namespace NS --expect DOCS   (one recovery in a fresh process;
 //!                                                        `recovery` runs it as a child)
 
+/// The allocator a Hotset server links (glibc malloc spends much of a bulk load in
+/// `malloc_consolidate` and cross-arena frees).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use hotset_core::query::{Op, Query};
 use hotset_core::{Collation, Database, FieldType, IndexDef, IndexKind};
 use hotset_storage::{FsyncPolicy, Store, StoreOptions};
