@@ -145,7 +145,7 @@ fn snapshot(db: &Database) -> Vec<Vec<u8>> {
 
 /// `PROPTEST_CASES` scales the run, capped: each case replays whole histories.
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200).min(400)
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(150).min(150)
 }
 
 proptest! {
