@@ -143,9 +143,11 @@ fn snapshot(db: &Database) -> Vec<Vec<u8>> {
     blocks
 }
 
-/// `PROPTEST_CASES` scales the run, capped: each case replays whole histories.
+/// `PROPTEST_CASES` scales the run, capped at 150 (each case replays whole histories);
+/// `HOTSET_REPLAY_CASES` sets it without the cap, for longer runs.
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(150).min(150)
+    let read = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u32>().ok());
+    read("HOTSET_REPLAY_CASES").unwrap_or_else(|| read("PROPTEST_CASES").unwrap_or(150).min(150))
 }
 
 proptest! {
