@@ -165,8 +165,10 @@ impl Harness {
             let low = worker.counter_floor.max(acked[w].counter);
             assert!(counter == low || counter == low + 1, "{context}: counter {counter}, acknowledged {low}");
             worker.counter_floor = counter;
-            // Deadlines survive: the 1 ms key has expired, the one-hour key has not.
-            assert_eq!(kv.get(format!("e{w}").as_bytes()).unwrap(), None, "{context}: expired key came back");
+            // Deadlines survive as absolute times: the 1 ms key is gone, or (when this
+            // check runs within a millisecond of its write) has at most that left.
+            let short_ttl = kv.ttl_ms(format!("e{w}").as_bytes()).unwrap();
+            assert!(short_ttl == -2 || (0..=1).contains(&short_ttl), "{context}: e{w} has ttl {short_ttl}");
             if let Some(step) = head {
                 let long = kv.get(format!("l{w}").as_bytes()).unwrap();
                 if let Some(value) = long {
