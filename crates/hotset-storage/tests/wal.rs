@@ -1,6 +1,6 @@
 //! The write-ahead log end to end: round trips, every kind of damage replay must tell apart
-//! (torn tails, corruption, missing segments), injected disk faults, group commit, fsync
-//! policies and segment removal.
+//! (torn tails, corruption, missing segments), injected disk faults, group commit, waking
+//! waiters, fsync policies, coalescing and segment removal.
 //!
 //! No test sleeps to synchronise: waits for the writer thread are bounded polls of a
 //! condition (`eventually`), everything else is ordered by the WAL's own acknowledgements.
@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hotset_storage::frame::{FRAME_HEADER_BYTES, FrameRead, read_frame};
+use hotset_storage::wal::COALESCE_BYTES;
 use hotset_storage::wal::segment::{SEGMENT_HEADER_BYTES, segment_path};
 use hotset_storage::{FaultyDisk, FsyncPolicy, RecoveryMode, ReplayReport, Wal, WalError, WalOptions, replay};
 use proptest::prelude::*;
@@ -657,6 +658,137 @@ fn group_commit_on_the_real_disk() {
     Arc::into_inner(wal).unwrap().close().unwrap();
     let (replayed, _) = replay_dir(dir.path(), RecoveryMode::Strict).unwrap();
     assert_eq!(replayed.len() as u64, THREADS * PER_THREAD);
+}
+
+#[test]
+fn a_waiter_returns_only_once_its_record_is_durable() {
+    const THREADS: usize = 8;
+    const PER_THREAD: usize = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, disk) = faulty_options(dir.path(), FsyncPolicy::Always);
+    disk.set_sync_delay(Duration::from_millis(2));
+    let wal = Arc::new(Wal::start(opts, 1).unwrap());
+    let workers: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let wal = Arc::clone(&wal);
+            std::thread::spawn(move || {
+                for i in 0..PER_THREAD {
+                    let lsn = append(&wal, format!("{thread}:{i}").as_bytes());
+                    wal.wait(lsn).unwrap();
+                    assert!(wal.stats().durable_lsn >= lsn, "record {lsn} acknowledged before its fsync");
+                }
+            })
+        })
+        .collect();
+    // Unparks that are not the writer's (as any other code in the process may do) must not
+    // end a wait early.
+    while !workers.iter().all(|worker| worker.is_finished()) {
+        for worker in &workers {
+            worker.thread().unpark();
+        }
+        std::thread::yield_now();
+    }
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    assert_eq!(wal.stats().durable_lsn, (THREADS * PER_THREAD) as u64);
+}
+
+#[test]
+fn waiters_of_a_later_batch_wait_for_their_own_fsync() {
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, disk) = faulty_options(dir.path(), FsyncPolicy::Always);
+    let wal = Arc::new(Wal::start(opts, 1).unwrap());
+    let first = append(&wal, b"first");
+    wal.wait(first).unwrap();
+    // The next fsync fails: a waiter registered for it gets Err, and one that waits for a
+    // record already durable gets Ok without waiting.
+    disk.set_sync_fails(true);
+    let second = append(&wal, b"second");
+    let waiter = {
+        let wal = Arc::clone(&wal);
+        std::thread::spawn(move || wal.wait(second))
+    };
+    assert!(waiter.join().unwrap().is_err());
+    wal.wait(first).unwrap();
+}
+
+#[test]
+fn coalescing_holds_records_back_but_never_delays_sync_rotate_or_close() {
+    for policy in [FsyncPolicy::Never, FsyncPolicy::Periodic(Duration::from_secs(3600))] {
+        let dir = tempfile::tempdir().unwrap();
+        let (opts, disk) = faulty_options(dir.path(), policy);
+        let wal = Wal::start(opts, 1).unwrap();
+        // With an hour's window nothing but a request (or a full queue) makes the writer
+        // write during the test: a request held back by coalescing would hang it.
+        wal.set_coalesce_window(Duration::from_secs(3600));
+        let (writes_at_start, syncs_at_start) = (disk.writes(), disk.syncs());
+        let mut written = append_many(&wal, 10);
+        for (lsn, _) in &written {
+            wal.wait(*lsn).unwrap();
+        }
+        let stats = wal.stats();
+        assert_eq!((stats.written_lsn, disk.writes()), (0, writes_at_start), "{policy:?}: held back");
+        assert!(stats.queued_bytes > 0);
+
+        assert_eq!(wal.sync().unwrap(), 10, "{policy:?}: sync is not held back");
+        assert_eq!(disk.writes(), writes_at_start + 1, "{policy:?}: ten records, one write");
+        assert_eq!(disk.syncs(), syncs_at_start + 1);
+        written.extend(append_many(&wal, 5));
+        assert_eq!(wal.rotate().unwrap(), 16, "{policy:?}: rotate is not held back");
+        assert_eq!(wal.stats().durable_lsn, 15);
+        written.extend(append_many(&wal, 5));
+        wal.close().unwrap();
+        assert_eq!(replay_dir(dir.path(), RecoveryMode::Strict).unwrap().0, written, "{policy:?}");
+    }
+}
+
+#[test]
+fn a_coalescing_writer_writes_a_full_queue_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, disk) = faulty_options(dir.path(), FsyncPolicy::Never);
+    let wal = Wal::start(opts, 1).unwrap();
+    wal.set_coalesce_window(Duration::from_secs(3600));
+    let writes_at_start = disk.writes();
+    let record = vec![3; 1000];
+    let count = (COALESCE_BYTES / (record.len() + FRAME_HEADER_BYTES) + 1) as u64;
+    for _ in 0..count {
+        append(&wal, &record);
+    }
+    eventually("the full queue is written", || wal.stats().written_lsn == count);
+    assert!(disk.writes() - writes_at_start <= 2, "{} writes", disk.writes() - writes_at_start);
+    wal.close().unwrap();
+    assert_eq!(replay_dir(dir.path(), RecoveryMode::Strict).unwrap().0.len() as u64, count);
+}
+
+#[test]
+fn coalesced_records_are_written_without_a_request() {
+    for policy in [FsyncPolicy::Never, FsyncPolicy::Periodic(Duration::from_secs(3600))] {
+        let dir = tempfile::tempdir().unwrap();
+        let (opts, disk) = faulty_options(dir.path(), policy);
+        let wal = Wal::start(opts, 1).unwrap();
+        let writes_at_start = disk.writes();
+        let written = append_many(&wal, 100);
+        eventually("the records are written", || wal.stats().written_lsn == 100);
+        let writes = disk.writes() - writes_at_start;
+        assert!(writes < 100, "{policy:?}: {writes} writes for 100 records: nothing coalesced");
+
+        // A record held back by a long window is written once the window is set to zero,
+        // which turns coalescing off: every record is written as soon as the writer sees
+        // it (here: one at a time).
+        wal.set_coalesce_window(Duration::from_secs(3600));
+        let held = append(&wal, b"held back");
+        assert_eq!(wal.stats().written_lsn, 100);
+        wal.set_coalesce_window(Duration::ZERO);
+        eventually("the held record is written", || wal.stats().written_lsn == held);
+        for _ in 0..3 {
+            let lsn = append(&wal, b"not coalesced");
+            eventually("the record is written", || wal.stats().written_lsn == lsn);
+        }
+        assert_eq!(disk.writes() - writes_at_start, writes + 4);
+        wal.close().unwrap();
+        assert_eq!(replay_dir(dir.path(), RecoveryMode::Strict).unwrap().0[..100], written);
+    }
 }
 
 #[test]

@@ -1,9 +1,9 @@
-//! The writer thread: group commit, rotation and the failed state.
+//! The writer thread: group commit, coalescing, rotation and the failed state.
 //!
 //! ```text
 //! appenders ─copy─▶ Queue.buffer ─swap─▶ Writer.taken ─seal─▶ Writer.pending ─write_all─▶ segment
 //!                   (under the lock)     (checksums, no lock)                  └─fsync─▶ Ack.durable_lsn
-//! waiters   ◀──────────────────────── notify_all on ack_changed ────────────────────────────┘
+//! waiters   ◀──── unpark, only those whose record is now durable ───────────────────────────┘
 //! ```
 //!
 //! Owns: [`Shared`] (the queue appenders fill and the acknowledgement state waiters read)
@@ -19,17 +19,32 @@
 //! outside the lock, checking their lsns on the way. Sealed bytes stay in `pending` until a
 //! write of them succeeds; a failed write is cut off the file first, so the file always ends
 //! after a whole record.
+//!
+//! Waking: a waiter for durability ([`Shared::wait_durable`]) registers its lsn and its
+//! thread in [`Ack`] and parks; after an fsync the writer unparks exactly the waiters whose
+//! records it made durable, so the ones waiting for the next batch sleep on and nobody
+//! queues up on the ack lock to find out. A failure, a recovery or the writer's exit wakes
+//! every waiter, and each looks at the outcome again (and registers again if it has none).
+//!
+//! Coalescing (`Periodic` and `Never` only, where appends are acknowledged at once): the
+//! writer does not write as soon as a record is queued but lets records gather until the
+//! first of them has waited the window ([`COALESCE_WINDOW`](super::COALESCE_WINDOW) unless
+//! [`set_coalesce_window`](super::Wal::set_coalesce_window) changed it) or
+//! [`COALESCE_BYTES`](super::COALESCE_BYTES) are queued, so it wakes and writes about once
+//! per window instead of once per record or two. A sync, rotation or close request, a due
+//! periodic fsync, and a retry are never held back by it.
 
 use std::mem;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::segment::{self, SEGMENT_HEADER_BYTES};
-use super::{FsyncPolicy, WalError, WalOptions};
+use super::{COALESCE_BYTES, COALESCE_WINDOW, FsyncPolicy, WalError, WalOptions};
 use crate::disk::{Disk, DiskFile};
 use crate::frame::{self, FrameRead};
 
@@ -42,6 +57,46 @@ const SCRATCH_RETAINED_BYTES_MAX: usize = 1 << 20;
 thread_local! {
     /// Where `append` encodes a payload before taking the queue lock.
     static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    /// What this thread parks on while it waits for durability.
+    static WAIT_SLOT: Arc<WaitSlot> = Arc::new(WaitSlot::for_current_thread());
+}
+
+/// A thread waiting for durability: the writer sets `woken`, then unparks `thread`.
+#[derive(Debug)]
+pub(super) struct WaitSlot {
+    thread: Thread,
+    woken: AtomicBool,
+}
+
+impl WaitSlot {
+    fn for_current_thread() -> WaitSlot {
+        WaitSlot { thread: std::thread::current(), woken: AtomicBool::new(false) }
+    }
+
+    fn wake(&self) {
+        self.woken.store(true, Ordering::Release);
+        self.thread.unpark();
+    }
+}
+
+/// A registered waiter: it is woken once record `lsn` is durable (or on any failure).
+#[derive(Debug)]
+pub(super) struct Waiter {
+    lsn: u64,
+    slot: Arc<WaitSlot>,
+}
+
+/// What the writer thread is doing, as far as appenders need to know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriterState {
+    /// Taking, writing or fsyncing: it looks at the queue again when done, so nobody
+    /// needs to wake it.
+    Busy,
+    /// Asleep until something is queued or requested (or its deadline).
+    Idle,
+    /// Asleep while records gather; only a request, or a queue grown to
+    /// [`COALESCE_BYTES`], cuts that short.
+    Coalescing,
 }
 
 /// Records appended and not yet taken by the writer, and requests to it.
@@ -50,8 +105,11 @@ pub(super) struct Queue {
     /// Unsealed frames (no checksum yet) with lsns `taken + 1 ..= next_lsn - 1`.
     pub buffer: Vec<u8>,
     pub next_lsn: u64,
-    /// The writer sleeps on `work_ready`; appenders notify only then.
-    writer_idle: bool,
+    /// When the oldest record in `buffer` was appended (kept only where the writer
+    /// coalesces): the writer holds records back at most the coalescing window from then.
+    first_queued_at: Option<Instant>,
+    /// The writer sleeps on `work_ready` unless it is busy; appenders notify only then.
+    writer: WriterState,
     /// `sync` wants every record up to here fsynced.
     sync_through: u64,
     /// Rotation requests so far (a counter, so each caller can tell when its turn came).
@@ -83,6 +141,8 @@ pub(super) struct Ack {
     pub bytes_written: u64,
     pub batches: u64,
     pub fsyncs: u64,
+    /// Threads parked in [`Shared::wait_durable`].
+    waiters: Vec<Waiter>,
 }
 
 impl Ack {
@@ -116,9 +176,16 @@ pub(super) struct Shared {
     pub queue: Mutex<Queue>,
     work_ready: Condvar,
     pub ack: Mutex<Ack>,
+    /// Announces rotations (the only thing waited for on a condvar; durability waiters park).
     pub ack_changed: Condvar,
     /// Set while `ack.failure` is set or the writer stopped: `writable` checks it without a lock.
     pub failed: AtomicBool,
+    /// A copy of `ack.durable_lsn`, so a waiter whose record is durable already needs no lock.
+    durable_lsn: AtomicU64,
+    /// The writer coalesces records (`Periodic`, `Never`): appenders note when a batch began.
+    coalesce: bool,
+    /// How long it may hold them back, in nanoseconds (0: not at all).
+    coalesce_window_nanos: AtomicU64,
     /// The first lsn of the segment being written.
     pub current_first_lsn: AtomicU64,
     pub segments: AtomicUsize,
@@ -147,17 +214,30 @@ impl Shared {
         let lsn = queue.next_lsn;
         // Cannot overflow: a u64 of records is beyond any disk.
         queue.next_lsn = lsn.checked_add(1).expect("lsn space exhausted");
+        if self.coalesce && queue.buffer.is_empty() {
+            queue.first_queued_at = Some(Instant::now());
+        }
         frame::append_unsealed_frame(&mut queue.buffer, lsn, payload);
-        self.wake_writer(queue);
+        // A coalescing writer is woken early only by a queue that is big enough to write.
+        let urgent = queue.buffer.len() >= COALESCE_BYTES;
+        self.wake_writer(queue, urgent);
         lsn
     }
 
-    /// Notifies the writer if it sleeps; an awake writer takes the queue on its next turn,
-    /// so appenders under load do not pay for a notify each.
-    fn wake_writer(&self, mut queue: MutexGuard<'_, Queue>) {
-        let idle = mem::replace(&mut queue.writer_idle, false);
+    /// Notifies the writer if it sleeps (and, if it is coalescing, only when `urgent`); a
+    /// busy writer takes the queue on its next turn, so appenders under load do not pay for
+    /// a notify each.
+    fn wake_writer(&self, mut queue: MutexGuard<'_, Queue>, urgent: bool) {
+        let wake = match queue.writer {
+            WriterState::Busy => false,
+            WriterState::Idle => true,
+            WriterState::Coalescing => urgent,
+        };
+        if wake {
+            queue.writer = WriterState::Busy;
+        }
         drop(queue);
-        if idle {
+        if wake {
             self.work_ready.notify_one();
         }
     }
@@ -167,7 +247,7 @@ impl Shared {
         let mut queue = self.queue.lock();
         let target = queue.next_lsn - 1;
         queue.sync_through = queue.sync_through.max(target);
-        self.wake_writer(queue);
+        self.wake_writer(queue, true);
         target
     }
 
@@ -176,15 +256,88 @@ impl Shared {
         let mut queue = self.queue.lock();
         queue.rotate_requests += 1;
         let request = queue.rotate_requests;
-        self.wake_writer(queue);
+        self.wake_writer(queue, true);
         request
     }
 
     pub fn request_close(&self) {
         let mut queue = self.queue.lock();
         queue.closing = true;
-        self.wake_writer(queue);
+        self.wake_writer(queue, true);
     }
+
+    /// The last record fsynced, without a lock.
+    pub fn durable_lsn(&self) -> u64 {
+        self.durable_lsn.load(Ordering::Acquire)
+    }
+
+    /// Sets how long the writer may hold queued records back (see [`Wal::set_coalesce_window`](super::Wal::set_coalesce_window)).
+    pub fn set_coalesce_window(&self, window: Duration) {
+        self.coalesce_window_nanos.store(duration_nanos(window), Ordering::Release);
+        // A writer sleeping out the old window looks again.
+        self.wake_writer(self.queue.lock(), true);
+    }
+
+    /// Whether record `lsn` is known durable, without a lock.
+    pub fn is_durable(&self, lsn: u64) -> bool {
+        lsn <= self.durable_lsn()
+    }
+
+    /// Blocks until waiting for record `lsn` has an outcome: it is fsynced (`Ok`), its batch
+    /// failed, the log failed for good or the writer stopped (`Err`). The thread parks, and
+    /// the writer unparks it when that record is durable or something failed.
+    pub fn wait_durable(&self, lsn: u64) -> Result<(), WalError> {
+        if self.is_durable(lsn) {
+            return Ok(());
+        }
+        // A thread-local slot, so a wait allocates nothing; a wait from a thread-local's
+        // destructor (when the slot may be gone) gets a fresh one.
+        let slot = WAIT_SLOT.try_with(Arc::clone).unwrap_or_else(|_| Arc::new(WaitSlot::for_current_thread()));
+        loop {
+            let mut ack = self.ack.lock();
+            if let Some(outcome) = ack.outcome(lsn) {
+                return outcome;
+            }
+            slot.woken.store(false, Ordering::Relaxed);
+            ack.waiters.push(Waiter { lsn, slot: Arc::clone(&slot) });
+            drop(ack);
+            // `park` may return without an `unpark` meant for it: only `woken` counts.
+            while !slot.woken.load(Ordering::Acquire) {
+                std::thread::park();
+            }
+            if self.is_durable(lsn) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Wakes the waiters `pick` selects and unregisters them; called with the ack lock held,
+    /// so they are unparked (by `wake_all`) after it is released.
+    fn take_waiters(ack: &mut Ack, woken: &mut Vec<Waiter>, mut pick: impl FnMut(&Waiter) -> bool) {
+        let mut index = 0;
+        while index < ack.waiters.len() {
+            if pick(&ack.waiters[index]) {
+                woken.push(ack.waiters.swap_remove(index));
+            } else {
+                index += 1;
+            }
+        }
+    }
+}
+
+/// Unparks the waiters taken by [`Shared::take_waiters`].
+fn wake_all(woken: &mut Vec<Waiter>) {
+    for waiter in woken.drain(..) {
+        waiter.slot.wake();
+    }
+}
+
+/// What the writer does when the queue gives it nothing to do yet.
+struct Sleep {
+    /// When it must look again even if nobody wakes it.
+    until: Option<Instant>,
+    /// It holds queued records back to let more gather.
+    coalescing: bool,
 }
 
 /// What the writer took from the queue for one turn.
@@ -275,6 +428,8 @@ pub(super) struct Writer {
     failure: Option<Fault>,
     retry_at: Instant,
     rotations_done: u64,
+    /// Waiters taken from `Ack::waiters`, to unpark once the ack lock is released.
+    woken: Vec<Waiter>,
 }
 
 impl Writer {
@@ -291,7 +446,8 @@ impl Writer {
             queue: Mutex::new(Queue {
                 buffer: Vec::new(),
                 next_lsn,
-                writer_idle: false,
+                first_queued_at: None,
+                writer: WriterState::Busy,
                 sync_through: 0,
                 rotate_requests: 0,
                 closing: false,
@@ -307,9 +463,13 @@ impl Writer {
                 bytes_written: SEGMENT_HEADER_BYTES as u64,
                 batches: 0,
                 fsyncs: 1,
+                waiters: Vec::new(),
             }),
             ack_changed: Condvar::new(),
             failed: AtomicBool::new(false),
+            durable_lsn: AtomicU64::new(next_lsn - 1),
+            coalesce: opts.policy != FsyncPolicy::Always,
+            coalesce_window_nanos: AtomicU64::new(duration_nanos(COALESCE_WINDOW)),
             current_first_lsn: AtomicU64::new(next_lsn),
             segments: AtomicUsize::new(segments),
         });
@@ -333,6 +493,7 @@ impl Writer {
             failure: None,
             retry_at: now,
             rotations_done: 0,
+            woken: Vec::new(),
         };
         Ok((writer, shared))
     }
@@ -368,47 +529,72 @@ impl Writer {
         let shared = Arc::clone(&self.shared);
         let mut queue = shared.queue.lock();
         loop {
-            if let Some(job) = self.take(&mut queue, Instant::now()) {
-                return job;
-            }
-            queue.writer_idle = true;
-            match self.deadline() {
+            let sleep = match self.take(&mut queue, Instant::now()) {
+                Ok(job) => return job,
+                Err(sleep) => sleep,
+            };
+            queue.writer = if sleep.coalescing { WriterState::Coalescing } else { WriterState::Idle };
+            match sleep.until {
                 Some(deadline) => {
                     shared.work_ready.wait_until(&mut queue, deadline);
                 }
                 None => shared.work_ready.wait(&mut queue),
             }
-            queue.writer_idle = false;
+            queue.writer = WriterState::Busy;
         }
     }
 
-    /// Takes the queue's records and requests if this turn has anything to do.
-    fn take(&mut self, queue: &mut Queue, now: Instant) -> Option<Job> {
+    /// Takes the queue's records and requests if this turn has anything to do (and, when
+    /// coalescing, nothing makes it urgent); otherwise says how long to sleep.
+    fn take(&mut self, queue: &mut Queue, now: Instant) -> Result<Job, Sleep> {
+        let idle = Sleep { until: self.deadline(), coalescing: false };
         let retry_due = match &self.failure {
             None => false,
             Some(failure) if failure.fatal => {
                 // These records will never be written (their waiters get Err): dropping
                 // them keeps a failed log from growing without bound.
                 queue.buffer.clear();
-                return queue.closing.then(|| self.job(queue));
+                return if queue.closing { Ok(self.job(queue)) } else { Err(idle) };
             }
-            Some(_) if now < self.retry_at && !queue.closing => return None,
+            Some(_) if now < self.retry_at && !queue.closing => return Err(idle),
             Some(_) => true,
         };
-        let wanted = !queue.buffer.is_empty()
-            || queue.sync_through > self.durable_lsn
+        let urgent = queue.sync_through > self.durable_lsn
             || queue.rotate_requests > self.rotations_done
             || queue.closing
             || retry_due
             || self.periodic_sync_due(now);
-        if !wanted {
-            return None;
+        if !urgent {
+            if queue.buffer.is_empty() {
+                return Err(idle);
+            }
+            if let Some(until) = self.coalesce_until(queue)
+                && now < until
+            {
+                let until = idle.until.map_or(until, |deadline| deadline.min(until));
+                return Err(Sleep { until: Some(until), coalescing: true });
+            }
         }
         // Swapped, not copied: the queue gets back an empty allocation of the same size.
         debug_assert!(self.taken.is_empty());
         mem::swap(&mut self.taken, &mut queue.buffer);
+        queue.first_queued_at = None;
         self.taken_lsn = queue.next_lsn - 1;
-        Some(self.job(queue))
+        Ok(self.job(queue))
+    }
+
+    /// Until when the queued records may be held back for more to gather: never under
+    /// `Always` (waiters wait for them), nor once [`COALESCE_BYTES`] are queued, nor while
+    /// the log is failed (the retry schedule rules then).
+    fn coalesce_until(&self, queue: &Queue) -> Option<Instant> {
+        if !self.shared.coalesce || self.failure.is_some() || queue.buffer.len() >= COALESCE_BYTES {
+            return None;
+        }
+        let window = self.shared.coalesce_window_nanos.load(Ordering::Acquire);
+        if window == 0 {
+            return None;
+        }
+        queue.first_queued_at?.checked_add(Duration::from_nanos(window))
     }
 
     /// Computes the checksums of the frames just taken (the queue lock is free meanwhile)
@@ -520,11 +706,14 @@ impl Writer {
         self.unsynced = false;
         self.last_sync = Instant::now();
         self.durable_lsn = self.written_lsn;
+        let durable_lsn = self.durable_lsn;
         let mut ack = self.shared.ack.lock();
-        ack.durable_lsn = self.durable_lsn;
+        ack.durable_lsn = durable_lsn;
         ack.fsyncs += 1;
+        self.shared.durable_lsn.store(durable_lsn, Ordering::Release);
+        Shared::take_waiters(&mut ack, &mut self.woken, |waiter| waiter.lsn <= durable_lsn);
         drop(ack);
-        self.shared.ack_changed.notify_all();
+        wake_all(&mut self.woken);
         Ok(())
     }
 
@@ -577,13 +766,22 @@ impl Writer {
         }
     }
 
-    fn publish_failure(&self, failure: Option<Failure>) {
+    /// Sets or clears the failure and wakes every waiter (and `rotate` callers) to look
+    /// at their outcome again.
+    fn publish_failure(&mut self, failure: Option<Failure>) {
         let mut ack = self.shared.ack.lock();
         self.shared.failed.store(failure.is_some(), Ordering::Release);
         ack.failure = failure;
+        Shared::take_waiters(&mut ack, &mut self.woken, |_| true);
         drop(ack);
+        wake_all(&mut self.woken);
         self.shared.ack_changed.notify_all();
     }
+}
+
+/// A duration in nanoseconds, saturating (`u64` nanoseconds are 584 years).
+fn duration_nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Gives an emptied batch buffer's memory back when one burst made it big.
@@ -603,7 +801,10 @@ impl Drop for StopOnExit {
         let mut ack = self.0.ack.lock();
         ack.stopped = true;
         self.0.failed.store(true, Ordering::Release);
+        let mut woken = Vec::new();
+        Shared::take_waiters(&mut ack, &mut woken, |_| true);
         drop(ack);
+        wake_all(&mut woken);
         self.0.ack_changed.notify_all();
     }
 }
