@@ -109,6 +109,73 @@ pub fn encode(value: &Value) -> Arc<[u8]> {
     Arc::from(bytes)
 }
 
+/// Parses stored bytes (one JSON object) into an object holding only the top-level
+/// fields `wanted` accepts; the other fields are checked as JSON and skipped without
+/// being built. Resolving any path under a kept field gives what it gives on the whole
+/// document: a repeated key keeps its last value, as the full parse does. `None` when
+/// the bytes are not one JSON object (the caller parses them fully for the exact error).
+///
+/// Why: recovery reads every stored document only to index it, and building the whole
+/// tree (a map per object, a string per field) was most of the time it took.
+pub fn parse_fields(bytes: &[u8], wanted: &dyn Fn(&str) -> bool) -> Option<Value> {
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+    use std::borrow::Cow;
+    use std::fmt;
+
+    struct Fields<'w>(&'w dyn Fn(&str) -> bool);
+    struct FieldName;
+
+    impl<'de> DeserializeSeed<'de> for FieldName {
+        type Value = Cow<'de, str>;
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> std::result::Result<Self::Value, D::Error> {
+            deserializer.deserialize_str(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for FieldName {
+        type Value = Cow<'de, str>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a field name")
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Self::Value, E> {
+            Ok(Cow::Borrowed(v))
+        }
+        fn visit_str<E>(self, v: &str) -> std::result::Result<Self::Value, E> {
+            Ok(Cow::Owned(v.to_string()))
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for Fields<'_> {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> std::result::Result<Value, D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Fields<'_> {
+        type Value = Value;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+            let mut kept = serde_json::Map::new();
+            while let Some(name) = map.next_key_seed(FieldName)? {
+                if (self.0)(&name) {
+                    kept.insert(name.into_owned(), map.next_value()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(Value::Object(kept))
+        }
+    }
+
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = Fields(wanted).deserialize(&mut deserializer).ok()?;
+    deserializer.end().ok()?;
+    Some(value)
+}
+
 /// Parses a stored document back (stored bytes are always valid JSON objects).
 pub fn decode(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).expect("stored documents are valid JSON")
@@ -147,6 +214,24 @@ mod tests {
         assert!(ensure_object(&json!({ "a": shallow })).is_ok());
         // Dropping a value this deep is itself recursive, so the test stays at the bound.
         drop(deep);
+    }
+
+    #[test]
+    fn parse_fields_keeps_wanted_fields_as_the_full_parse_does() {
+        let text = br#"{"a":{"b":[1,{"c":2}]},"skip":{"deep":[[["x"]]]},"k":"v\u00e9","a":{"b":3},"z":null}"#;
+        let full: Value = serde_json::from_slice(text).unwrap();
+        let wanted = |name: &str| name == "a" || name == "k" || name == "z";
+        let part = parse_fields(text, &wanted).unwrap();
+        for path in ["a", "a.b", "a.b.c", "k", "z", "skip"] {
+            let path = FieldPath::new(path);
+            let expected = if path.as_str() == "skip" { Default::default() } else { field_values(&full, &path) };
+            assert_eq!(field_values(&part, &path), expected, "{}", path.as_str());
+        }
+        assert_eq!(part.as_object().unwrap().len(), 3);
+        // Not one object, or trailing or broken text: no value, so the caller reports.
+        for bad in [&b"[1]"[..], b"{\"a\":1} 2", b"{\"a\":", b"{\"skip\":[1,}", b"\"a\""] {
+            assert!(parse_fields(bad, &wanted).is_none(), "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@
 use super::Database;
 use crate::change::{Change, DocChange, KvChange};
 use crate::error::{Error, Result};
-use crate::namespace::{Namespace, NamespaceData};
+use crate::namespace::{Namespace, NamespaceData, Prepared};
 use std::sync::Arc;
 
 /// How strictly `apply_change` treats a change that does not apply.
@@ -90,8 +90,9 @@ impl Database {
             Change::Docs { namespace, ops } => {
                 let mut failed = None;
                 let result = self.replay_namespace(namespace, |data| {
-                    for op in ops {
-                        if let Err(error) = apply_doc(data, op) {
+                    let prepared = prepare_puts(data, &ops);
+                    for (op, prepared) in ops.into_iter().zip(prepared) {
+                        if let Err(error) = apply_doc(data, op, prepared) {
                             if mode == Replay::Exact {
                                 return Err(error);
                             }
@@ -133,10 +134,44 @@ impl Database {
     }
 }
 
-fn apply_doc(data: &mut NamespaceData, op: DocChange<'_>) -> Result<()> {
-    match op {
-        DocChange::Put(bytes) => data.write_stored(bytes).map(drop),
-        DocChange::Delete(key) => {
+/// Documents in one change from which preparing them on two threads pays for starting
+/// the second (a snapshot block holds up to 1,024).
+const PARALLEL_PUTS_MIN: usize = 256;
+
+/// Parses and extracts every put of a change (`NamespaceData::prepare_stored`), one
+/// entry per op (`None` for deletes). Large changes are split between this thread and
+/// one more: recovery spends most of its time here, and preparing changes nothing, so
+/// the order the ops are applied in stays theirs.
+fn prepare_puts(data: &NamespaceData, ops: &[DocChange<'_>]) -> Vec<Option<Result<Prepared>>> {
+    let prepare = |ops: &[DocChange<'_>]| -> Vec<Option<Result<Prepared>>> {
+        ops.iter()
+            .map(|op| match op {
+                DocChange::Put(bytes) => Some(data.prepare_stored(bytes)),
+                DocChange::Delete(_) => None,
+            })
+            .collect()
+    };
+    let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    if !parallel || ops.len() < PARALLEL_PUTS_MIN {
+        return prepare(ops);
+    }
+    let (first, second) = ops.split_at(ops.len() / 2);
+    std::thread::scope(|scope| {
+        let helper = scope.spawn(|| prepare(second));
+        let mut all = prepare(first);
+        all.extend(helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        all
+    })
+}
+
+fn apply_doc(data: &mut NamespaceData, op: DocChange<'_>, prepared: Option<Result<Prepared>>) -> Result<()> {
+    match (op, prepared) {
+        (DocChange::Put(_), Some(prepared)) => {
+            data.upsert_prepared(prepared?);
+            Ok(())
+        }
+        (DocChange::Put(bytes), None) => data.write_stored(bytes).map(drop),
+        (DocChange::Delete(key), _) => {
             let key = serde_json::from_str(key)
                 .map_err(|e| Error::BadChange { reason: format!("a deleted key is not JSON: {e}") })?;
             data.delete_key(&key).map(drop)

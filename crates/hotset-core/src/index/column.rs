@@ -176,6 +176,17 @@ impl Column {
         self.first(row).is_none()
     }
 
+    /// The first value of `row`, owned (strings shared, not copied): what `values`
+    /// starts with, without collecting the rest.
+    pub fn first_owned(&self, row: u32) -> Option<Scalar> {
+        let at = row as usize;
+        match &self.data {
+            Data::Multi(rows) => rows.get(at)?.iter().find(|v| **v != Scalar::Null).cloned(),
+            Data::Str(rows) => rows.get(at)?.clone().map(Scalar::Str),
+            _ => self.first(row).map(ScalarRef::to_owned),
+        }
+    }
+
     /// The values of `row` as owned scalars (for index maintenance).
     pub fn values(&self, row: u32) -> Vec<Scalar> {
         let at = row as usize;

@@ -111,11 +111,8 @@ impl Index {
             }
             return keys;
         }
-        let parts: Box<[Scalar]> = self
-            .columns
-            .iter()
-            .map(|&c| live(columns, c).values(row).into_iter().next().unwrap_or(Scalar::Null))
-            .collect();
+        let parts: Box<[Scalar]> =
+            self.columns.iter().map(|&c| live(columns, c).first_owned(row).unwrap_or(Scalar::Null)).collect();
         if !(self.def.sparse && parts.iter().all(|p| *p == Scalar::Null)) {
             keys.push(Key::Many(parts));
         }
@@ -129,25 +126,40 @@ impl Index {
         matches!(self.lookup, Lookup::Tree(_)) && !self.def.pk
     }
 
-    /// Replaces the contents of a tree index with `pairs` (each row under each of its
-    /// keys): sorted once, then laid out in order. Sorting compares a fixed-size prefix of
-    /// each key first, so most comparisons never follow a key's pointers.
-    pub fn rebuild_tree(&mut self, mut pairs: Vec<(Key, u32)>) {
+    /// Replaces the contents of a tree index with the keys of `rows` (ascending), read
+    /// from `columns`: sorted once, then laid out in order. Sorting compares a 16-byte
+    /// prefix of each key first (`order_prefix`), so most comparisons never follow a
+    /// key's pointers, and moves small (prefix, position) pairs rather than keys. Many
+    /// rows are split between this thread and one more, each sorting its half, and the
+    /// two sorted runs are merged.
+    pub fn rebuild_tree(&mut self, columns: &[Option<Column>], rows: &[u32]) {
         assert!(matches!(self.lookup, Lookup::Tree(_)), "only tree indexes are rebuilt in bulk");
-        let mut keyed: Vec<(u128, Key, u32)> =
-            pairs.drain(..).map(|(key, row)| (order_prefix(&key), key, row)).collect();
-        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-        let mut entries: Vec<(Key, Postings)> = Vec::with_capacity(keyed.len());
+        let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+        let runs: Vec<SortedRun> = if parallel && rows.len() >= PARALLEL_REBUILD_ROWS_MIN {
+            let (first, second) = rows.split_at(rows.len() / 2);
+            let this = &*self;
+            std::thread::scope(|scope| {
+                let helper = scope.spawn(|| SortedRun::new(this, columns, second));
+                let first = SortedRun::new(this, columns, first);
+                vec![first, helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))]
+            })
+        } else {
+            vec![SortedRun::new(self, columns, rows)]
+        };
+        let mut entries: Vec<(Key, Postings)> = Vec::with_capacity(rows.len());
         let mut key_bytes = 0;
-        for (_, key, row) in keyed {
+        let mut last_prefix = None;
+        merge_runs(runs, |prefix, key, row| {
+            // Keys with different prefixes differ: only equal prefixes need the full compare.
+            let same_prefix = last_prefix.replace(prefix) == Some(prefix);
             match entries.last_mut() {
-                Some((last, postings)) if *last == key => postings.insert(row),
+                Some((last, postings)) if same_prefix && *last == key => postings.insert(row),
                 _ => {
                     key_bytes += key_heap_bytes(&key);
                     entries.push((key, Postings::new(row)));
                 }
             }
-        }
+        });
         self.lookup = Lookup::Tree(OrderedMap::from_sorted(entries));
         self.key_bytes = key_bytes;
     }
@@ -263,6 +275,69 @@ fn int_key(key: &Key) -> i64 {
     }
 }
 
+/// Rows from which `Index::rebuild_tree` splits its work between two threads.
+const PARALLEL_REBUILD_ROWS_MIN: usize = 50_000;
+
+/// The keys of some rows in ascending order: `keys` in row order, and `order`, the
+/// (prefix, position in `keys`) pairs sorted by key, then by row.
+struct SortedRun {
+    keys: Vec<(Key, u32)>,
+    order: Vec<(u128, u32)>,
+}
+
+impl SortedRun {
+    fn new(index: &Index, columns: &[Option<Column>], rows: &[u32]) -> SortedRun {
+        let mut keys = Vec::with_capacity(rows.len());
+        for &row in rows {
+            keys.extend(index.row_keys(columns, row).into_iter().map(|key| (key, row)));
+        }
+        let mut order: Vec<(u128, u32)> = keys
+            .iter()
+            .enumerate()
+            .map(|(at, (key, _))| (order_prefix(key), u32::try_from(at).expect("row keys fit in u32")))
+            .collect();
+        // Positions follow rows, so the last tie-break keeps each key's rows ascending.
+        order.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0).then_with(|| keys[a.1 as usize].0.cmp(&keys[b.1 as usize].0)).then(a.1.cmp(&b.1))
+        });
+        SortedRun { keys, order }
+    }
+
+    /// The keys in order, with their prefixes and rows.
+    fn into_sorted(self) -> impl Iterator<Item = (u128, Key, u32)> {
+        let mut keys = self.keys;
+        self.order.into_iter().map(move |(prefix, at)| {
+            // Each position is taken once; the placeholder left behind is never read.
+            let (key, row) = &mut keys[at as usize];
+            (prefix, std::mem::replace(key, Key::One(Scalar::Null)), *row)
+        })
+    }
+}
+
+/// Feeds `emit` every (prefix, key, row) of the runs in (key, row) order. The runs hold
+/// disjoint, ascending row ranges in order, so on equal keys the earlier run goes first.
+fn merge_runs(runs: Vec<SortedRun>, mut emit: impl FnMut(u128, Key, u32)) {
+    let mut runs = runs.into_iter();
+    let (Some(first), second) = (runs.next(), runs.next()) else { return };
+    assert!(runs.next().is_none(), "at most two runs are merged");
+    let Some(second) = second else {
+        first.into_sorted().for_each(|(prefix, key, row)| emit(prefix, key, row));
+        return;
+    };
+    let mut left = first.into_sorted().peekable();
+    let mut right = second.into_sorted().peekable();
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (Some(l), Some(r)) => (l.0, &l.1) <= (r.0, &r.1),
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return,
+        };
+        let (prefix, key, row) = if take_left { left.next() } else { right.next() }.expect("peeked");
+        emit(prefix, key, row);
+    }
+}
+
 fn live(columns: &[Option<Column>], id: usize) -> &Column {
     columns[id].as_ref().expect("an index names only live columns")
 }
@@ -283,20 +358,62 @@ fn insert_posting(entry: hashbrown::hash_map::Entry<'_, Key, Postings, ahash::Ra
 /// A number whose order agrees with the keys' order wherever it differs: the first
 /// part's variant, then its value (an int's bits with the sign flipped, a string's first
 /// eight bytes). Equal prefixes say nothing; the keys are compared in full then.
+/// The first 16 bytes of an order-preserving byte encoding of `key`, as a number: when
+/// `a < b` then `order_prefix(a) <= order_prefix(b)`, so a sort may compare prefixes first
+/// and compare whole keys only on a tie. The encoding writes, per part, a tag in the
+/// derived variant order, then the value: booleans as a byte, integers big-endian with the
+/// sign flipped, doubles by their total order bits, strings with each 0 byte escaped as
+/// `00 FF` and ended by `00 00` (so a string that is a prefix of another sorts first even
+/// when the other continues with a 0 byte). Composite keys hold several parts, so keys
+/// that share a first value (`first_name`, `last_name` with common first names) are
+/// still told apart by the prefix.
 fn order_prefix(key: &Key) -> u128 {
-    let (tag, value) = match key.parts().first() {
-        None | Some(Scalar::Null) => (0u128, 0u64),
-        Some(Scalar::Bool(b)) => (1, u64::from(*b)),
-        Some(Scalar::Int(i)) => (2, (*i as u64) ^ (1 << 63)),
-        Some(Scalar::Double(_)) => (3, 0),
-        Some(Scalar::Str(bytes)) => {
-            let mut head = [0u8; 8];
-            let n = bytes.len().min(8);
-            head[..n].copy_from_slice(&bytes[..n]);
-            (4, u64::from_be_bytes(head))
+    struct Prefix {
+        bytes: [u8; 16],
+        len: usize,
+    }
+    impl Prefix {
+        /// Appends bytes; false once the prefix is full (the rest cannot matter).
+        fn push(&mut self, more: &[u8]) -> bool {
+            let n = more.len().min(16 - self.len);
+            self.bytes[self.len..self.len + n].copy_from_slice(&more[..n]);
+            self.len += n;
+            self.len < 16
         }
+    }
+    let mut prefix = Prefix { bytes: [0; 16], len: 0 };
+    let variant = match key {
+        Key::One(_) => 0,
+        Key::Many(_) => 1,
     };
-    (tag << 64) | u128::from(value)
+    let mut open = prefix.push(&[variant]);
+    for part in key.parts() {
+        if !open {
+            break;
+        }
+        open = match part {
+            Scalar::Null => prefix.push(&[1]),
+            Scalar::Bool(b) => prefix.push(&[2, u8::from(*b)]),
+            Scalar::Int(i) => prefix.push(&[3]) && prefix.push(&((*i as u64) ^ (1 << 63)).to_be_bytes()),
+            Scalar::Double(d) => {
+                let bits = d.0.to_bits();
+                let ordered = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
+                prefix.push(&[4]) && prefix.push(&ordered.to_be_bytes())
+            }
+            Scalar::Str(text) => {
+                let mut open = prefix.push(&[5]);
+                for piece in text.split(|&b| b == 0).enumerate().map(|(i, piece)| (i > 0, piece)) {
+                    if !open {
+                        break;
+                    }
+                    let (escaped_zero, piece) = piece;
+                    open = (!escaped_zero || prefix.push(&[0, 0xFF])) && prefix.push(piece);
+                }
+                open && prefix.push(&[0, 0])
+            }
+        };
+    }
+    u128::from_be_bytes(prefix.bytes)
 }
 
 fn key_heap_bytes(key: &Key) -> usize {
@@ -357,5 +474,56 @@ pub fn bound_for_type(bound: Bound<&Scalar>, field_type: FieldType, is_lower: bo
             Ok(Bound::Included(Scalar::Int(edge as i64)))
         }
         _ => Err(()),
+    }
+}
+
+#[cfg(test)]
+mod prefix_tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    fn scalar() -> impl Strategy<Value = Scalar> {
+        prop_oneof![
+            Just(Scalar::Null),
+            any::<bool>().prop_map(Scalar::Bool),
+            prop_oneof![any::<i64>(), -3i64..3].prop_map(Scalar::Int),
+            prop_oneof![any::<f64>(), Just(-0.0), Just(0.0), -2.0f64..2.0].prop_map(|d| Scalar::Double(OrdF64::new(d))),
+            // Short strings over a tiny alphabet with 0 bytes, so prefixes and ties are common.
+            proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xFF)], 0..12)
+                .prop_map(|bytes| Scalar::Str(Arc::from(bytes))),
+        ]
+    }
+
+    fn key() -> impl Strategy<Value = Key> {
+        prop_oneof![
+            scalar().prop_map(Key::One),
+            proptest::collection::vec(scalar(), 1..4).prop_map(|parts| Key::Many(parts.into_boxed_slice())),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn prefix_never_contradicts_key_order(keys in proptest::collection::vec(key(), 2..40)) {
+            for a in &keys {
+                for b in &keys {
+                    if a < b {
+                        prop_assert!(order_prefix(a) <= order_prefix(b), "{a:?} < {b:?}");
+                    } else if a == b {
+                        prop_assert_eq!(order_prefix(a), order_prefix(b));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn prefix_tells_composite_keys_apart_after_the_first_part() {
+        let key = |first: &str, last: &str| {
+            Key::Many(vec![Scalar::Str(Arc::from(first.as_bytes())), Scalar::Str(Arc::from(last.as_bytes()))].into())
+        };
+        assert!(order_prefix(&key("anna", "bell")) < order_prefix(&key("anna", "cole")));
+        assert!(order_prefix(&key("ann", "zed")) < order_prefix(&key("anna", "a")));
+        assert!(order_prefix(&key("a", "\0")) < order_prefix(&key("a\0", "")));
     }
 }

@@ -15,6 +15,7 @@ pub(crate) mod write;
 
 pub use extract::{Extracted, column_values, key_json};
 pub use store::NamespaceData;
+pub(crate) use write::Prepared;
 pub use write::Undo;
 
 use parking_lot::RwLock;

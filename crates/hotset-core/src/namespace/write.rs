@@ -24,6 +24,13 @@ pub enum Undo {
     Deleted(Arc<[u8]>),
 }
 
+/// A stored document parsed and extracted, ready to upsert (`prepare_stored`).
+pub(crate) struct Prepared {
+    bytes: Arc<[u8]>,
+    values: Extracted,
+    key: crate::index::Key,
+}
+
 /// The kind of a single-document write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {
@@ -45,11 +52,43 @@ impl NamespaceData {
     /// bounds nesting like `ensure_object` does; the size limit was checked when the
     /// document was first written.
     pub fn write_stored(&mut self, stored: &[u8]) -> Result<Undo> {
-        let doc: Value = serde_json::from_slice(stored).map_err(|e| Error::InvalidJson { reason: e.to_string() })?;
-        if !doc.is_object() {
-            return Err(Error::NotAnObject { found: crate::error::json_kind(&doc) });
+        let prepared = self.prepare_stored(stored)?;
+        Ok(self.upsert_prepared(prepared))
+    }
+
+    /// The read-only half of `write_stored`: parses the document and extracts its index
+    /// values. It changes nothing, so recovery runs it on several threads at once.
+    ///
+    /// Only the top-level fields some index reads are built (`doc::parse_fields`): an
+    /// upsert needs nothing else from the parsed document.
+    pub(crate) fn prepare_stored(&self, stored: &[u8]) -> Result<Prepared> {
+        let columns = &self.columns;
+        let indexed = |name: &str| columns.iter().flatten().any(|c| c.spec.path.parts()[0].as_ref() == name);
+        let doc = match doc::parse_fields(stored, &indexed) {
+            Some(doc) => doc,
+            // Not one object: the full parse names what is wrong.
+            None => {
+                let doc: Value =
+                    serde_json::from_slice(stored).map_err(|e| Error::InvalidJson { reason: e.to_string() })?;
+                if !doc.is_object() {
+                    return Err(Error::NotAnObject { found: crate::error::json_kind(&doc) });
+                }
+                doc
+            }
+        };
+        let values = self.extract(&doc)?;
+        let key = self.pk_key(&values)?;
+        Ok(Prepared { bytes: Arc::from(stored), values, key })
+    }
+
+    /// The writing half of `write_stored`, on this namespace's schema as it was when
+    /// `prepared` was made.
+    pub(crate) fn upsert_prepared(&mut self, prepared: Prepared) -> Undo {
+        let Prepared { bytes, values, key } = prepared;
+        match self.row_of(&key) {
+            Some(row) => Undo::Replaced(row, self.replace_row(row, bytes, &values)),
+            None => Undo::Inserted(self.insert_row(bytes, &values)),
         }
-        self.write_encoded(&doc, Arc::from(stored), WriteMode::Upsert)
     }
 
     fn write_encoded(&mut self, doc: &Value, bytes: Arc<[u8]>, mode: WriteMode) -> Result<Undo> {
@@ -186,16 +225,9 @@ impl NamespaceData {
         if !std::mem::replace(&mut self.bulk_loading, false) {
             return;
         }
-        for position in 0..self.indexes.len() {
-            if !self.indexes[position].deferrable() {
-                continue;
-            }
-            let index = &self.indexes[position];
-            let mut pairs = Vec::with_capacity(self.live.len() as usize);
-            for row in self.live.iter() {
-                pairs.extend(index.row_keys(&self.columns, row).into_iter().map(|key| (key, row)));
-            }
-            self.indexes[position].rebuild_tree(pairs);
+        let rows: Vec<u32> = self.live.iter().collect();
+        for index in self.indexes.iter_mut().filter(|index| index.deferrable()) {
+            index.rebuild_tree(&self.columns, &rows);
         }
     }
 
