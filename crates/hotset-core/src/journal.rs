@@ -52,9 +52,73 @@ impl JournalSlot {
         self.get().map_or(Ok(()), |journal| journal.writable())
     }
 
-    /// Waits for `lsn` when there was a record to wait for.
+    /// Waits for `lsn` when there was a record to wait for; inside `defer_acks`, notes it
+    /// instead and returns at once.
     pub fn wait(&self, lsn: Option<u64>) -> Result<()> {
-        match (self.get(), lsn) {
+        let (Some(journal), Some(lsn)) = (self.get(), lsn) else { return Ok(()) };
+        let deferred = DEFERRED.with_borrow_mut(|deferred| match deferred {
+            Some(acks) => {
+                acks.note(journal, lsn);
+                true
+            }
+            None => false,
+        });
+        if deferred { Ok(()) } else { journal.wait(lsn) }
+    }
+}
+
+thread_local! {
+    /// The acknowledgements `defer_acks` is collecting on this thread.
+    static DEFERRED: std::cell::RefCell<Option<DeferredAcks>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with every write's acknowledgement deferred: its records are appended as
+/// usual, but the writes return without waiting for them; the caller waits once for all
+/// of them (`DeferredAcks::wait`) before it tells anyone they happened.
+///
+/// Why: a server executes a whole batch of pipelined requests and answers them with one
+/// write. Waiting per request would cost one fsync round per request under `always`;
+/// waiting once lets the batch share one group commit, the way Redis answers a pipeline
+/// after one fsync. Reads inside the batch see the earlier writes, as in Redis.
+pub fn defer_acks<R>(f: impl FnOnce() -> R) -> (R, DeferredAcks) {
+    let outer = DEFERRED.replace(Some(DeferredAcks::default()));
+    let result = f();
+    let acks = DEFERRED.replace(outer).unwrap_or_default();
+    (result, acks)
+}
+
+/// Acknowledgements collected by `defer_acks`.
+#[derive(Default)]
+pub struct DeferredAcks {
+    journal: Option<Arc<dyn Journal>>,
+    /// The highest lsn noted.
+    last: Option<u64>,
+}
+
+impl std::fmt::Debug for DeferredAcks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeferredAcks").field("last", &self.last).finish()
+    }
+}
+
+impl DeferredAcks {
+    fn note(&mut self, journal: &Arc<dyn Journal>, lsn: u64) {
+        if self.journal.is_none() {
+            self.journal = Some(Arc::clone(journal));
+        }
+        self.last = Some(self.last.map_or(lsn, |last| last.max(lsn)));
+    }
+
+    /// The highest lsn noted, if any write happened.
+    pub fn last_lsn(&self) -> Option<u64> {
+        self.last
+    }
+
+    /// Waits for every noted record. The log acknowledges records in lsn order and a
+    /// failure covers everything up to the failed record, so waiting for the highest one
+    /// settles all of them.
+    pub fn wait(&self) -> Result<()> {
+        match (&self.journal, self.last) {
             (Some(journal), Some(lsn)) => journal.wait(lsn),
             _ => Ok(()),
         }

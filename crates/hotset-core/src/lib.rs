@@ -26,3 +26,10 @@ pub use limits::Limits;
 pub use query::{Aggregation, Cond, Op, Query, QueryResult};
 pub use schema::{IndexDef, IndexKind};
 pub use value::FieldType;
+
+/// Whether this process may run on more than one core, asked once: the answer comes
+/// from the scheduler and cgroup files, far too slow to ask per call.
+pub(crate) fn several_cores() -> bool {
+    static SEVERAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SEVERAL.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+}

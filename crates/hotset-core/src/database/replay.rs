@@ -151,8 +151,7 @@ fn prepare_puts(data: &NamespaceData, ops: &[DocChange<'_>]) -> Vec<Option<Resul
             })
             .collect()
     };
-    let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-    if !parallel || ops.len() < PARALLEL_PUTS_MIN {
+    if ops.len() < PARALLEL_PUTS_MIN || !crate::several_cores() {
         return prepare(ops);
     }
     let (first, second) = ops.split_at(ops.len() / 2);

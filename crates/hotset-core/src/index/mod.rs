@@ -134,8 +134,7 @@ impl Index {
     /// two sorted runs are merged.
     pub fn rebuild_tree(&mut self, columns: &[Option<Column>], rows: &[u32]) {
         assert!(matches!(self.lookup, Lookup::Tree(_)), "only tree indexes are rebuilt in bulk");
-        let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-        let runs: Vec<SortedRun> = if parallel && rows.len() >= PARALLEL_REBUILD_ROWS_MIN {
+        let runs: Vec<SortedRun> = if rows.len() >= PARALLEL_REBUILD_ROWS_MIN && crate::several_cores() {
             let (first, second) = rows.split_at(rows.len() / 2);
             let this = &*self;
             std::thread::scope(|scope| {
