@@ -124,3 +124,51 @@ impl DeferredAcks {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// Counts waits; every append gets the next lsn.
+    #[derive(Default)]
+    struct Counting {
+        next: AtomicU64,
+        waits: AtomicU64,
+    }
+
+    impl Journal for Counting {
+        fn writable(&self) -> Result<()> {
+            Ok(())
+        }
+        fn append(&self, _encode: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
+            self.next.fetch_add(1, Ordering::SeqCst) + 1
+        }
+        fn wait(&self, _lsn: u64) -> Result<()> {
+            self.waits.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn deferred_acks_wait_once_for_the_highest_record() {
+        let journal = Arc::new(Counting::default());
+        let slot = JournalSlot::default();
+        assert!(slot.attach(journal.clone()));
+        slot.wait(Some(1)).unwrap();
+        assert_eq!(journal.waits.load(Ordering::SeqCst), 1, "outside defer_acks, each write waits");
+        let ((), acks) = defer_acks(|| {
+            slot.wait(Some(3)).unwrap();
+            slot.wait(Some(2)).unwrap();
+            slot.wait(None).unwrap();
+        });
+        assert_eq!(journal.waits.load(Ordering::SeqCst), 1, "inside, nothing waited");
+        assert_eq!(acks.last_lsn(), Some(3));
+        acks.wait().unwrap();
+        assert_eq!(journal.waits.load(Ordering::SeqCst), 2);
+        let ((), none) = defer_acks(|| ());
+        assert_eq!(none.last_lsn(), None);
+        slot.wait(Some(4)).unwrap();
+        assert_eq!(journal.waits.load(Ordering::SeqCst), 3, "deferral ends with its scope");
+    }
+}

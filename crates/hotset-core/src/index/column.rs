@@ -72,22 +72,24 @@ impl Column {
 
     /// Stores the values of `row`. Values must have the column's type (checked by the
     /// caller when converting); a non-array column takes at most one.
-    pub fn set(&mut self, row: u32, values: &[Scalar]) {
+    pub fn set(&mut self, row: u32, values: Vec<Scalar>) {
         assert!(self.spec.array || values.len() <= 1, "several values in a scalar column");
         self.clear(row);
         let at = row as usize;
-        let value = values.first();
+        if let Data::Multi(rows) = &mut self.data {
+            grow(rows, at);
+            self.string_bytes += values.iter().map(scalar_heap_bytes).sum::<usize>();
+            rows[at] = values.into_boxed_slice();
+            return;
+        }
+        let value = values.into_iter().next();
+        let present = matches!(&value, Some(v) if *v != Scalar::Null);
         match &mut self.data {
-            Data::Multi(rows) => {
-                grow(rows, at);
-                self.string_bytes += values.iter().map(scalar_heap_bytes).sum::<usize>();
-                rows[at] = values.to_vec().into_boxed_slice();
-                return;
-            }
+            Data::Multi(_) => unreachable!("handled above"),
             Data::Int(rows) => {
                 grow(rows, at);
                 if let Some(Scalar::Int(v)) = value {
-                    rows[at] = *v;
+                    rows[at] = v;
                 }
             }
             Data::Double(rows) => {
@@ -99,18 +101,18 @@ impl Column {
             Data::Bool(rows) => {
                 grow(rows, at);
                 if let Some(Scalar::Bool(v)) = value {
-                    rows[at] = *v;
+                    rows[at] = v;
                 }
             }
             Data::Str(rows) => {
                 grow(rows, at);
                 if let Some(Scalar::Str(v)) = value {
                     self.string_bytes += v.len();
-                    rows[at] = Some(v.clone());
+                    // Moved, not cloned: the column keeps the extracted string.
+                    rows[at] = Some(v);
                 }
             }
         }
-        let present = matches!(value, Some(v) if *v != Scalar::Null);
         self.set_present(row, present);
     }
 
@@ -243,15 +245,15 @@ mod tests {
     #[test]
     fn set_clear_and_read_back() {
         let mut c = Column::new(spec(FieldType::Int, false));
-        c.set(5, &[Scalar::Int(7)]);
+        c.set(5, vec![Scalar::Int(7)]);
         assert_eq!(c.first(5), Some(ScalarRef::Int(7)));
         assert_eq!(c.first(4), None);
         assert_eq!(c.first(1000), None);
-        c.set(5, &[Scalar::Null]);
+        c.set(5, vec![Scalar::Null]);
         assert!(c.is_empty_at(5));
 
         let mut s = Column::new(spec(FieldType::String, true));
-        s.set(0, &[Scalar::str(b"a"), Scalar::str(b"b")]);
+        s.set(0, vec![Scalar::str(b"a"), Scalar::str(b"b")]);
         assert!(s.any(0, |v| v == ScalarRef::Str(b"b")));
         assert_eq!(s.values(0).len(), 2);
         s.clear(0);

@@ -86,8 +86,8 @@ impl NamespaceData {
     pub(crate) fn upsert_prepared(&mut self, prepared: Prepared) -> Undo {
         let Prepared { bytes, values, key } = prepared;
         match self.row_of(&key) {
-            Some(row) => Undo::Replaced(row, self.replace_row(row, bytes, &values)),
-            None => Undo::Inserted(self.insert_row(bytes, &values)),
+            Some(row) => Undo::Replaced(row, self.replace_row(row, bytes, values)),
+            None => Undo::Inserted(self.insert_row(bytes, values)),
         }
     }
 
@@ -103,8 +103,8 @@ impl NamespaceData {
                 namespace: self.name.clone(),
                 key: super::key_json(doc, &self.pk_paths()).to_string(),
             }),
-            (Some(row), _) => Ok(Undo::Replaced(row, self.replace_row(row, bytes, &values))),
-            (None, _) => Ok(Undo::Inserted(self.insert_row(bytes, &values))),
+            (Some(row), _) => Ok(Undo::Replaced(row, self.replace_row(row, bytes, values))),
+            (None, _) => Ok(Undo::Inserted(self.insert_row(bytes, values))),
         }
     }
 
@@ -138,17 +138,17 @@ impl NamespaceData {
                 }
                 Undo::Replaced(row, old) => {
                     let values = self.extract(&doc::decode(&old)).expect("an old document fits its indexes");
-                    self.replace_row(row, old, &values);
+                    self.replace_row(row, old, values);
                 }
                 Undo::Deleted(old) => {
                     let values = self.extract(&doc::decode(&old)).expect("an old document fits its indexes");
-                    self.insert_row(old, &values);
+                    self.insert_row(old, values);
                 }
             }
         }
     }
 
-    pub(crate) fn insert_row(&mut self, bytes: Arc<[u8]>, values: &Extracted) -> u32 {
+    pub(crate) fn insert_row(&mut self, bytes: Arc<[u8]>, values: Extracted) -> u32 {
         let row = self.free_rows.pop().unwrap_or_else(|| {
             self.docs.push(None);
             u32::try_from(self.docs.len() - 1).expect("row ids fit in u32")
@@ -162,7 +162,7 @@ impl NamespaceData {
     }
 
     /// Replaces the document of a live row (same primary key); returns the old one.
-    pub(crate) fn replace_row(&mut self, row: u32, bytes: Arc<[u8]>, values: &Extracted) -> Arc<[u8]> {
+    pub(crate) fn replace_row(&mut self, row: u32, bytes: Arc<[u8]>, values: Extracted) -> Arc<[u8]> {
         self.unindex_row(row);
         self.document_bytes += bytes.len();
         let old = self.docs[row as usize].replace(bytes).expect("replacing a live row");
@@ -180,7 +180,8 @@ impl NamespaceData {
         old
     }
 
-    fn index_row(&mut self, row: u32, values: &Extracted) {
+    /// Takes the values by value: the columns keep them (strings are not copied).
+    fn index_row(&mut self, row: u32, values: Extracted) {
         for (slot, values) in self.columns.iter_mut().zip(values) {
             if let (Some(column), Some(values)) = (slot, values) {
                 column.set(row, values);
@@ -284,7 +285,7 @@ impl NamespaceData {
             fresh.document_bytes += bytes.len();
             fresh.docs[row as usize] = Some(bytes);
             fresh.live.insert(row);
-            fresh.index_row(row, &values);
+            fresh.index_row(row, values);
         }
         if !self.bulk_loading {
             fresh.finish_bulk_load();

@@ -65,7 +65,7 @@ pub(crate) fn updated_documents(data: &NamespaceData, rows: &[u32], sets: &[SetF
 /// Applies checked new documents.
 pub(crate) fn apply(data: &mut NamespaceData, updates: Vec<Update>) {
     for (row, bytes, values) in updates {
-        data.replace_row(row, bytes, &values);
+        data.replace_row(row, bytes, values);
     }
 }
 
