@@ -1,0 +1,160 @@
+//! One RESP connection: read whatever the socket holds, execute every complete request in
+//! it, wait once for the log to acknowledge the batch's writes, answer with one write.
+//!
+//! Owns: the connection's read and reply buffers and its batch loop. Never: answer a
+//! write before the log has acknowledged it under the fsync policy, or keep serving a
+//! connection after a protocol error (its framing can no longer be trusted; Redis closes
+//! too).
+
+use super::parse::{FrameLimits, Parsed, parse};
+use crate::commands::{Session, execute};
+use crate::state::ServerState;
+use hotset_core::journal::defer_acks;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Initial size of a connection's read buffer; it grows for larger requests.
+const READ_BUFFER_BYTES: usize = 16 << 10;
+
+/// Serves one client until it disconnects, sends QUIT or breaks the protocol.
+pub async fn serve(state: Arc<ServerState>, mut stream: TcpStream, addr: SocketAddr) {
+    let Some(id) = state.connect(addr) else {
+        // Like Redis: the client learns why before the connection closes.
+        let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+        return;
+    };
+    let _registered = Registered { state: &state, id };
+    let _ = stream.set_nodelay(true);
+    let mut session = Session::new(&state, id);
+    let limits = FrameLimits {
+        bulk_bytes_max: state.config.limits.max_bulk_bytes,
+        args_max: state.config.limits.max_args,
+        ..FrameLimits::default()
+    };
+    let mut input: Vec<u8> = Vec::with_capacity(READ_BUFFER_BYTES);
+    let mut out: Vec<u8> = Vec::with_capacity(READ_BUFFER_BYTES);
+    loop {
+        if input.capacity() - input.len() < READ_BUFFER_BYTES / 4 {
+            input.reserve(input.capacity().max(READ_BUFFER_BYTES));
+        }
+        match stream.read_buf(&mut input).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let batch = run_batch(&state, &mut session, &input, &mut out, &limits);
+        input.drain(..batch.consumed);
+        settle_writes(&state, &batch.writes, &mut out).await;
+        if !out.is_empty() {
+            if stream.write_all(&out).await.is_err() {
+                return;
+            }
+            out.clear();
+        }
+        if batch.close || session.closing {
+            return;
+        }
+        // A read buffer grown for one huge request does not stay that large.
+        if input.is_empty() && input.capacity() > 1 << 20 {
+            input = Vec::with_capacity(READ_BUFFER_BYTES);
+        }
+    }
+}
+
+/// Unregisters the client however the connection ends.
+struct Registered<'a> {
+    state: &'a ServerState,
+    id: u64,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.state.disconnect(self.id);
+    }
+}
+
+/// What one batch did.
+struct Batch {
+    /// Bytes of the input that were whole requests.
+    consumed: usize,
+    /// Requests that wrote, with where their reply sits in `out` and the lsn to wait for.
+    writes: Vec<Written>,
+    /// A protocol error was answered: close after writing.
+    close: bool,
+}
+
+struct Written {
+    reply: std::ops::Range<usize>,
+    lsn: u64,
+    acks: hotset_core::journal::DeferredAcks,
+}
+
+/// Executes every complete request at the start of `input`, appending replies to `out`.
+fn run_batch(
+    state: &Arc<ServerState>,
+    session: &mut Session,
+    input: &[u8],
+    out: &mut Vec<u8>,
+    limits: &FrameLimits,
+) -> Batch {
+    let mut batch = Batch { consumed: 0, writes: Vec::new(), close: false };
+    let mut args = Vec::new();
+    state.stats.batches.fetch_add(1, Ordering::Relaxed);
+    while batch.consumed < input.len() && !session.closing {
+        match parse(&input[batch.consumed..], &mut args, limits) {
+            Parsed::Incomplete => break,
+            Parsed::Invalid(reason) => {
+                state.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                out.extend_from_slice(b"-ERR Protocol error: ");
+                out.extend_from_slice(reason.as_bytes());
+                out.extend_from_slice(b"\r\n");
+                batch.close = true;
+                batch.consumed = input.len();
+                break;
+            }
+            Parsed::Request(len) => {
+                batch.consumed += len;
+                if args.is_empty() {
+                    continue;
+                }
+                let start = out.len();
+                let ((), acks) = defer_acks(|| execute(state, session, &args, out));
+                if let Some(lsn) = acks.last_lsn() {
+                    batch.writes.push(Written { reply: start..out.len(), lsn, acks });
+                }
+            }
+        }
+    }
+    batch
+}
+
+/// Waits for the log to acknowledge the batch's writes (one wait: records are
+/// acknowledged in order). If it fails, each write's reply becomes the error, since the
+/// client must not believe a write the log could not keep.
+async fn settle_writes(state: &ServerState, writes: &[Written], out: &mut Vec<u8>) {
+    let Some(last) = writes.iter().max_by_key(|w| w.lsn) else { return };
+    let wait = || last.acks.wait();
+    // Under fsync always the wait blocks for an fsync: let the runtime move other
+    // connections off this thread meanwhile.
+    let outcome = if state.config.fsync == "always" { tokio::task::block_in_place(wait) } else { wait() };
+    let Err(error) = outcome else { return };
+    let mut rebuilt = Vec::with_capacity(out.len());
+    let mut at = 0;
+    for written in writes {
+        rebuilt.extend_from_slice(&out[at..written.reply.start]);
+        // Each write's own outcome: ones durable before the failure keep their reply.
+        match written.acks.wait() {
+            Ok(()) => rebuilt.extend_from_slice(&out[written.reply.clone()]),
+            Err(_) => {
+                rebuilt.extend_from_slice(b"-MISCONF ");
+                rebuilt.extend(error.to_string().bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+                rebuilt.extend_from_slice(b"\r\n");
+            }
+        }
+        at = written.reply.end;
+    }
+    rebuilt.extend_from_slice(&out[at..]);
+    *out = rebuilt;
+}

@@ -1,0 +1,102 @@
+//! What every connection of a running server shares: the store, the configuration, the
+//! client list and the counters INFO and /metrics report.
+//!
+//! Owns: `ServerState` and `ClientInfo`. Never: hold a lock while a command runs on the
+//! engine (the client list is locked only to register, rename or list clients).
+
+use crate::config::Config;
+use hotset_core::Database;
+use hotset_storage::Store;
+use parking_lot::{Mutex, RwLock};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Shared by all connections.
+pub struct ServerState {
+    pub db: Arc<Database>,
+    /// `None` once the server has shut the store down.
+    pub store: RwLock<Option<Store>>,
+    pub config: Config,
+    pub started: Instant,
+    pub clients: Mutex<BTreeMap<u64, ClientInfo>>,
+    next_client_id: AtomicU64,
+    pub stats: Stats,
+}
+
+/// What CLIENT LIST / CLIENT INFO show of a connection.
+#[derive(Debug, Clone)]
+pub struct ClientInfo {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub name: String,
+    pub lib_name: String,
+    pub lib_ver: String,
+    pub connected: Instant,
+    pub keyspace: String,
+    pub protocol: u8,
+}
+
+/// Counters, all monotonic except `connected`.
+#[derive(Default)]
+pub struct Stats {
+    pub connections_received: AtomicU64,
+    pub connections_rejected: AtomicU64,
+    pub commands: AtomicU64,
+    pub protocol_errors: AtomicU64,
+    pub batches: AtomicU64,
+}
+
+impl ServerState {
+    pub fn new(store: Store, config: Config) -> Arc<ServerState> {
+        Arc::new(ServerState {
+            db: Arc::clone(store.database()),
+            store: RwLock::new(Some(store)),
+            config,
+            started: Instant::now(),
+            clients: Mutex::new(BTreeMap::new()),
+            next_client_id: AtomicU64::new(1),
+            stats: Stats::default(),
+        })
+    }
+
+    /// Registers a new connection; `None` when `max_clients` are connected already.
+    pub fn connect(&self, addr: SocketAddr) -> Option<u64> {
+        self.stats.connections_received.fetch_add(1, Ordering::Relaxed);
+        let mut clients = self.clients.lock();
+        if clients.len() >= self.config.limits.max_clients {
+            self.stats.connections_rejected.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let id = self.next_client_id.fetch_add(1, Ordering::Relaxed);
+        let info = ClientInfo {
+            id,
+            addr,
+            name: String::new(),
+            lib_name: String::new(),
+            lib_ver: String::new(),
+            connected: Instant::now(),
+            keyspace: "0".into(),
+            protocol: 2,
+        };
+        clients.insert(id, info);
+        Some(id)
+    }
+
+    pub fn disconnect(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    /// Changes what the client list shows for connection `id`.
+    pub fn update_client(&self, id: u64, change: impl FnOnce(&mut ClientInfo)) {
+        if let Some(info) = self.clients.lock().get_mut(&id) {
+            change(info);
+        }
+    }
+
+    pub fn connected_clients(&self) -> usize {
+        self.clients.lock().len()
+    }
+}

@@ -1,0 +1,108 @@
+//! Starting the real `hotset` binary for black-box tests: on ports the kernel picks, in a
+//! temporary data folder, ready once it prints its ready line (no sleeps), stopped with
+//! SIGTERM (a clean shutdown) or SIGKILL (a crash).
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub struct Server {
+    child: Child,
+    pub resp: String,
+    pub http: String,
+    pub dir: PathBuf,
+}
+
+impl Server {
+    /// Starts a server on `dir` with extra `serve` flags; returns once it is ready.
+    pub fn start(dir: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hotset"))
+            .args(["serve", "--data"])
+            .arg(dir)
+            .args(["--resp-port", "0", "--http-port", "0", "--threads", "2"])
+            .args(extra)
+            .env("HOTSET_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting hotset");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
+        let ready = lines.next().expect("hotset printed a line before exiting").expect("reading hotset's stdout");
+        // "hotset ready: resp 127.0.0.1:N http 127.0.0.1:M data DIR"
+        let words: Vec<&str> = ready.split_whitespace().collect();
+        assert_eq!(&words[..3], ["hotset", "ready:", "resp"], "{ready}");
+        let (resp, http) = (words[3].to_string(), words[5].to_string());
+        // Keep draining stdout so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Server { child, resp, http, dir: dir.to_path_buf() }
+    }
+
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://{}/", self.resp)).unwrap().get_connection().unwrap()
+    }
+
+    /// The port of the RESP listener, for redis-cli and redis-benchmark.
+    pub fn resp_port(&self) -> &str {
+        self.resp.rsplit(':').next().unwrap()
+    }
+
+    /// A raw TCP connection to the RESP port.
+    pub fn raw(&self) -> TcpStream {
+        let stream = TcpStream::connect(&self.resp).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        stream
+    }
+
+    /// Stops the server the way an operator does (SIGTERM) and waits for it to exit.
+    pub fn stop(mut self) {
+        let status = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().unwrap();
+        assert!(status.success());
+        let exit = self.child.wait().unwrap();
+        assert!(exit.success(), "hotset exited with {exit} after SIGTERM");
+    }
+
+    /// Kills the server (SIGKILL), as a crash would.
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends raw bytes and reads until the server closes the connection or `until` is seen.
+pub fn exchange(stream: &mut TcpStream, request: &[u8], until: &[u8]) -> Vec<u8> {
+    stream.write_all(request).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.windows(until.len()).any(|w| w == until) {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(error) => panic!("reading a reply: {error}; got so far {:?}", String::from_utf8_lossy(&got)),
+        }
+    }
+    got
+}
+
+/// Runs redis-cli against the server with `args`; returns its stdout.
+pub fn redis_cli(server: &Server, args: &[&str]) -> String {
+    let output =
+        Command::new("redis-cli").args(["-p", server.resp_port()]).args(args).output().expect("running redis-cli");
+    assert!(output.status.success(), "redis-cli {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}

@@ -1,0 +1,435 @@
+//! The Redis protocol, black box: the real `hotset` binary driven by real clients (the
+//! `redis` crate, `redis-cli`, `redis-benchmark`) and by raw bytes for malformed frames.
+
+mod common;
+
+use common::{Server, exchange, redis_cli};
+use redis::{Commands, RedisResult, cmd};
+use std::process::Command;
+
+fn error_text<T: std::fmt::Debug>(result: RedisResult<T>) -> String {
+    let error = result.expect_err("the command fails");
+    // "ERR wrong number ..." as the server sent it: the code, then the detail.
+    format!("{} {}", error.code().unwrap_or("?"), error.detail().unwrap_or(""))
+}
+
+#[test]
+fn strings_counters_and_their_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let mut c = server.client();
+    let _: () = c.set("s", "v").unwrap();
+    assert_eq!(c.get::<_, String>("s").unwrap(), "v");
+    let nx: Option<String> = cmd("SET").arg("s").arg("w").arg("NX").query(&mut c).unwrap();
+    assert_eq!(nx, None, "NX on an existing key answers null");
+    let old: String = cmd("SET").arg("s").arg("w").arg("XX").arg("GET").query(&mut c).unwrap();
+    assert_eq!(old, "v");
+    let _: () = cmd("SET").arg("t").arg("1").arg("EX").arg(100).query(&mut c).unwrap();
+    let ttl: i64 = c.ttl("t").unwrap();
+    assert!((99..=100).contains(&ttl), "{ttl}");
+    let _: () = cmd("SET").arg("t").arg("2").arg("KEEPTTL").query(&mut c).unwrap();
+    assert!(c.pttl::<_, i64>("t").unwrap() > 98_000);
+    assert_eq!(
+        error_text(cmd("SET").arg("t").arg("2").arg("EX").arg(1).arg("KEEPTTL").query::<()>(&mut c)),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        error_text(cmd("SET").arg("t").arg("2").arg("EX").arg(0).query::<()>(&mut c)),
+        "ERR invalid expire time in 'set' command"
+    );
+    assert_eq!(c.incr::<_, _, i64>("n", 5).unwrap(), 5);
+    assert_eq!(cmd("INCR").arg("n").query::<i64>(&mut c).unwrap(), 6);
+    assert_eq!(cmd("DECRBY").arg("n").arg(10).query::<i64>(&mut c).unwrap(), -4);
+    assert_eq!(cmd("INCRBYFLOAT").arg("f").arg("1.5").query::<String>(&mut c).unwrap(), "1.5");
+    assert_eq!(error_text(cmd("INCR").arg("s").query::<i64>(&mut c)), "ERR value is not an integer or out of range");
+    assert_eq!(
+        error_text(cmd("INCRBY").arg("n").arg("x").query::<i64>(&mut c)),
+        "ERR value is not an integer or out of range"
+    );
+    let _: () = c.set("big", i64::MAX).unwrap();
+    assert_eq!(error_text(cmd("INCR").arg("big").query::<i64>(&mut c)), "ERR increment or decrement would overflow");
+    assert_eq!(error_text(cmd("GET").query::<()>(&mut c)), "ERR wrong number of arguments for 'get' command");
+    assert_eq!(cmd("APPEND").arg("s").arg("xy").query::<i64>(&mut c).unwrap(), 3);
+    assert_eq!(cmd("STRLEN").arg("s").query::<i64>(&mut c).unwrap(), 3);
+    assert_eq!(cmd("GETDEL").arg("s").query::<String>(&mut c).unwrap(), "wxy");
+    assert_eq!(cmd("GETSET").arg("s").arg("z").query::<Option<String>>(&mut c).unwrap(), None);
+    assert_eq!(cmd("SETNX").arg("s").arg("q").query::<i64>(&mut c).unwrap(), 0);
+    let _: () = cmd("MSET").arg("a").arg(1).arg("b").arg(2).query(&mut c).unwrap();
+    let got: Vec<Option<String>> = cmd("MGET").arg("a").arg("nope").arg("b").query(&mut c).unwrap();
+    assert_eq!(got, vec![Some("1".into()), None, Some("2".into())]);
+    assert_eq!(cmd("MSETNX").arg("a").arg(9).arg("c").arg(9).query::<i64>(&mut c).unwrap(), 0);
+    assert_eq!(c.get::<_, Option<String>>("c").unwrap(), None, "MSETNX sets nothing when one key exists");
+    assert_eq!(
+        error_text(cmd("MSET").arg("a").query::<()>(&mut c)),
+        "ERR wrong number of arguments for 'mset' command"
+    );
+    let _: () = cmd("PSETEX").arg("p").arg(50_000).arg("v").query(&mut c).unwrap();
+    assert!(c.pttl::<_, i64>("p").unwrap() > 40_000);
+    let _: () = c.hset("h", "f", "v").unwrap();
+    assert_eq!(
+        error_text(c.get::<_, String>("h")),
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
+    let unknown = error_text(cmd("FROB").arg("x").query::<()>(&mut c));
+    assert_eq!(unknown, "ERR unknown command 'FROB', with args beginning with: 'x'");
+    server.stop();
+}
+
+#[test]
+fn keys_expiry_scan_and_rename() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let mut c = server.client();
+    for i in 0..300 {
+        let _: () = c.set(format!("k:{i}"), i).unwrap();
+    }
+    let _: () = c.set("other", 1).unwrap();
+    assert_eq!(cmd("DBSIZE").query::<i64>(&mut c).unwrap(), 301);
+    assert_eq!(cmd("EXISTS").arg("k:1").arg("k:1").arg("zz").query::<i64>(&mut c).unwrap(), 2);
+    // SCAN until the cursor comes back to 0: every matching key exactly as stored.
+    let mut cursor = "0".to_string();
+    let mut seen = std::collections::BTreeSet::new();
+    loop {
+        let (next, keys): (String, Vec<String>) =
+            cmd("SCAN").arg(&cursor).arg("MATCH").arg("k:*").arg("COUNT").arg(25).query(&mut c).unwrap();
+        seen.extend(keys);
+        if next == "0" {
+            break;
+        }
+        cursor = next;
+    }
+    assert_eq!(seen.len(), 300);
+    assert!(seen.iter().all(|k| k.starts_with("k:")));
+    let mut keys: Vec<String> = cmd("KEYS").arg("k:1?").query(&mut c).unwrap();
+    keys.sort();
+    assert_eq!(keys, (10..20).map(|i| format!("k:{i}")).collect::<Vec<_>>());
+    assert_eq!(error_text(cmd("SCAN").arg("x").query::<()>(&mut c)), "ERR invalid cursor");
+    assert_eq!(cmd("EXPIRE").arg("k:1").arg(100).query::<i64>(&mut c).unwrap(), 1);
+    assert_eq!(cmd("EXPIRE").arg("k:1").arg(50).arg("GT").query::<i64>(&mut c).unwrap(), 0);
+    assert_eq!(cmd("TTL").arg("k:1").query::<i64>(&mut c).unwrap(), 100);
+    assert_eq!(cmd("TTL").arg("k:2").query::<i64>(&mut c).unwrap(), -1);
+    assert_eq!(cmd("TTL").arg("missing").query::<i64>(&mut c).unwrap(), -2);
+    assert_eq!(cmd("PERSIST").arg("k:1").query::<i64>(&mut c).unwrap(), 1);
+    assert_eq!(cmd("PEXPIRE").arg("k:3").arg(-1).query::<i64>(&mut c).unwrap(), 1, "a past expiry deletes");
+    assert!(!c.exists::<_, bool>("k:3").unwrap());
+    assert_eq!(error_text(cmd("EXPIRE").arg("k:4").arg(1).arg("YY").query::<i64>(&mut c)), "ERR Unsupported option YY");
+    assert_eq!(cmd("TYPE").arg("k:4").query::<String>(&mut c).unwrap(), "string");
+    assert_eq!(cmd("TYPE").arg("nothing").query::<String>(&mut c).unwrap(), "none");
+    let _: () = cmd("RENAME").arg("k:4").arg("renamed").query(&mut c).unwrap();
+    assert_eq!(c.get::<_, i64>("renamed").unwrap(), 4);
+    assert_eq!(error_text(cmd("RENAME").arg("k:4").arg("x").query::<()>(&mut c)), "ERR no such key");
+    assert_eq!(cmd("DEL").arg("renamed").arg("k:5").arg("nope").query::<i64>(&mut c).unwrap(), 2);
+    assert_eq!(cmd("UNLINK").arg("k:6").query::<i64>(&mut c).unwrap(), 1);
+    let _: () = cmd("FLUSHDB").query(&mut c).unwrap();
+    assert_eq!(cmd("DBSIZE").query::<i64>(&mut c).unwrap(), 0);
+    server.stop();
+}
+
+#[test]
+fn hashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let mut c = server.client();
+    assert_eq!(cmd("HSET").arg("h").arg("a").arg(1).arg("b").arg(2).query::<i64>(&mut c).unwrap(), 2);
+    assert_eq!(cmd("HSET").arg("h").arg("a").arg(3).query::<i64>(&mut c).unwrap(), 0);
+    assert_eq!(c.hget::<_, _, i64>("h", "a").unwrap(), 3);
+    let got: Vec<Option<String>> = cmd("HMGET").arg("h").arg("a").arg("x").query(&mut c).unwrap();
+    assert_eq!(got, vec![Some("3".into()), None]);
+    let all: std::collections::BTreeMap<String, String> = c.hgetall("h").unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(cmd("HINCRBY").arg("h").arg("a").arg(10).query::<i64>(&mut c).unwrap(), 13);
+    assert_eq!(cmd("HINCRBYFLOAT").arg("h").arg("f").arg("0.5").query::<String>(&mut c).unwrap(), "0.5");
+    assert_eq!(cmd("HLEN").arg("h").query::<i64>(&mut c).unwrap(), 3);
+    assert_eq!(cmd("HEXISTS").arg("h").arg("b").query::<i64>(&mut c).unwrap(), 1);
+    let mut keys: Vec<String> = cmd("HKEYS").arg("h").query(&mut c).unwrap();
+    keys.sort();
+    assert_eq!(keys, ["a", "b", "f"]);
+    assert_eq!(cmd("HVALS").arg("h").query::<Vec<String>>(&mut c).unwrap().len(), 3);
+    let (next, pairs): (String, Vec<String>) =
+        cmd("HSCAN").arg("h").arg(0).arg("MATCH").arg("a").query(&mut c).unwrap();
+    assert_eq!((next.as_str(), pairs), ("0", vec!["a".to_string(), "13".to_string()]));
+    assert_eq!(cmd("HDEL").arg("h").arg("a").arg("zz").query::<i64>(&mut c).unwrap(), 1);
+    assert_eq!(
+        error_text(cmd("HSET").arg("h").arg("a").query::<()>(&mut c)),
+        "ERR wrong number of arguments for 'hset' command"
+    );
+    assert_eq!(
+        error_text(cmd("HINCRBY").arg("h").arg("f").arg(1).query::<i64>(&mut c)),
+        "ERR hash value is not an integer"
+    );
+    server.stop();
+}
+
+#[test]
+fn multi_exec_is_atomic_and_reports_errors_like_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let mut c = server.client();
+    let (a, b, missing): (i64, i64, Option<String>) =
+        redis::pipe().atomic().incr("x", 1).incr("x", 2).get("nope").query(&mut c).unwrap();
+    assert_eq!((a, b, missing), (1, 3, None));
+    // An error while queueing aborts EXEC; an error while executing is that command's reply.
+    let mut raw = server.raw();
+    let reply = exchange(&mut raw, b"MULTI\r\nSET q 1\r\nNOSUCH\r\nEXEC\r\n", b"EXECABORT");
+    let text = String::from_utf8_lossy(&reply);
+    assert!(text.starts_with("+OK\r\n+QUEUED\r\n-ERR unknown command 'NOSUCH'"), "{text}");
+    assert!(text.ends_with("-EXECABORT Transaction discarded because of previous errors.\r\n"), "{text}");
+    assert_eq!(c.get::<_, Option<i64>>("q").unwrap(), None, "nothing of an aborted transaction ran");
+    let reply = exchange(&mut raw, b"MULTI\r\nSET s v\r\nINCR s\r\nGET s\r\nEXEC\r\n", b"$1\r\nv\r\n");
+    let text = String::from_utf8_lossy(&reply);
+    assert!(text.ends_with("*3\r\n+OK\r\n-ERR value is not an integer or out of range\r\n$1\r\nv\r\n"), "{text}");
+    let reply = exchange(&mut raw, b"EXEC\r\nDISCARD\r\nMULTI\r\nMULTI\r\nDISCARD\r\n", b"nested\r\n+OK\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&reply),
+        "-ERR EXEC without MULTI\r\n-ERR DISCARD without MULTI\r\n+OK\r\n-ERR MULTI calls can not be nested\r\n+OK\r\n"
+    );
+
+    // Concurrent transfers inside MULTI/EXEC never show a sum other than the total.
+    let _: () = redis::pipe().set("acct:a", 1000).set("acct:b", 0).query(&mut c).unwrap();
+    let writer = {
+        let addr = server.resp.clone();
+        std::thread::spawn(move || {
+            let mut w = redis::Client::open(format!("redis://{addr}/")).unwrap().get_connection().unwrap();
+            for _ in 0..500 {
+                let _: (i64, i64) = redis::pipe().atomic().decr("acct:a", 1).incr("acct:b", 1).query(&mut w).unwrap();
+            }
+        })
+    };
+    for _ in 0..500 {
+        let (a, b): (i64, i64) = redis::pipe().atomic().get("acct:a").get("acct:b").query(&mut c).unwrap();
+        assert_eq!(a + b, 1000);
+    }
+    writer.join().unwrap();
+    assert_eq!(c.get::<_, i64>("acct:b").unwrap(), 500);
+    server.stop();
+}
+
+#[test]
+fn keyspaces_by_number_and_by_name_are_independent() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let mut c = server.client();
+    let _: () = c.set("k", "zero").unwrap();
+    let _: () = cmd("SELECT").arg(1).query(&mut c).unwrap();
+    assert_eq!(c.get::<_, Option<String>>("k").unwrap(), None);
+    let _: () = c.set("k", "one").unwrap();
+    let _: () = cmd("SELECT").arg("sessions").query(&mut c).unwrap();
+    let _: () = c.set("k", "named").unwrap();
+    assert_eq!(cmd("DBSIZE").query::<i64>(&mut c).unwrap(), 1);
+    assert_eq!(error_text(cmd("SELECT").arg(16).query::<()>(&mut c)), "ERR DB index is out of range");
+    assert!(error_text(cmd("SELECT").arg("bad name!").query::<()>(&mut c)).starts_with("ERR invalid keyspace name"));
+    let mut other = server.client();
+    assert_eq!(other.get::<_, String>("k").unwrap(), "zero", "a new connection starts in keyspace 0");
+    let _: () = cmd("SELECT").arg("sessions").query(&mut other).unwrap();
+    assert_eq!(other.get::<_, String>("k").unwrap(), "named");
+    let _: () = cmd("FLUSHDB").query(&mut other).unwrap();
+    let _: () = cmd("SELECT").arg(1).query(&mut other).unwrap();
+    assert_eq!(other.get::<_, String>("k").unwrap(), "one", "FLUSHDB empties only its keyspace");
+    let _: () = cmd("FLUSHALL").query(&mut other).unwrap();
+    let _: () = cmd("SELECT").arg(0).query(&mut other).unwrap();
+    assert_eq!(other.get::<_, Option<String>>("k").unwrap(), None, "FLUSHALL empties all");
+    server.stop();
+}
+
+#[test]
+fn resp3_hello_and_connection_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let mut raw = server.raw();
+    let reply = exchange(&mut raw, b"HELLO 3\r\n", b"modules");
+    let text = String::from_utf8_lossy(&reply);
+    assert!(text.starts_with("%7\r\n$6\r\nserver\r\n$6\r\nhotset\r\n"), "{text}");
+    let reply = exchange(&mut raw, b"*1\r\n$4\r\nTIME\r\n", b"\r\n");
+    assert!(reply.starts_with(b"*2\r\n"));
+    let reply = exchange(&mut raw, b"HSET h f v\r\nHGETALL h\r\nGET nothing\r\n", b"_\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&reply).trim_start_matches(|c| c != ':'),
+        ":1\r\n%1\r\n$1\r\nf\r\n$1\r\nv\r\n_\r\n"
+    );
+    assert!(exchange(&mut raw, b"HELLO 4\r\n", b"\r\n").starts_with(b"-NOPROTO"));
+
+    let mut c = server.client();
+    let _: () = cmd("CLIENT").arg("SETNAME").arg("tester").query(&mut c).unwrap();
+    assert_eq!(cmd("CLIENT").arg("GETNAME").query::<String>(&mut c).unwrap(), "tester");
+    let id: i64 = cmd("CLIENT").arg("ID").query(&mut c).unwrap();
+    let list: String = cmd("CLIENT").arg("LIST").query(&mut c).unwrap();
+    assert!(list.lines().any(|l| l.starts_with(&format!("id={id} ")) && l.contains("name=tester")), "{list}");
+    assert!(error_text(cmd("CLIENT").arg("SETNAME").arg("a b").query::<()>(&mut c)).contains("cannot contain spaces"));
+    let count: i64 = cmd("COMMAND").arg("COUNT").query(&mut c).unwrap();
+    assert!(count > 60, "{count}");
+    let config: Vec<String> = cmd("CONFIG").arg("GET").arg("append*").query(&mut c).unwrap();
+    assert_eq!(config, ["appendfsync", "everysec", "appendonly", "yes"]);
+    let info: String = cmd("INFO").arg("keyspace").query(&mut c).unwrap();
+    assert!(info.contains("db0:keys=1,"), "{info}");
+    assert_eq!(cmd("ECHO").arg("hi").query::<String>(&mut c).unwrap(), "hi");
+    assert_eq!(cmd("PING").query::<String>(&mut c).unwrap(), "PONG");
+    let _: () = cmd("SAVE").query(&mut c).unwrap();
+    let saved: i64 = cmd("LASTSAVE").query(&mut c).unwrap();
+    assert!(saved > 1_700_000_000, "{saved}");
+    assert!(error_text(cmd("AUTH").arg("pw").query::<()>(&mut c)).contains("without any password configured"));
+    let reply = exchange(&mut raw, b"QUIT\r\n", b"+OK\r\n");
+    assert!(reply.ends_with(b"+OK\r\n"));
+    assert_eq!(exchange(&mut raw, b"PING\r\n", b"PONG"), b"", "QUIT closes the connection");
+    server.stop();
+}
+
+#[test]
+fn password_is_required_when_configured() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--password", "s3cret"]);
+    let mut raw = server.raw();
+    assert!(exchange(&mut raw, b"GET k\r\n", b"\r\n").starts_with(b"-NOAUTH Authentication required."));
+    assert!(exchange(&mut raw, b"AUTH nope\r\n", b"\r\n").starts_with(b"-WRONGPASS"));
+    assert_eq!(exchange(&mut raw, b"AUTH s3cret\r\nSET k v\r\n", b"+OK\r\n+OK\r\n"), b"+OK\r\n+OK\r\n");
+    let mut c = redis::Client::open(format!("redis://:s3cret@{}/", server.resp)).unwrap().get_connection().unwrap();
+    assert_eq!(c.get::<_, String>("k").unwrap(), "v");
+    server.stop();
+}
+
+#[test]
+fn malformed_frames_get_an_error_and_others_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--max-bulk-bytes", "1048576"]);
+    let mut c = server.client();
+    let _: () = c.set("kept", "value").unwrap();
+    let cases: [&[u8]; 6] = [
+        b"*2\r\n$3\r\nGET\r\n+k\r\n",
+        b"*1\r\n$99999999999\r\n",
+        b"*1\r\n$2000000\r\n",
+        b"*abc\r\n",
+        b"*1\r\n$3\r\nGETX\r\n",
+        b"SET \"unterminated\r\n",
+    ];
+    for case in cases {
+        let mut raw = server.raw();
+        let reply = exchange(&mut raw, case, b"\r\n");
+        assert!(
+            reply.starts_with(b"-ERR Protocol error: "),
+            "{:?} -> {:?}",
+            String::from_utf8_lossy(case),
+            String::from_utf8_lossy(&reply)
+        );
+        assert_eq!(exchange(&mut raw, b"", b"\r\n"), b"", "the connection is closed after a protocol error");
+    }
+    // A truncated frame, then the client goes away: nothing breaks.
+    let mut raw = server.raw();
+    std::io::Write::write_all(&mut raw, b"*3\r\n$3\r\nSET\r\n$1\r\nk").unwrap();
+    drop(raw);
+    // Pipelined requests split at arbitrary points are reassembled.
+    let mut raw = server.raw();
+    let pipeline = b"*3\r\n$3\r\nSET\r\n$1\r\np\r\n$2\r\n42\r\n*2\r\n$4\r\nINCR\r\n$1\r\np\r\nPING\r\n";
+    for chunk in pipeline.chunks(5) {
+        std::io::Write::write_all(&mut raw, chunk).unwrap();
+    }
+    assert_eq!(exchange(&mut raw, b"", b"+PONG\r\n"), b"+OK\r\n:43\r\n+PONG\r\n");
+    assert_eq!(c.get::<_, String>("kept").unwrap(), "value", "stored data is intact");
+    assert_eq!(cmd("PING").query::<String>(&mut c).unwrap(), "PONG", "other clients go on");
+    let info: String = cmd("INFO").arg("stats").query(&mut c).unwrap();
+    assert!(info.contains("protocol_errors:6"), "{info}");
+    server.stop();
+}
+
+#[test]
+fn redis_cli_and_redis_benchmark_work_against_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    assert_eq!(redis_cli(&server, &["SET", "greeting", "hello world"]), "OK\n");
+    assert_eq!(redis_cli(&server, &["GET", "greeting"]), "hello world\n");
+    assert_eq!(redis_cli(&server, &["HSET", "h", "a", "1", "b", "2"]), "2\n");
+    assert_eq!(redis_cli(&server, &["-3", "HGETALL", "h"]).lines().count(), 2);
+    assert!(redis_cli(&server, &["NOSUCH"]).starts_with("ERR unknown command 'NOSUCH'"));
+    let output = Command::new("redis-benchmark")
+        .args([
+            "-p",
+            server.resp_port(),
+            "-t",
+            "set,get,incr,hset,mset",
+            "-n",
+            "2000",
+            "-c",
+            "8",
+            "-P",
+            "4",
+            "-q",
+            "--csv",
+        ])
+        .output()
+        .expect("running redis-benchmark");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let csv = String::from_utf8_lossy(&output.stdout);
+    for test in ["SET", "GET", "INCR", "HSET", "MSET (10 keys)"] {
+        let line =
+            csv.lines().find(|l| l.starts_with(&format!("\"{test}\""))).unwrap_or_else(|| panic!("{test} in {csv}"));
+        let rps: f64 = line.split(',').nth(1).unwrap().trim_matches('"').parse().unwrap();
+        assert!(rps > 0.0, "{line}");
+    }
+    // Without -r every INCR hits the same key: the count is exact.
+    assert_eq!(redis_cli(&server, &["GET", "counter:__rand_int__"]), "2000\n");
+    assert_eq!(redis_cli(&server, &["HGET", "myhash", "element:__rand_int__"]).trim().len(), 3);
+    server.stop();
+}
+
+#[test]
+fn data_survives_restart_and_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let mut c = server.client();
+    let _: () = c.set("clean", "shutdown").unwrap();
+    let _: () = cmd("SET").arg("ttl").arg("x").arg("EX").arg(1000).query(&mut c).unwrap();
+    let _: () = cmd("SELECT").arg("named").query(&mut c).unwrap();
+    let _: () = c.hset("h", "f", "v").unwrap();
+    server.stop();
+
+    let server = Server::start(dir.path(), &["--fsync", "always"]);
+    let mut c = server.client();
+    assert_eq!(c.get::<_, String>("clean").unwrap(), "shutdown");
+    assert!(c.ttl::<_, i64>("ttl").unwrap() > 990, "the deadline survives");
+    let _: () = cmd("SELECT").arg("named").query(&mut c).unwrap();
+    assert_eq!(c.hget::<_, _, String>("h", "f").unwrap(), "v");
+    // Under fsync always, what was acknowledged before a SIGKILL is there afterwards.
+    for i in 0..200 {
+        let _: () = c.set(format!("acked:{i}"), i).unwrap();
+    }
+    let counted: i64 = redis::pipe().incr("n", 1).ignore().incr("n", 1).query::<(i64,)>(&mut c).unwrap().0;
+    assert_eq!(counted, 2);
+    server.kill();
+
+    let server = Server::start(dir.path(), &[]);
+    let mut c = server.client();
+    let _: () = cmd("SELECT").arg("named").query(&mut c).unwrap();
+    for i in 0..200 {
+        assert_eq!(c.get::<_, i64>(format!("acked:{i}")).unwrap(), i);
+    }
+    assert_eq!(c.get::<_, i64>("n").unwrap(), 2);
+    server.stop();
+}
+
+#[test]
+fn a_second_server_on_the_same_folder_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let output = Command::new(env!("CARGO_BIN_EXE_hotset"))
+        .args(["serve", "--data"])
+        .arg(dir.path())
+        .args(["--resp-port", "0", "--http-port", "0"])
+        .env("HOTSET_LOG", "error")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("is in use by another process"), "{stderr}");
+    server.stop();
+}
+
+#[test]
+fn max_clients_refuses_extra_connections_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--max-clients", "2"]);
+    let mut first = server.client();
+    let mut second = server.raw();
+    assert_eq!(exchange(&mut second, b"PING\r\n", b"\r\n"), b"+PONG\r\n");
+    let mut third = server.raw();
+    assert_eq!(exchange(&mut third, b"PING\r\n", b"\r\n"), b"-ERR max number of clients reached\r\n");
+    assert_eq!(cmd("PING").query::<String>(&mut first).unwrap(), "PONG");
+    server.stop();
+}
