@@ -6,7 +6,7 @@
 
 use crate::doc::{FieldPath, field_values};
 use crate::error::{Error, Result};
-use crate::index::column::Column;
+use crate::index::column::{Column, ColumnSpec};
 use crate::value::{Scalar, scalar_for_type};
 use serde_json::Value;
 
@@ -14,36 +14,54 @@ use serde_json::Value;
 /// dropped column slot).
 pub type Extracted = Vec<Option<Vec<Scalar>>>;
 
+/// A column slot as extraction sees it: the spec of a live column, or nothing for a
+/// dropped slot. Implemented by the namespace's columns and by the owned copies an
+/// `Extractor` keeps.
+pub trait SpecSlot {
+    fn spec(&self) -> Option<&ColumnSpec>;
+}
+
+impl SpecSlot for Option<Column> {
+    fn spec(&self) -> Option<&ColumnSpec> {
+        self.as_ref().map(|column| &column.spec)
+    }
+}
+
+impl SpecSlot for Option<ColumnSpec> {
+    fn spec(&self) -> Option<&ColumnSpec> {
+        self.as_ref()
+    }
+}
+
 /// Converts the values of `doc` for every live column. `index_of_column` names the index
 /// reported in a type error.
-pub fn extract(
+pub fn extract<S: SpecSlot>(
     doc: &Value,
-    columns: &[Option<Column>],
+    columns: &[S],
     index_of_column: &dyn Fn(usize) -> String,
 ) -> Result<Extracted> {
     columns
         .iter()
         .enumerate()
-        .map(|(id, column)| match column {
+        .map(|(id, column)| match column.spec() {
             None => Ok(None),
-            Some(column) => column_values(doc, column).map(Some).map_err(|found| Error::WrongType {
+            Some(spec) => column_values(doc, spec).map(Some).map_err(|found| Error::WrongType {
                 index: index_of_column(id),
-                field: column.spec.path.as_str().to_string(),
-                expected: expected_text(column),
+                field: spec.path.as_str().to_string(),
+                expected: expected_text(spec),
                 found,
             }),
         })
         .collect()
 }
 
-fn expected_text(column: &Column) -> String {
-    let name = column.spec.field_type.name();
-    if column.spec.array { format!("{name} or an array of {name}") } else { name.to_string() }
+fn expected_text(spec: &ColumnSpec) -> String {
+    let name = spec.field_type.name();
+    if spec.array { format!("{name} or an array of {name}") } else { name.to_string() }
 }
 
 /// The values of one column's field in `doc`, or the kind found when they do not fit.
-pub fn column_values(doc: &Value, column: &Column) -> std::result::Result<Vec<Scalar>, String> {
-    let spec = &column.spec;
+pub fn column_values(doc: &Value, spec: &ColumnSpec) -> std::result::Result<Vec<Scalar>, String> {
     let (values, saw_array) = field_values(doc, &spec.path);
     if saw_array && !spec.array {
         return Err("an array (declare the index with the array option)".to_string());

@@ -10,12 +10,13 @@
 //! every non-sparse index; the pk index maps each key to exactly one row.
 
 mod extract;
+pub(crate) mod prepare;
 mod store;
 pub(crate) mod write;
 
 pub use extract::{Extracted, column_values, key_json};
+pub(crate) use prepare::Prepared;
 pub use store::NamespaceData;
-pub(crate) use write::Prepared;
 pub use write::Undo;
 
 use parking_lot::RwLock;

@@ -167,29 +167,14 @@ impl NamespaceData {
     }
 
     pub(crate) fn extract(&self, doc: &Value) -> Result<Extracted> {
-        let owner = |column: usize| {
-            self.indexes.iter().find(|i| i.columns.contains(&column)).map(|i| i.def.name.clone()).unwrap_or_default()
-        };
-        extract(doc, &self.columns, &owner)
+        extract(doc, &self.columns, &|column| self.column_owner(column))
     }
 
     /// The pk key of a document from its extracted values, or an error naming the field
     /// when the key is missing.
     pub(crate) fn pk_key(&self, values: &Extracted) -> Result<Key> {
         let pk = self.pk();
-        let mut parts = Vec::with_capacity(pk.columns.len());
-        for (&column, field) in pk.columns.iter().zip(&pk.def.fields) {
-            match values[column].as_ref().and_then(|v| v.first()) {
-                Some(value) => parts.push(value.clone()),
-                None => {
-                    return Err(Error::MissingKey { namespace: self.name.clone(), field: field.clone() });
-                }
-            }
-        }
-        Ok(match parts.len() {
-            1 => Key::One(parts.pop().expect("one part")),
-            _ => Key::Many(parts.into_boxed_slice()),
-        })
+        pk_key_of(&self.name, &pk.columns, &pk.def.fields, values)
     }
 
     /// The pk key for a key given by a client: a JSON scalar, or an array for a
@@ -291,4 +276,20 @@ impl NamespaceData {
         }
         Ok(())
     }
+}
+
+/// The pk key of a document from its extracted values (`columns` and `fields` of the pk
+/// index), or an error naming the field when the key is missing.
+pub(crate) fn pk_key_of(namespace: &str, columns: &[usize], fields: &[String], values: &Extracted) -> Result<Key> {
+    let mut parts = Vec::with_capacity(columns.len());
+    for (&column, field) in columns.iter().zip(fields) {
+        match values[column].as_ref().and_then(|v| v.first()) {
+            Some(value) => parts.push(value.clone()),
+            None => return Err(Error::MissingKey { namespace: namespace.to_string(), field: field.clone() }),
+        }
+    }
+    Ok(match parts.len() {
+        1 => Key::One(parts.pop().expect("one part")),
+        _ => Key::Many(parts.into_boxed_slice()),
+    })
 }

@@ -6,6 +6,7 @@
 //! failed call leaves the namespace exactly as it was.
 
 use super::extract::Extracted;
+use super::prepare::Prepared;
 use super::store::NamespaceData;
 use crate::doc;
 use crate::error::{Error, Result};
@@ -22,13 +23,6 @@ pub enum Undo {
     Replaced(u32, Arc<[u8]>),
     /// A row was deleted: insert its document again.
     Deleted(Arc<[u8]>),
-}
-
-/// A stored document parsed and extracted, ready to upsert (`prepare_stored`).
-pub(crate) struct Prepared {
-    bytes: Arc<[u8]>,
-    values: Extracted,
-    key: crate::index::Key,
 }
 
 /// The kind of a single-document write.
@@ -54,31 +48,6 @@ impl NamespaceData {
     pub fn write_stored(&mut self, stored: &[u8]) -> Result<Undo> {
         let prepared = self.prepare_stored(stored)?;
         Ok(self.upsert_prepared(prepared))
-    }
-
-    /// The read-only half of `write_stored`: parses the document and extracts its index
-    /// values. It changes nothing, so recovery runs it on several threads at once.
-    ///
-    /// Only the top-level fields some index reads are built (`doc::parse_fields`): an
-    /// upsert needs nothing else from the parsed document.
-    pub(crate) fn prepare_stored(&self, stored: &[u8]) -> Result<Prepared> {
-        let columns = &self.columns;
-        let indexed = |name: &str| columns.iter().flatten().any(|c| c.spec.path.parts()[0].as_ref() == name);
-        let doc = match doc::parse_fields(stored, &indexed) {
-            Some(doc) => doc,
-            // Not one object: the full parse names what is wrong.
-            None => {
-                let doc: Value =
-                    serde_json::from_slice(stored).map_err(|e| Error::InvalidJson { reason: e.to_string() })?;
-                if !doc.is_object() {
-                    return Err(Error::NotAnObject { found: crate::error::json_kind(&doc) });
-                }
-                doc
-            }
-        };
-        let values = self.extract(&doc)?;
-        let key = self.pk_key(&values)?;
-        Ok(Prepared { bytes: Arc::from(stored), values, key })
     }
 
     /// The writing half of `write_stored`, on this namespace's schema as it was when

@@ -1,0 +1,117 @@
+//! Preparing stored documents for an upsert away from the namespace: parsing them and
+//! extracting their index values with an owned copy of the schema.
+//!
+//! Owns: `Extractor` (the column specs, pk columns and index names one namespace's
+//! extraction needs, copied out of it) and `Prepared` (a document ready to upsert).
+//! Never: touch a namespace's data, so a thread preparing documents runs while another
+//! thread holds the namespace to apply earlier ones (recovery does exactly that).
+
+use super::extract::{Extracted, SpecSlot, extract};
+use super::store::{NamespaceData, pk_key_of};
+use crate::doc;
+use crate::error::{Error, Result};
+use crate::index::Key;
+use crate::index::column::ColumnSpec;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// A stored document parsed and extracted, ready to upsert (`NamespaceData::upsert_prepared`)
+/// into the namespace whose `Extractor` made it, while its schema is unchanged.
+pub(crate) struct Prepared {
+    pub(super) bytes: Arc<[u8]>,
+    pub(super) values: Extracted,
+    pub(super) key: Key,
+}
+
+/// What extracting a namespace's documents needs, owned.
+pub(crate) struct Extractor {
+    namespace: String,
+    columns: Vec<Option<ColumnSpec>>,
+    /// The index reported in a type error, per column slot.
+    owners: Vec<String>,
+    pk_columns: Vec<usize>,
+    pk_fields: Vec<String>,
+}
+
+/// What preparing a document reads of a schema, borrowed from the namespace or from an
+/// `Extractor`.
+struct Schema<'a, S> {
+    namespace: &'a str,
+    columns: &'a [S],
+    owner: &'a dyn Fn(usize) -> String,
+    pk_columns: &'a [usize],
+    pk_fields: &'a [String],
+}
+
+impl NamespaceData {
+    /// A copy of what extraction needs from this namespace's schema.
+    pub(crate) fn extractor(&self) -> Extractor {
+        let pk = self.pk();
+        Extractor {
+            namespace: self.name.clone(),
+            columns: self.columns.iter().map(|c| c.as_ref().map(|c| c.spec.clone())).collect(),
+            owners: (0..self.columns.len()).map(|column| self.column_owner(column)).collect(),
+            pk_columns: pk.columns.clone(),
+            pk_fields: pk.def.fields.clone(),
+        }
+    }
+
+    /// Prepares a stored document against this namespace's schema in place.
+    pub(crate) fn prepare_stored(&self, stored: &[u8]) -> Result<Prepared> {
+        let pk = self.pk();
+        let owner = |column: usize| self.column_owner(column);
+        let schema = Schema {
+            namespace: &self.name,
+            columns: &self.columns,
+            owner: &owner,
+            pk_columns: &pk.columns,
+            pk_fields: &pk.def.fields,
+        };
+        prepare(&schema, stored)
+    }
+
+    /// The name of the index that reads column slot `column`.
+    pub(crate) fn column_owner(&self, column: usize) -> String {
+        self.indexes.iter().find(|i| i.columns.contains(&column)).map(|i| i.def.name.clone()).unwrap_or_default()
+    }
+}
+
+impl Extractor {
+    /// Prepares a stored document against the schema copied into this extractor.
+    pub(crate) fn prepare(&self, stored: &[u8]) -> Result<Prepared> {
+        let owner = |column: usize| self.owners[column].clone();
+        let schema = Schema {
+            namespace: &self.namespace,
+            columns: &self.columns,
+            owner: &owner,
+            pk_columns: &self.pk_columns,
+            pk_fields: &self.pk_fields,
+        };
+        prepare(&schema, stored)
+    }
+}
+
+/// Parses a stored document (minified JSON, as the log and snapshots carry it) and
+/// extracts its index values and primary key.
+///
+/// Only the top-level fields some index reads are built (`doc::parse_fields`): an upsert
+/// needs nothing else from the parsed document.
+fn prepare<S: SpecSlot>(schema: &Schema<'_, S>, stored: &[u8]) -> Result<Prepared> {
+    let columns = schema.columns;
+    let indexed = |name: &str| columns.iter().filter_map(SpecSlot::spec).any(|c| c.path.parts()[0].as_ref() == name);
+    let doc = match doc::parse_fields(stored, &indexed) {
+        Some(doc) => doc,
+        // Not one object: the full parse names what is wrong.
+        None => {
+            let doc: Value =
+                serde_json::from_slice(stored).map_err(|e| Error::InvalidJson { reason: e.to_string() })?;
+            if !doc.is_object() {
+                return Err(Error::NotAnObject { found: crate::error::json_kind(&doc) });
+            }
+            doc
+        }
+    };
+    let values = extract(&doc, columns, schema.owner)?;
+    let key = pk_key_of(schema.namespace, schema.pk_columns, schema.pk_fields, &values)?;
+    Ok(Prepared { bytes: Arc::from(stored), values, key })
+}
