@@ -11,10 +11,10 @@ Markdown tables. Never: leaves a Redis or a data folder behind, or waits on a sl
      upsert latency while snapshots run back to back, against a baseline and a control
      (a third thread that only burns CPU).
   2. Redis (redis-server --appendonly yes --appendfsync always, on a spare port with its
-     data in a temporary folder, started and stopped by this script for each run) driven
-     by redis-benchmark -t set -P 1 with 1 and 50 clients and 490-byte values, in the same
-     run as Hotset's writes. Hotset is embedded here and Redis is behind a socket; the
-     server-to-server comparison comes with issue 4.
+     data in a temporary folder, started and stopped by this script for each run) and the
+     hotset server (`hotset serve --fsync always`, the same way), each driven by
+     redis-benchmark -t set -P 1 with 1 and 50 clients and 490-byte values, in the same
+     run as the embedded writes.
 
 Every figure is the median of R runs (default 3); the runs are interleaved.
 
@@ -42,6 +42,7 @@ ROOT = os.path.dirname(HERE)
 SHARED = os.path.join(ROOT, "..", "shared", "bench")
 DATA = os.path.join(HERE, "data")
 DURABLE = os.path.join(ROOT, "target", "release", "durable")
+HOTSET = os.path.join(ROOT, "target", "release", "hotset")
 VALUE_BYTES = 490
 WRITE_CONFIGS = [("always", 1), ("always", 50), ("periodic", 1), ("periodic", 50), ("never", 1), ("never", 50)]
 
@@ -73,7 +74,48 @@ def durable(*args):
     return last_json(out.stdout)
 
 
-class Redis:
+class SetBenchmark:
+    """redis-benchmark SET against a server on 127.0.0.1:self.port."""
+
+    def set_benchmark(self, clients, requests):
+        cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(self.port), "-t", "set", "-n", str(requests),
+               "-c", str(clients), "-P", "1", "-d", str(VALUE_BYTES), "-r", "100000", "--csv"]
+        log(" ".join(cmd))
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        row = next(csv.DictReader(io.StringIO(out.stdout)))
+        return {"clients": clients, "requests": requests, "ops_s": float(row["rps"]),
+                "p50_us": float(row["p50_latency_ms"]) * 1000, "p99_us": float(row["p99_latency_ms"]) * 1000}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class HotsetServer(SetBenchmark):
+    """The hotset binary with --fsync always on ports the kernel picks, data in a temporary
+    folder; ready once it prints its ready line (read, not waited for)."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="hotset-durable-server-")
+        self.proc = subprocess.Popen(
+            [HOTSET, "serve", "--data", self.dir, "--resp-port", "0", "--http-port", "0", "--fsync", "always"],
+            stdout=subprocess.PIPE, text=True, env={**os.environ, "HOTSET_LOG": "warn"})
+        words = self.proc.stdout.readline().split()
+        if words[:3] != ["hotset", "ready:", "resp"]:
+            self.stop()
+            sys.exit(f"hotset did not start: {words}")
+        self.port = int(words[3].rsplit(":", 1)[1])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=60)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Redis(SetBenchmark):
     """redis-server with an always-fsynced AOF on a spare port, data in a temporary folder.
 
     Started in the foreground; ready once it logs that it accepts connections (read from
@@ -103,26 +145,11 @@ class Redis:
         self.drain = threading.Thread(target=lambda: self.output.extend(self.proc.stdout), daemon=True)
         self.drain.start()
 
-    def set_benchmark(self, clients, requests):
-        cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(self.port), "-t", "set", "-n", str(requests),
-               "-c", str(clients), "-P", "1", "-d", str(VALUE_BYTES), "-r", "100000", "--csv"]
-        log(" ".join(cmd))
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-        row = next(csv.DictReader(io.StringIO(out.stdout)))
-        return {"clients": clients, "requests": requests, "ops_s": float(row["rps"]),
-                "p50_us": float(row["p50_latency_ms"]) * 1000, "p99_us": float(row["p99_latency_ms"]) * 1000}
-
     def stop(self):
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=60)
         shutil.rmtree(self.dir, ignore_errors=True)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 def users_data(path):
@@ -149,6 +176,11 @@ def run_ratios(one):
         "redis_50_over_1_always": rw["always_50"]["ops_s"] / rw["always_1"]["ops_s"],
         "hotset_over_redis_1": hw["always_1"]["ops_s"] / rw["always_1"]["ops_s"],
         "hotset_over_redis_50": hw["always_50"]["ops_s"] / rw["always_50"]["ops_s"],
+        **({
+            "server_50_over_1_always": sw["always_50"]["ops_s"] / sw["always_1"]["ops_s"],
+            "server_over_redis_1": sw["always_1"]["ops_s"] / rw["always_1"]["ops_s"],
+            "server_over_redis_50": sw["always_50"]["ops_s"] / rw["always_50"]["ops_s"],
+        } if (sw := one.get("hotset_server_writes")) else {}),
     }
 
 
@@ -164,17 +196,20 @@ def run(a):
     # What is measured: the engine as committed, unless crates/ has uncommitted changes.
     commit, engine_dirty = git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "--", "crates"))
     subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "hotset-bench", "--bin", "durable"], cwd=ROOT)
+    subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "hotset-server", "--bin", "hotset"], cwd=ROOT)
     users = users_data(a.users)
     runs = []
     for i in range(a.r):
         log(f"run {i + 1}/{a.r}")
-        one = {"hotset_writes": {}, "redis_writes": {}}
+        one = {"hotset_writes": {}, "redis_writes": {}, "hotset_server_writes": {}}
         for policy, writers in WRITE_CONFIGS[:2]:
             one["hotset_writes"][f"{policy}_{writers}"] = durable(
                 "writes", "--writers", writers, "--seconds", a.seconds, "--fsync", policy)
-        with Redis() as redis:
-            one["redis_writes"]["always_1"] = redis.set_benchmark(1, a.redis_requests_1)
-            one["redis_writes"]["always_50"] = redis.set_benchmark(50, a.redis_requests_50)
+        # The two servers side by side, the same redis-benchmark run against each.
+        for key, server in [("redis_writes", Redis), ("hotset_server_writes", HotsetServer)]:
+            with server() as running:
+                one[key]["always_1"] = running.set_benchmark(1, a.redis_requests_1)
+                one[key]["always_50"] = running.set_benchmark(50, a.redis_requests_50)
         for policy, writers in WRITE_CONFIGS[2:]:
             one["hotset_writes"][f"{policy}_{writers}"] = durable(
                 "writes", "--writers", writers, "--seconds", a.seconds, "--fsync", policy)
@@ -189,8 +224,8 @@ def run(a):
         "commit": commit,
         "engine_tree_dirty": engine_dirty,
         "users": os.path.relpath(users, ROOT),
-        "note": "Hotset is embedded (a function call per upsert); Redis is a server behind a loopback socket "
-                "(redis-benchmark on the same 2 cores). The server-to-server comparison comes with issue 4.",
+        "note": "Hotset (embedded) is a function call per upsert; Hotset (server) and Redis are servers behind a "
+                "loopback socket, driven by the same redis-benchmark command on the same 2 cores.",
         "commands": {
             "redis_server": "redis-server --appendonly yes --appendfsync always --auto-aof-rewrite-percentage 0 "
                             "--save ''",
@@ -225,16 +260,21 @@ def tables(report):
         h = hw[f"{policy}_{writers}"]
         out.append(f"| Hotset (embedded) | {policy} | {writers} | {fmt(h['ops_s'])} | {fmt(h['p50_us'], 1)} | "
                    f"{fmt(h['p99_us'], 1)} | {fmt(h['fsyncs'] / h['seconds'])} | {fmt(h['records_per_batch'], 1)} |")
-    for key, clients in [("always_1", 1), ("always_50", 50)]:
-        x = rw[key]
-        out.append(f"| Redis (socket) | always | {clients} | {fmt(x['ops_s'])} | {fmt(x['p50_us'], 1)} | "
-                   f"{fmt(x['p99_us'], 1)} | – | – |")
+    for label, writes in [("Hotset (server)", r.get("hotset_server_writes")), ("Redis (server)", rw)]:
+        for key, clients in [("always_1", 1), ("always_50", 50)] if writes else []:
+            x = writes[key]
+            out.append(f"| {label} | always | {clients} | {fmt(x['ops_s'])} | {fmt(x['p50_us'], 1)} | "
+                       f"{fmt(x['p99_us'], 1)} | – | – |")
     out.append("")
     per_run = ", ".join(f"{x['hotset_50_over_1_always']}×" for x in r.get("ratios_per_run", []))
     out.append(f"- Group commit under fsync always, 50 writers over 1: Hotset {ratios['hotset_50_over_1_always']}× "
                f"(runs: {per_run}), Redis {ratios['redis_50_over_1_always']}× (target for Hotset: at least 5×). "
                f"Ratios are taken within each run, then the median.")
-    out.append(f"- Hotset / Redis under fsync always: {ratios['hotset_over_redis_1']}× with 1 writer, "
+    if "server_over_redis_1" in ratios:
+        out.append(f"- Server to server under fsync always (redis-benchmark SET, {VALUE_BYTES}-byte values): Hotset / "
+                   f"Redis {ratios['server_over_redis_1']}× with 1 client, {ratios['server_over_redis_50']}× with 50; "
+                   f"Hotset's 50 over 1: {ratios['server_50_over_1_always']}×.")
+    out.append(f"- Hotset embedded / Redis under fsync always: {ratios['hotset_over_redis_1']}× with 1 writer, "
                f"{ratios['hotset_over_redis_50']}× with 50. {report['note']}")
     rec = r["recovery"]
     out.append("")

@@ -1,21 +1,294 @@
 //! The HTTP/JSON listener (axum).
 //!
-//! Owns: routes, status codes and JSON shapes of the HTTP API. Never: command semantics
-//! that the engine or the RESP commands already hold; handlers translate, nothing more.
-//! Engine calls are synchronous and short; the long ones (queries) run on the blocking
-//! pool so they never stall the runtime's threads.
+//! Owns: routes, status codes and JSON shapes of the HTTP API, and the mapping of engine
+//! errors to statuses. Never: command semantics that the engine already holds; handlers
+//! translate, nothing more. Engine calls that may take long (queries, bulk writes, index
+//! builds) run on the blocking pool so they never stall the runtime's threads.
+//!
+//! Routes (all JSON; errors are `{"error": "..."}` with a 4xx or 5xx status):
+//! - `GET /health`
+//! - `GET /api/v1/namespaces`, `POST /api/v1/namespaces` `{"name", "indexes": [...]}`
+//! - `GET|DELETE /api/v1/namespaces/{ns}`, `POST /api/v1/namespaces/{ns}/truncate`
+//! - `POST /api/v1/namespaces/{ns}/indexes` (one index definition),
+//!   `DELETE /api/v1/namespaces/{ns}/indexes/{index}`
+//! - `POST /api/v1/namespaces/{ns}/items`: NDJSON (one document a line), a JSON array or
+//!   one object; `?mode=upsert|insert|update`; all or nothing; answers `{"count": N}`
+//! - `GET|DELETE /api/v1/namespaces/{ns}/items/{key}` (`key` as JSON text when it parses,
+//!   a string otherwise; a composite key as a JSON array)
+//! - `POST /api/v1/query` (namespace in the body), `POST /api/v1/namespaces/{ns}/query`
+//!   (the JSON DSL, `hotset_core::query::dsl`)
+//! - `GET /metrics` (Prometheus text)
 
+use crate::metrics;
 use crate::state::ServerState;
-use axum::Router;
-use axum::routing::get;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Query as UrlQuery, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use hotset_core::query::dsl;
+use hotset_core::{Error, IndexDef};
+use serde_json::{Value, json};
 use std::sync::Arc;
+
+type AppState = State<Arc<ServerState>>;
 
 /// Every route of the HTTP API.
 pub fn router(state: Arc<ServerState>) -> Router {
-    Router::new().route("/health", get(health)).with_state(state)
+    let body_limit = state.config.limits.max_body_bytes;
+    Router::new()
+        .route("/health", get(health))
+        .route("/metrics", get(metrics_text))
+        .route("/api/v1/namespaces", get(list_namespaces).post(create_namespace))
+        .route("/api/v1/namespaces/{ns}", get(describe_namespace).delete(drop_namespace))
+        .route("/api/v1/namespaces/{ns}/truncate", post(truncate))
+        .route("/api/v1/namespaces/{ns}/indexes", post(add_index))
+        .route("/api/v1/namespaces/{ns}/indexes/{index}", delete(drop_index))
+        .route("/api/v1/namespaces/{ns}/items", post(write_items))
+        .route("/api/v1/namespaces/{ns}/items/{key}", get(get_item).delete(delete_item))
+        .route("/api/v1/namespaces/{ns}/query", post(query_namespace))
+        .route("/api/v1/query", post(query))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), timed))
+        .with_state(state)
+}
+
+/// Counts and times every request for /metrics.
+async fn timed(State(state): AppState, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    state.stats.http_requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    state.stats.http_latency.record(started.elapsed());
+    response
+}
+
+/// An error answer: status and message.
+pub struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({"error": self.1}))).into_response()
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(error: Error) -> Self {
+        let status = match &error {
+            Error::UnknownNamespace { .. } | Error::UnknownIndex { .. } | Error::NotFound { .. } => {
+                StatusCode::NOT_FOUND
+            }
+            Error::NamespaceExists { .. } | Error::IndexExists { .. } | Error::DuplicateKey { .. } => {
+                StatusCode::CONFLICT
+            }
+            Error::LimitExceeded { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::Storage { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        ApiError(status, error.to_string())
+    }
+}
+
+fn bad_request(message: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, message.into())
+}
+
+type ApiResult<T = Json<Value>> = Result<T, ApiError>;
+
+/// Runs an engine call on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("the request failed: {e}")))?
+}
+
+fn json_body(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body).map_err(|e| bad_request(format!("invalid JSON: {e}")))
+}
+
+async fn not_found() -> ApiError {
+    ApiError(StatusCode::NOT_FOUND, "no such route; see GET /api/v1/namespaces".into())
 }
 
 /// 200 once the data is loaded: the listener only starts after recovery.
-async fn health() -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({"status": "ok"}))
+async fn health() -> Json<Value> {
+    Json(json!({"status": "ok"}))
+}
+
+async fn metrics_text(State(state): AppState) -> Response {
+    let text = metrics::render(&state);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+async fn list_namespaces(State(state): AppState) -> ApiResult {
+    let namespaces: Vec<Value> = state
+        .db
+        .namespace_names()
+        .iter()
+        .filter_map(|name| state.db.describe(name).ok())
+        .map(|info| json!({"name": info.name, "documents": info.documents, "memory_bytes": info.memory_bytes}))
+        .collect();
+    Ok(Json(json!({"items": namespaces})))
+}
+
+async fn create_namespace(State(state): AppState, body: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let body = json_body(&body)?;
+    let name =
+        body.get("name").and_then(Value::as_str).ok_or_else(|| bad_request("name: a string is required"))?.to_string();
+    let indexes = match body.get("indexes") {
+        None => Vec::new(),
+        Some(Value::Array(defs)) => defs.iter().map(IndexDef::from_json).collect::<Result<Vec<_>, _>>()?,
+        Some(_) => return Err(bad_request("indexes: must be a list of index definitions")),
+    };
+    if let Some(key) = body.as_object().and_then(|o| o.keys().find(|k| !matches!(k.as_str(), "name" | "indexes"))) {
+        return Err(bad_request(format!("unknown key '{key}' (expected name, indexes)")));
+    }
+    let db = Arc::clone(&state.db);
+    let created = name.clone();
+    blocking(move || Ok(db.create_namespace(&created, indexes)?)).await?;
+    Ok((StatusCode::CREATED, describe(&state, &name)?))
+}
+
+fn describe(state: &ServerState, name: &str) -> ApiResult {
+    let info = state.db.describe(name)?;
+    Ok(Json(json!({
+        "name": info.name,
+        "indexes": info.indexes.iter().map(IndexDef::to_json).collect::<Vec<_>>(),
+        "documents": info.documents,
+        "memory_bytes": info.memory_bytes,
+        "document_bytes": info.document_bytes,
+    })))
+}
+
+async fn describe_namespace(State(state): AppState, Path(ns): Path<String>) -> ApiResult {
+    describe(&state, &ns)
+}
+
+async fn drop_namespace(State(state): AppState, Path(ns): Path<String>) -> ApiResult {
+    let db = Arc::clone(&state.db);
+    blocking(move || Ok(db.drop_namespace(&ns)?)).await?;
+    Ok(Json(json!({"dropped": true})))
+}
+
+async fn truncate(State(state): AppState, Path(ns): Path<String>) -> ApiResult {
+    let db = Arc::clone(&state.db);
+    blocking(move || Ok(db.truncate(&ns)?)).await?;
+    Ok(Json(json!({"truncated": true})))
+}
+
+async fn add_index(
+    State(state): AppState,
+    Path(ns): Path<String>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let def = IndexDef::from_json(&json_body(&body)?)?;
+    let db = Arc::clone(&state.db);
+    let namespace = ns.clone();
+    blocking(move || Ok(db.add_index(&namespace, def)?)).await?;
+    Ok((StatusCode::CREATED, describe(&state, &ns)?))
+}
+
+async fn drop_index(State(state): AppState, Path((ns, index)): Path<(String, String)>) -> ApiResult {
+    let db = Arc::clone(&state.db);
+    let namespace = ns.clone();
+    blocking(move || Ok(db.drop_index(&namespace, &index)?)).await?;
+    describe(&state, &ns)
+}
+
+#[derive(serde::Deserialize)]
+struct WriteParams {
+    mode: Option<String>,
+}
+
+/// The documents of a write body: NDJSON, a JSON array, or one object.
+fn documents(body: &[u8]) -> Result<Vec<Value>, ApiError> {
+    let text = std::str::from_utf8(body).map_err(|_| bad_request("the body is not UTF-8"))?;
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') {
+        return match json_body(body)? {
+            Value::Array(docs) => Ok(docs),
+            _ => Err(bad_request("expected a JSON array of documents")),
+        };
+    }
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| {
+            serde_json::from_str(line).map_err(|e| bad_request(format!("line {}: invalid JSON: {e}", i + 1)))
+        })
+        .collect()
+}
+
+async fn write_items(
+    State(state): AppState,
+    Path(ns): Path<String>,
+    UrlQuery(params): UrlQuery<WriteParams>,
+    body: Bytes,
+) -> ApiResult {
+    let mode = params.mode.unwrap_or_else(|| "upsert".into());
+    if !matches!(mode.as_str(), "upsert" | "insert" | "update") {
+        return Err(bad_request(format!("mode must be upsert, insert or update, not '{mode}'")));
+    }
+    let db = Arc::clone(&state.db);
+    let count = blocking(move || {
+        let docs = documents(&body)?;
+        let mut txn = db.transaction(&ns)?;
+        for (i, doc) in docs.into_iter().enumerate() {
+            let written = match mode.as_str() {
+                "insert" => txn.insert(doc),
+                "update" => txn.update(doc),
+                _ => txn.upsert(doc),
+            };
+            written.map_err(|e| {
+                let ApiError(status, message) = ApiError::from(e);
+                ApiError(status, format!("document {}: {message}", i + 1))
+            })?;
+        }
+        Ok(txn.commit()?)
+    })
+    .await?;
+    Ok(Json(json!({"count": count})))
+}
+
+/// A key from the URL: JSON text when it parses (numbers, arrays for composite keys,
+/// quoted strings), the text itself otherwise.
+fn url_key(key: &str) -> Value {
+    serde_json::from_str(key).unwrap_or_else(|_| Value::String(key.to_string()))
+}
+
+async fn get_item(State(state): AppState, Path((ns, key)): Path<(String, String)>) -> Result<Response, ApiError> {
+    let key = url_key(&key);
+    match state.db.get(&ns, &key)? {
+        Some(doc) => Ok(([(header::CONTENT_TYPE, "application/json")], doc.to_vec()).into_response()),
+        None => Err(ApiError(StatusCode::NOT_FOUND, format!("no document with primary key {key} in namespace '{ns}'"))),
+    }
+}
+
+async fn delete_item(State(state): AppState, Path((ns, key)): Path<(String, String)>) -> ApiResult {
+    let db = Arc::clone(&state.db);
+    let deleted = blocking(move || Ok(db.delete(&ns, &url_key(&key))?)).await?;
+    Ok(Json(json!({"deleted": deleted})))
+}
+
+async fn query(State(state): AppState, body: Bytes) -> Result<Response, ApiError> {
+    run_query(state, None, body).await
+}
+
+async fn query_namespace(State(state): AppState, Path(ns): Path<String>, body: Bytes) -> Result<Response, ApiError> {
+    run_query(state, Some(ns), body).await
+}
+
+async fn run_query(state: Arc<ServerState>, ns: Option<String>, body: Bytes) -> Result<Response, ApiError> {
+    let query = dsl::query_from_json(&json_body(&body)?, ns.as_deref())?;
+    let out = blocking(move || {
+        let result = state.db.query(&query)?;
+        let mut out = Vec::with_capacity(256 + result.items.len() * 128);
+        dsl::write_result_json(&result, &mut out);
+        Ok(out)
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
 }

@@ -14,6 +14,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod commands;
 mod config;
 mod http;
+mod metrics;
 mod resp;
 mod server;
 mod state;

@@ -5,6 +5,7 @@
 //! engine (the client list is locked only to register, rename or list clients).
 
 use crate::config::Config;
+use crate::metrics::Histogram;
 use hotset_core::Database;
 use hotset_storage::Store;
 use parking_lot::{Mutex, RwLock};
@@ -47,6 +48,9 @@ pub struct Stats {
     pub commands: AtomicU64,
     pub protocol_errors: AtomicU64,
     pub batches: AtomicU64,
+    pub http_requests: AtomicU64,
+    pub resp_latency: Histogram,
+    pub http_latency: Histogram,
 }
 
 impl ServerState {

@@ -433,3 +433,69 @@ fn max_clients_refuses_extra_connections_with_an_error() {
     assert_eq!(cmd("PING").query::<String>(&mut first).unwrap(), "PONG");
     server.stop();
 }
+
+#[test]
+fn document_commands_over_resp() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let mut c = server.client();
+    let indexes = r#"[{"field": "id", "type": "int", "index": "hash", "pk": true}, {"field": "year", "type": "int", "index": "tree"}]"#;
+    let _: () = cmd("DOC.NSCREATE").arg("books").arg(indexes).query(&mut c).unwrap();
+    let again = error_text(cmd("DOC.NSCREATE").arg("books").arg(indexes).query::<()>(&mut c));
+    assert_eq!(again, "ERR namespace 'books' already exists");
+    let no_key = error_text(cmd("DOC.NSCREATE").arg("nokey").query::<()>(&mut c));
+    assert_eq!(no_key, "ERR namespace 'nokey' has no primary key index");
+    let written: i64 = cmd("DOC.UPSERT")
+        .arg("books")
+        .arg(r#"{"id": 1, "year": 1999, "title": "a"}"#)
+        .arg(r#"{"id": 2, "year": 2005, "title": "b"}"#)
+        .arg(r#"{"id": 3, "year": 2012, "title": "c"}"#)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(written, 3);
+    let doc: String = cmd("DOC.GET").arg("books").arg("2").query(&mut c).unwrap();
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&doc).unwrap()["title"], "b");
+    assert_eq!(cmd("DOC.GET").arg("books").arg("9").query::<Option<String>>(&mut c).unwrap(), None);
+    let result: String = cmd("DOC.QUERY")
+        .arg(r#"{"namespace": "books", "filter": {"field": "year", "op": ">=", "value": 2005}, "sort": "-year", "total": true}"#)
+        .query(&mut c)
+        .unwrap();
+    let result: serde_json::Value = serde_json::from_str(&result).unwrap();
+    assert_eq!(result["total"], 2);
+    assert_eq!(result["items"][0]["id"], 3);
+    let explained: String = cmd("DOC.EXPLAIN")
+        .arg("books")
+        .arg(r#"{"filter": {"field": "year", "op": "<", "value": 2000}}"#)
+        .query(&mut c)
+        .unwrap();
+    let explained: serde_json::Value = serde_json::from_str(&explained).unwrap();
+    assert!(explained["explain"]["steps"].as_array().is_some_and(|s| !s.is_empty()), "{explained}");
+    // A bad document fails the whole write; nothing of it is stored.
+    let error = error_text(cmd("DOC.INSERT").arg("books").arg(r#"{"id": 4}"#).arg(r#"{"id": 1}"#).query::<i64>(&mut c));
+    assert!(error.starts_with("ERR duplicate primary key 1"), "{error}");
+    assert_eq!(cmd("DOC.GET").arg("books").arg("4").query::<Option<String>>(&mut c).unwrap(), None);
+    assert!(error_text(cmd("DOC.UPSERT").arg("books").arg("{oops").query::<i64>(&mut c)).contains("not valid JSON"));
+    assert!(
+        error_text(cmd("DOC.QUERY").arg(r#"{"namespace": "books", "limit": "x"}"#).query::<String>(&mut c))
+            .contains("limit: must be")
+    );
+    assert!(error_text(cmd("DOC.GET").arg("nope").arg("1").query::<String>(&mut c)).contains("does not exist"));
+    assert_eq!(cmd("DOC.DEL").arg("books").arg("1").query::<i64>(&mut c).unwrap(), 1);
+    let _: () = cmd("DOC.INDEXADD")
+        .arg("books")
+        .arg(r#"{"field": "title", "type": "string", "index": "hash"}"#)
+        .query(&mut c)
+        .unwrap();
+    let info: String = cmd("DOC.NSINFO").arg("books").query(&mut c).unwrap();
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!((info["documents"].clone(), info["indexes"].as_array().unwrap().len()), (serde_json::json!(2), 3));
+    assert_eq!(cmd("DOC.NSLIST").query::<Vec<String>>(&mut c).unwrap(), ["books"]);
+    let queued = exchange(&mut server.raw(), b"MULTI\r\nDOC.NSLIST\r\n", b"DOC.NSLIST\r\n");
+    assert_eq!(queued, b"+OK\r\n-ERR Command not allowed inside a transaction: DOC.NSLIST\r\n");
+    server.stop();
+    let server = Server::start(dir.path(), &[]);
+    let mut c = server.client();
+    let doc: String = cmd("DOC.GET").arg("books").arg("3").query(&mut c).unwrap();
+    assert!(doc.contains("\"title\":\"c\""), "{doc}");
+    server.stop();
+}

@@ -9,6 +9,7 @@
 
 pub(crate) mod aggregate;
 pub mod ast;
+pub mod dsl;
 pub(crate) mod exec;
 pub(crate) mod join;
 pub mod like;

@@ -7,10 +7,11 @@
 //! connection (`hotset_core::journal::defer_acks`).
 //!
 //! Group modules: `strings`, `keys`, `hashes` (key-value commands, generic over `KvOps`
-//! so they run the same on a keyspace and inside EXEC's locked block), `server`
-//! (connection and server commands).
+//! so they run the same on a keyspace and inside EXEC's locked block), `documents`
+//! (`DOC.*`: namespaces, items, queries), `server` (connection and server commands).
 
 pub mod args;
+mod documents;
 mod hashes;
 mod keys;
 mod server;
@@ -61,10 +62,12 @@ impl Session {
 
 /// Runs one request (`args[0]` is the command name) and writes its reply to `out`.
 pub fn execute(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], out: &mut Vec<u8>) {
+    let started = std::time::Instant::now();
     let mut reply = Reply { out, protocol: session.protocol };
     if let Err(CmdError(message)) = dispatch(state, session, args, &mut reply) {
         reply.error(&message);
     }
+    state.stats.resp_latency.record(started.elapsed());
 }
 
 fn dispatch(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
@@ -101,6 +104,11 @@ fn dispatch(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], r: 
     }
     match spec.kind {
         Kind::Kv => run_kv(state, &*session.keyspace, spec, args, r),
+        Kind::Document => {
+            let handled = documents::run(&state.db, spec.name, args, r)?;
+            assert!(handled, "every document command in the table has a handler: {}", spec.name);
+            Ok(())
+        }
         Kind::Connection => match spec.name {
             "MULTI" => multi(session, r),
             "EXEC" => exec(state, session, r),
@@ -178,7 +186,7 @@ fn exec(state: &ServerState, session: &mut Session, r: &mut Reply<'_>) -> CmdRes
             let mut reply = Reply { out: &mut out, protocol };
             let result = match spec.kind {
                 Kind::Kv => run_kv(state, txn, spec, &args, &mut reply),
-                Kind::Connection => server::run_in_multi(spec, &args, &mut reply),
+                Kind::Connection | Kind::Document => server::run_in_multi(spec, &args, &mut reply),
             };
             if let Err(CmdError(message)) = result {
                 reply.error(&message);

@@ -12,6 +12,9 @@ pub enum Kind {
     /// Changes the connection or reports on the server; may be queued in MULTI only when
     /// `in_multi` is set.
     Connection,
+    /// Document command (`DOC.*`) on the database's namespaces; not inside MULTI (a
+    /// transaction's lock covers one keyspace).
+    Document,
 }
 
 /// One command.
@@ -39,6 +42,10 @@ const fn conn(name: &'static str, arity: i32, in_multi: bool, summary: &'static 
     Spec { name, arity, kind: Kind::Connection, write: false, in_multi, group: "connection", summary }
 }
 
+const fn doc(name: &'static str, arity: i32, write: bool, summary: &'static str) -> Spec {
+    Spec { name, arity, kind: Kind::Document, write, in_multi: false, group: "document", summary }
+}
+
 /// Every command, sorted by name (looked up by binary search).
 pub static COMMANDS: &[Spec] = &[
     kv("APPEND", 3, true, "string", "Appends a string to the value of a key."),
@@ -52,6 +59,20 @@ pub static COMMANDS: &[Spec] = &[
     kv("DECRBY", 3, true, "string", "Decrements the integer value of a key by a number."),
     kv("DEL", -2, true, "generic", "Deletes keys."),
     conn("DISCARD", 1, false, "Discards a transaction."),
+    doc("DOC.DEL", 3, true, "Deletes a document by primary key; 1 if it existed."),
+    doc("DOC.EXPLAIN", -2, false, "Runs a JSON DSL query and returns its result with the plan and timings."),
+    doc("DOC.GET", 3, false, "A document by primary key (JSON), or null."),
+    doc("DOC.INDEXADD", 3, true, "Adds an index (JSON definition) to a namespace and builds it."),
+    doc("DOC.INDEXDROP", 3, true, "Drops an index of a namespace."),
+    doc("DOC.INSERT", -3, true, "Inserts documents (JSON); fails on an existing key; all or nothing."),
+    doc("DOC.NSCREATE", -2, true, "Creates a namespace with index definitions (JSON list)."),
+    doc("DOC.NSDROP", 2, true, "Drops a namespace and its documents."),
+    doc("DOC.NSINFO", 2, false, "A namespace's indexes, document count and memory (JSON)."),
+    doc("DOC.NSLIST", 1, false, "The names of the namespaces."),
+    doc("DOC.NSTRUNCATE", 2, true, "Removes every document of a namespace, keeping its indexes."),
+    doc("DOC.QUERY", -2, false, "Runs a JSON DSL query; returns items, total and aggregations (JSON)."),
+    doc("DOC.UPDATE", -3, true, "Updates existing documents (JSON); fails on a missing key; all or nothing."),
+    doc("DOC.UPSERT", -3, true, "Inserts or replaces documents (JSON); all or nothing."),
     conn("ECHO", 2, true, "Returns the given string."),
     conn("EXEC", 1, false, "Executes the queued commands atomically."),
     kv("EXISTS", -2, false, "generic", "Counts how many of the keys exist."),

@@ -1,0 +1,140 @@
+//! Document commands over RESP: the `DOC.` family, for namespaces, items and queries.
+//!
+//! Owns: the argument shapes and replies of `DOC.*` commands. Documents, index
+//! definitions, queries and results travel as JSON text (bulk strings), in the same shapes
+//! as the HTTP API. Never: semantics of their own (the engine's), or long work on the
+//! caller's thread beyond one query (a query runs where the connection runs, like any
+//! Redis command).
+//!
+//! | command | reply |
+//! |---|---|
+//! | `DOC.NSCREATE ns [indexes-json]` | `+OK` |
+//! | `DOC.NSDROP ns` / `DOC.NSTRUNCATE ns` | `+OK` |
+//! | `DOC.NSLIST` | array of names |
+//! | `DOC.NSINFO ns` | JSON: indexes, documents, memory |
+//! | `DOC.INDEXADD ns index-json` / `DOC.INDEXDROP ns index` | `+OK` |
+//! | `DOC.UPSERT ns json [json ...]` (also `DOC.INSERT`, `DOC.UPDATE`) | count written, all or nothing |
+//! | `DOC.GET ns key` | the document, or null (`key` is JSON text when it parses) |
+//! | `DOC.DEL ns key` | 1 or 0 |
+//! | `DOC.QUERY query-json` / `DOC.QUERY ns query-json` | JSON result: items, total, aggregations |
+//! | `DOC.EXPLAIN query-json` | the same, with `explain` |
+
+use super::args::CmdError;
+use crate::resp::reply::Reply;
+use hotset_core::query::dsl;
+use hotset_core::{Database, Error, IndexDef};
+use serde_json::{Value, json};
+
+/// Runs `DOC.*` command `name` (upper case); `Ok(false)` when it is not one.
+pub fn run(db: &Database, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Result<bool, CmdError> {
+    match name {
+        "DOC.NSCREATE" => {
+            let indexes = match a.get(2) {
+                None => Vec::new(),
+                Some(defs) => match parse_json(defs, "the index definitions")? {
+                    Value::Array(defs) => {
+                        defs.iter().map(IndexDef::from_json).collect::<Result<Vec<_>, _>>().map_err(engine)?
+                    }
+                    _ => return Err(CmdError("ERR the index definitions must be a JSON list".into())),
+                },
+            };
+            db.create_namespace(&text(a[1])?, indexes).map_err(engine)?;
+            r.ok();
+        }
+        "DOC.NSDROP" => {
+            db.drop_namespace(&text(a[1])?).map_err(engine)?;
+            r.ok();
+        }
+        "DOC.NSTRUNCATE" => {
+            db.truncate(&text(a[1])?).map_err(engine)?;
+            r.ok();
+        }
+        "DOC.NSLIST" => {
+            let names = db.namespace_names();
+            r.array(names.len());
+            names.iter().for_each(|n| r.bulk(n.as_bytes()));
+        }
+        "DOC.NSINFO" => {
+            let info = db.describe(&text(a[1])?).map_err(engine)?;
+            let described = json!({
+                "name": info.name,
+                "indexes": info.indexes.iter().map(IndexDef::to_json).collect::<Vec<_>>(),
+                "documents": info.documents,
+                "memory_bytes": info.memory_bytes,
+                "document_bytes": info.document_bytes,
+            });
+            r.bulk(described.to_string().as_bytes());
+        }
+        "DOC.INDEXADD" => {
+            let def = IndexDef::from_json(&parse_json(a[2], "the index definition")?).map_err(engine)?;
+            db.add_index(&text(a[1])?, def).map_err(engine)?;
+            r.ok();
+        }
+        "DOC.INDEXDROP" => {
+            db.drop_index(&text(a[1])?, &text(a[2])?).map_err(engine)?;
+            r.ok();
+        }
+        "DOC.UPSERT" | "DOC.INSERT" | "DOC.UPDATE" => {
+            let mut txn = db.transaction(&text(a[1])?).map_err(engine)?;
+            for (i, doc) in a[2..].iter().enumerate() {
+                let doc = parse_json(doc, "a document")?;
+                let written = match name {
+                    "DOC.INSERT" => txn.insert(doc),
+                    "DOC.UPDATE" => txn.update(doc),
+                    _ => txn.upsert(doc),
+                };
+                written.map_err(|e| CmdError(format!("ERR document {}: {e}", i + 1)))?;
+            }
+            r.int(txn.commit().map_err(engine)? as i64);
+        }
+        "DOC.GET" => {
+            let doc = db.get(&text(a[1])?, &key(a[2])).map_err(engine)?;
+            r.bulk_or_null(doc.as_deref());
+        }
+        "DOC.DEL" => r.int(i64::from(db.delete(&text(a[1])?, &key(a[2])).map_err(engine)?)),
+        "DOC.QUERY" | "DOC.EXPLAIN" => {
+            let (namespace, body) = match a {
+                [_, body] => (None, body),
+                [_, namespace, body] => (Some(text(namespace)?), body),
+                _ => {
+                    return Err(CmdError(format!(
+                        "ERR wrong number of arguments for '{}' command",
+                        name.to_ascii_lowercase()
+                    )));
+                }
+            };
+            let mut query =
+                dsl::query_from_json(&parse_json(body, "the query")?, namespace.as_deref()).map_err(engine)?;
+            query.explain |= name == "DOC.EXPLAIN";
+            let result = db.query(&query).map_err(engine)?;
+            let mut out = Vec::with_capacity(256 + result.items.len() * 128);
+            dsl::write_result_json(&result, &mut out);
+            r.bulk(&out);
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// An engine error as a Redis error line: `ERR` and the engine's message, except a log
+/// that cannot write, which Redis clients know as `MISCONF`.
+fn engine(error: Error) -> CmdError {
+    match error {
+        Error::Storage { reason } => CmdError(format!("MISCONF {reason}")),
+        other => CmdError(format!("ERR {other}")),
+    }
+}
+
+fn parse_json(arg: &[u8], what: &str) -> Result<Value, CmdError> {
+    serde_json::from_slice(arg).map_err(|e| CmdError(format!("ERR {what} is not valid JSON: {e}")))
+}
+
+fn text(arg: &[u8]) -> Result<String, CmdError> {
+    String::from_utf8(arg.to_vec()).map_err(|_| CmdError("ERR names must be UTF-8".into()))
+}
+
+/// A key argument: JSON text when it parses (numbers, arrays for composite keys, quoted
+/// strings), the bytes as a string otherwise.
+fn key(arg: &[u8]) -> Value {
+    serde_json::from_slice(arg).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(arg).into_owned()))
+}

@@ -1,0 +1,201 @@
+//! `/metrics` in the Prometheus text format, and the latency histograms behind it.
+//!
+//! Owns: `Histogram` (fixed buckets, lock-free counters) and `render`, which reads every
+//! figure at the moment of the scrape. Never: keep per-key or per-client series (their
+//! number would grow without bound).
+
+use crate::state::ServerState;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Upper bounds of the latency buckets, in seconds.
+const BUCKETS: [f64; 12] =
+    [0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.1, 1.0];
+
+/// A latency histogram with Prometheus' cumulative buckets.
+#[derive(Default)]
+pub struct Histogram {
+    /// Per bucket (not cumulative), then one for larger values.
+    counts: [AtomicU64; BUCKETS.len() + 1],
+    sum_ns: AtomicU64,
+}
+
+impl Histogram {
+    pub fn record(&self, elapsed: Duration) {
+        let seconds = elapsed.as_secs_f64();
+        let bucket = BUCKETS.iter().position(|&bound| seconds <= bound).unwrap_or(BUCKETS.len());
+        self.counts[bucket].fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let mut cumulative = 0;
+        for (bound, count) in BUCKETS.iter().zip(&self.counts) {
+            cumulative += count.load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{{labels}le=\"{bound}\"}} {cumulative}");
+        }
+        cumulative += self.counts[BUCKETS.len()].load(Ordering::Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{{labels}le=\"+Inf\"}} {cumulative}");
+        let _ = writeln!(
+            out,
+            "{name}_sum{{{}}} {}",
+            labels.trim_end_matches(','),
+            self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9
+        );
+        let _ = writeln!(out, "{name}_count{{{}}} {cumulative}", labels.trim_end_matches(','));
+    }
+}
+
+/// Every metric, now.
+pub fn render(state: &ServerState) -> String {
+    let mut out = String::new();
+    let stats = &state.stats;
+    let mut counter = |name: &str, help: &str, kind: &str, value: f64| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+    };
+    counter(
+        "hotset_uptime_seconds",
+        "Seconds since the server started.",
+        "gauge",
+        state.started.elapsed().as_secs_f64(),
+    );
+    counter("hotset_connected_clients", "RESP connections open now.", "gauge", state.connected_clients() as f64);
+    counter(
+        "hotset_connections_received_total",
+        "RESP connections accepted.",
+        "counter",
+        load(&stats.connections_received),
+    );
+    counter(
+        "hotset_connections_rejected_total",
+        "RESP connections refused (max_clients).",
+        "counter",
+        load(&stats.connections_rejected),
+    );
+    counter("hotset_resp_commands_total", "RESP commands executed.", "counter", load(&stats.commands));
+    counter(
+        "hotset_resp_protocol_errors_total",
+        "RESP connections closed for a malformed frame.",
+        "counter",
+        load(&stats.protocol_errors),
+    );
+    counter("hotset_resp_batches_total", "Batches of RESP requests read in one go.", "counter", load(&stats.batches));
+    counter("hotset_http_requests_total", "HTTP requests answered.", "counter", load(&stats.http_requests));
+
+    let store = state.store.read();
+    if let Some(store) = store.as_ref() {
+        let wal = store.wal_stats();
+        let (snapshot, snapshot_error) = store.snapshot_state();
+        let mut counter = |name: &str, help: &str, kind: &str, value: f64| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+        };
+        counter("hotset_wal_next_lsn", "Sequence number the next log record gets.", "gauge", wal.next_lsn as f64);
+        counter("hotset_wal_durable_lsn", "Last log record fsynced.", "gauge", wal.durable_lsn as f64);
+        counter(
+            "hotset_wal_bytes_written_total",
+            "Bytes written to the log since start.",
+            "counter",
+            wal.bytes_written as f64,
+        );
+        counter("hotset_wal_fsyncs_total", "Log fsyncs since start.", "counter", wal.fsyncs as f64);
+        counter("hotset_wal_batches_total", "Log writes (group commits) since start.", "counter", wal.batches as f64);
+        counter("hotset_wal_segments", "Log segment files.", "gauge", wal.segments as f64);
+        counter(
+            "hotset_wal_failed",
+            "1 while the log refuses writes (full disk, failed fsync).",
+            "gauge",
+            f64::from(u8::from(wal.failed.is_some())),
+        );
+        counter(
+            "hotset_snapshot_last_bytes",
+            "Size of the last snapshot.",
+            "gauge",
+            snapshot.as_ref().map_or(0.0, |s| s.bytes as f64),
+        );
+        counter(
+            "hotset_snapshot_last_duration_seconds",
+            "How long the last snapshot took.",
+            "gauge",
+            snapshot.as_ref().map_or(0.0, |s| s.duration_ms as f64 / 1000.0),
+        );
+        counter(
+            "hotset_snapshot_failed",
+            "1 when the last snapshot attempt failed.",
+            "gauge",
+            f64::from(u8::from(snapshot_error.is_some())),
+        );
+    }
+    drop(store);
+
+    let _ = writeln!(
+        out,
+        "# HELP hotset_namespace_documents Documents per namespace.\n# TYPE hotset_namespace_documents gauge"
+    );
+    let namespaces: Vec<_> = state.db.namespace_names().iter().filter_map(|n| state.db.describe(n).ok()).collect();
+    for info in &namespaces {
+        let _ = writeln!(out, "hotset_namespace_documents{{namespace=\"{}\"}} {}", escape(&info.name), info.documents);
+    }
+    let _ = writeln!(
+        out,
+        "# HELP hotset_namespace_memory_bytes Approximate bytes per namespace.\n# TYPE hotset_namespace_memory_bytes gauge"
+    );
+    for info in &namespaces {
+        let _ = writeln!(
+            out,
+            "hotset_namespace_memory_bytes{{namespace=\"{}\"}} {}",
+            escape(&info.name),
+            info.memory_bytes
+        );
+    }
+    let _ =
+        writeln!(out, "# HELP hotset_keyspace_keys Keys per key-value keyspace.\n# TYPE hotset_keyspace_keys gauge");
+    let keyspaces = state.db.keyspaces();
+    let spaces: Vec<_> = keyspaces.list().into_iter().filter_map(|n| keyspaces.get(&n).map(|k| (n, k))).collect();
+    for (name, space) in &spaces {
+        let _ = writeln!(out, "hotset_keyspace_keys{{keyspace=\"{}\"}} {}", escape(name), space.len());
+    }
+    let _ = writeln!(
+        out,
+        "# HELP hotset_keyspace_memory_bytes Approximate bytes per keyspace.\n# TYPE hotset_keyspace_memory_bytes gauge"
+    );
+    for (name, space) in &spaces {
+        let _ = writeln!(out, "hotset_keyspace_memory_bytes{{keyspace=\"{}\"}} {}", escape(name), space.memory_bytes());
+    }
+    let _ = writeln!(
+        out,
+        "# HELP hotset_request_duration_seconds Time to execute one request (RESP: the command; HTTP: the whole request).\n# TYPE hotset_request_duration_seconds histogram"
+    );
+    stats.resp_latency.render(&mut out, "hotset_request_duration_seconds", "protocol=\"resp\",");
+    stats.http_latency.render(&mut out, "hotset_request_duration_seconds", "protocol=\"http\",");
+    out
+}
+
+fn load(counter: &AtomicU64) -> f64 {
+    counter.load(Ordering::Relaxed) as f64
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn escape(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_cumulative() {
+        let histogram = Histogram::default();
+        histogram.record(Duration::from_micros(5));
+        histogram.record(Duration::from_micros(70));
+        histogram.record(Duration::from_secs(3));
+        let mut out = String::new();
+        histogram.render(&mut out, "h", "p=\"x\",");
+        assert!(out.contains("h_bucket{p=\"x\",le=\"0.00001\"} 1\n"), "{out}");
+        assert!(out.contains("h_bucket{p=\"x\",le=\"0.0001\"} 2\n"), "{out}");
+        assert!(out.contains("h_bucket{p=\"x\",le=\"1\"} 2\n"), "{out}");
+        assert!(out.contains("h_bucket{p=\"x\",le=\"+Inf\"} 3\n"), "{out}");
+        assert!(out.contains("h_count{p=\"x\"} 3\n"), "{out}");
+    }
+}

@@ -1,0 +1,183 @@
+//! The HTTP/JSON API, black box: the real `hotset` binary driven by curl.
+
+mod common;
+
+use common::Server;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// Sends one request with curl; returns the status and the body (parsed as JSON when it
+/// is JSON, else as a string value).
+fn call(server: &Server, method: &str, path: &str, body: Option<&[u8]>) -> (u16, Value) {
+    let mut curl = Command::new("curl")
+        .args(["-s", "-S", "-X", method, "-w", "\n%{http_code}", "-H", "content-type: application/json"])
+        .args(if body.is_some() { vec!["--data-binary", "@-"] } else { vec![] })
+        .arg(format!("http://{}{path}", server.http))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("running curl");
+    if let Some(body) = body {
+        curl.stdin.take().unwrap().write_all(body).unwrap();
+    }
+    let output = curl.wait_with_output().unwrap();
+    assert!(output.status.success(), "curl {method} {path} failed");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let (body, status) = text.rsplit_once('\n').unwrap();
+    let value = serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_string()));
+    (status.parse().unwrap(), value)
+}
+
+fn post(server: &Server, path: &str, body: &Value) -> (u16, Value) {
+    call(server, "POST", path, Some(body.to_string().as_bytes()))
+}
+
+#[test]
+fn namespaces_items_and_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    assert_eq!(call(&server, "GET", "/health", None), (200, json!({"status": "ok"})));
+    let schema = json!({"name": "items", "indexes": [
+        {"field": "id", "type": "int", "index": "hash", "pk": true},
+        {"field": "year", "type": "int", "index": "tree"},
+        {"field": ["first_name", "last_name"], "type": "string", "index": "tree", "collate": "utf8_ci"},
+        {"field": "tags", "type": "string", "index": "hash", "array": true},
+    ]});
+    let (status, created) = post(&server, "/api/v1/namespaces", &schema);
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["indexes"].as_array().unwrap().len(), 4);
+    assert_eq!(post(&server, "/api/v1/namespaces", &schema).0, 409);
+
+    let ndjson: String = (0..100)
+        .map(|i| {
+            json!({"id": i, "year": 2000 + i % 20, "first_name": if i % 2 == 0 { "Ann" } else { "bob" },
+                   "last_name": format!("L{i}"), "tags": [format!("t{}", i % 3)], "extra": {"nested": i}})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    assert_eq!(
+        call(&server, "POST", "/api/v1/namespaces/items/items", Some(ndjson.as_bytes())),
+        (200, json!({"count": 100}))
+    );
+    let (status, doc) = call(&server, "GET", "/api/v1/namespaces/items/items/7", None);
+    assert_eq!((status, doc["extra"]["nested"].clone()), (200, json!(7)));
+    assert_eq!(call(&server, "GET", "/api/v1/namespaces/items/items/1000", None).0, 404);
+
+    let query = json!({"filter": [{"field": "year", "op": ">", "value": 2015}, {"field": "tags", "op": "in", "values": ["t0"]}],
+                       "sort": "-year", "limit": 3, "total": true,
+                       "aggregations": [{"type": "count"}, {"type": "max", "field": "id"}]});
+    let (status, result) = post(&server, "/api/v1/namespaces/items/query", &query);
+    assert_eq!(status, 200, "{result}");
+    let expected: Vec<i64> = {
+        let mut ids: Vec<i64> = (0..100).filter(|i| 2000 + i % 20 > 2015 && i % 3 == 0).collect();
+        ids.sort_by_key(|i| std::cmp::Reverse(2000 + i % 20));
+        ids
+    };
+    assert_eq!(result["total"], json!(expected.len()));
+    let years: Vec<i64> = result["items"].as_array().unwrap().iter().map(|d| d["year"].as_i64().unwrap()).collect();
+    assert_eq!(years.len(), 3);
+    assert!(years.windows(2).all(|w| w[0] >= w[1]), "{years:?}");
+    assert_eq!(result["aggregations"][0], json!({"type": "count", "value": expected.len()}));
+    assert_eq!(result["aggregations"][1]["value"], json!(expected.iter().max().unwrap()));
+    let (status, found) = post(
+        &server,
+        "/api/v1/query",
+        &json!({"namespace": "items", "filter": {"field": "first_name", "value": "ANN"}, "total": true, "limit": 0}),
+    );
+    assert_eq!((status, found["total"].clone()), (200, json!(50)), "utf8_ci collation matches ANN to Ann");
+
+    // A write that fails leaves nothing behind: all or nothing.
+    let bad = "{\"id\": 500, \"year\": 1}\n{\"id\": 501, \"year\": \"not a number\"}\n";
+    let (status, error) = call(&server, "POST", "/api/v1/namespaces/items/items", Some(bad.as_bytes()));
+    assert_eq!(status, 400);
+    assert_eq!(error["error"], "field 'year' of index 'year' expects int, got string");
+    assert_eq!(call(&server, "GET", "/api/v1/namespaces/items/items/500", None).0, 404);
+    assert_eq!(call(&server, "POST", "/api/v1/namespaces/items/items?mode=insert", Some(b"{\"id\": 1}")).0, 409);
+    assert_eq!(call(&server, "POST", "/api/v1/namespaces/items/items?mode=update", Some(b"{\"id\": 999}")).0, 404);
+
+    assert_eq!(call(&server, "DELETE", "/api/v1/namespaces/items/items/7", None), (200, json!({"deleted": true})));
+    assert_eq!(call(&server, "DELETE", "/api/v1/namespaces/items/items/7", None), (200, json!({"deleted": false})));
+    let (status, described) = post(
+        &server,
+        "/api/v1/namespaces/items/indexes",
+        &json!({"field": "extra.nested", "type": "int", "index": "tree"}),
+    );
+    assert_eq!((status, described["indexes"].as_array().unwrap().len()), (201, 5));
+    assert_eq!(call(&server, "DELETE", "/api/v1/namespaces/items/indexes/extra.nested", None).0, 200);
+    let (status, list) = call(&server, "GET", "/api/v1/namespaces", None);
+    assert_eq!((status, list["items"][0]["documents"].clone()), (200, json!(99)));
+
+    let (status, metrics) = call(&server, "GET", "/metrics", None);
+    let metrics = metrics.as_str().unwrap().to_string();
+    assert_eq!(status, 200);
+    assert!(metrics.contains("hotset_namespace_documents{namespace=\"items\"} 99\n"), "{metrics}");
+    assert!(metrics.contains("hotset_request_duration_seconds_count{protocol=\"http\"}"), "{metrics}");
+    assert!(metrics.contains("hotset_wal_next_lsn "), "{metrics}");
+    server.stop();
+
+    // Everything came back after the restart.
+    let server = Server::start(dir.path(), &[]);
+    let (status, result) = post(&server, "/api/v1/query", &json!({"namespace": "items", "total": true, "limit": 1}));
+    assert_eq!((status, result["total"].clone()), (200, json!(99)));
+    server.stop();
+}
+
+#[test]
+fn bad_requests_get_clear_errors_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--max-bulk-bytes", "1048576"]);
+    let schema = json!({"name": "n", "indexes": [{"field": "id", "type": "int", "index": "hash", "pk": true}]});
+    assert_eq!(post(&server, "/api/v1/namespaces", &schema).0, 201);
+    assert_eq!(call(&server, "POST", "/api/v1/namespaces/n/items", Some(b"{\"id\": 1, \"v\": \"kept\"}")).0, 200);
+    let cases: Vec<(&str, &str, &[u8], u16, &str)> = vec![
+        ("POST", "/api/v1/namespaces", b"{not json", 400, "invalid JSON"),
+        (
+            "POST",
+            "/api/v1/namespaces",
+            b"{\"name\": \"x\", \"indexes\": [{\"field\": \"id\", \"type\": \"nope\"}]}",
+            400,
+            "invalid index definition",
+        ),
+        ("POST", "/api/v1/namespaces", b"{\"name\": \"x\", \"extra\": 1}", 400, "unknown key 'extra'"),
+        ("POST", "/api/v1/namespaces/missing/items", b"{\"id\": 1}", 404, "does not exist"),
+        ("POST", "/api/v1/namespaces/n/items", b"{\"id\": 2}\n{broken", 400, "line 2: invalid JSON"),
+        ("POST", "/api/v1/namespaces/n/items", b"[1, 2]", 400, "a document must be a JSON object"),
+        ("POST", "/api/v1/namespaces/n/items?mode=replace", b"{\"id\": 2}", 400, "mode must be"),
+        (
+            "POST",
+            "/api/v1/namespaces/n/query",
+            b"{\"filter\": {\"field\": \"id\", \"op\": \"~\", \"value\": 1}}",
+            400,
+            "filter.op: unknown operator",
+        ),
+        ("POST", "/api/v1/namespaces/n/query", b"{\"limit\": \"ten\"}", 400, "limit: must be a whole number"),
+        ("POST", "/api/v1/query", b"{\"namespace\": \"nope\"}", 404, "namespace 'nope' does not exist"),
+        ("GET", "/api/v1/nothing-here", b"", 404, "no such route"),
+    ];
+    for (method, path, body, status, message) in cases {
+        let (got, answer) = call(&server, method, path, (!body.is_empty()).then_some(body));
+        assert_eq!(got, status, "{method} {path}: {answer}");
+        let text = answer["error"].as_str().unwrap_or_else(|| panic!("{method} {path}: no error field in {answer}"));
+        assert!(text.contains(message), "{method} {path}: {text}");
+    }
+    let (status, doc) = call(&server, "GET", "/api/v1/namespaces/n/items/1", None);
+    assert_eq!((status, doc["v"].clone()), (200, json!("kept")), "stored data is intact");
+    server.stop();
+}
+
+#[test]
+fn bodies_over_the_limit_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("hotset.toml");
+    std::fs::write(&config, "[limits]\nmax_body_bytes = 1000\n").unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, &["--config", config.to_str().unwrap()]);
+    let schema = json!({"name": "n", "indexes": [{"field": "id", "type": "int", "index": "hash", "pk": true}]});
+    assert_eq!(post(&server, "/api/v1/namespaces", &schema).0, 201);
+    let big = format!("{{\"id\": 1, \"pad\": \"{}\"}}", "x".repeat(2000));
+    assert_eq!(call(&server, "POST", "/api/v1/namespaces/n/items", Some(big.as_bytes())).0, 413);
+    assert_eq!(call(&server, "GET", "/health", None).0, 200, "the server goes on");
+    server.stop();
+}
