@@ -86,6 +86,13 @@ class SetBenchmark:
         return {"clients": clients, "requests": requests, "ops_s": float(row["rps"]),
                 "p50_us": float(row["p50_latency_ms"]) * 1000, "p99_us": float(row["p99_latency_ms"]) * 1000}
 
+    def stop(self):
+        """Stops the server (SIGTERM, waited for) and removes its data folder."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=60)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
     def __enter__(self):
         return self
 
@@ -108,11 +115,6 @@ class HotsetServer(SetBenchmark):
             sys.exit(f"hotset did not start: {words}")
         self.port = int(words[3].rsplit(":", 1)[1])
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=60)
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Redis(SetBenchmark):
@@ -145,11 +147,6 @@ class Redis(SetBenchmark):
         self.drain = threading.Thread(target=lambda: self.output.extend(self.proc.stdout), daemon=True)
         self.drain.start()
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=60)
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def users_data(path):

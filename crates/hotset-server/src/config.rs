@@ -42,8 +42,6 @@ pub struct LimitsConfig {
     pub max_args: usize,
     /// Largest HTTP request body.
     pub max_body_bytes: usize,
-    /// Longest a query may run before it is cancelled, in milliseconds (0: no limit).
-    pub query_timeout_ms: u64,
 }
 
 impl Default for Config {
@@ -65,13 +63,7 @@ impl Default for Config {
 
 impl Default for LimitsConfig {
     fn default() -> Self {
-        LimitsConfig {
-            max_clients: 10_000,
-            max_bulk_bytes: 512 << 20,
-            max_args: 1 << 20,
-            max_body_bytes: 256 << 20,
-            query_timeout_ms: 30_000,
-        }
+        LimitsConfig { max_clients: 10_000, max_bulk_bytes: 512 << 20, max_args: 1 << 20, max_body_bytes: 256 << 20 }
     }
 }
 

@@ -51,75 +51,102 @@ impl Histogram {
 pub fn render(state: &ServerState) -> String {
     let mut out = String::new();
     let stats = &state.stats;
-    let mut counter = |name: &str, help: &str, kind: &str, value: f64| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
-    };
-    counter(
+    single(
+        &mut out,
         "hotset_uptime_seconds",
         "Seconds since the server started.",
         "gauge",
         state.started.elapsed().as_secs_f64(),
     );
-    counter("hotset_connected_clients", "RESP connections open now.", "gauge", state.connected_clients() as f64);
-    counter(
+    single(
+        &mut out,
+        "hotset_connected_clients",
+        "RESP connections open now.",
+        "gauge",
+        state.connected_clients() as f64,
+    );
+    single(
+        &mut out,
         "hotset_connections_received_total",
         "RESP connections accepted.",
         "counter",
         load(&stats.connections_received),
     );
-    counter(
+    single(
+        &mut out,
         "hotset_connections_rejected_total",
         "RESP connections refused (max_clients).",
         "counter",
         load(&stats.connections_rejected),
     );
-    counter("hotset_resp_commands_total", "RESP commands executed.", "counter", load(&stats.commands));
-    counter(
+    single(&mut out, "hotset_resp_commands_total", "RESP commands executed.", "counter", load(&stats.commands));
+    single(
+        &mut out,
         "hotset_resp_protocol_errors_total",
         "RESP connections closed for a malformed frame.",
         "counter",
         load(&stats.protocol_errors),
     );
-    counter("hotset_resp_batches_total", "Batches of RESP requests read in one go.", "counter", load(&stats.batches));
-    counter("hotset_http_requests_total", "HTTP requests answered.", "counter", load(&stats.http_requests));
+    single(
+        &mut out,
+        "hotset_resp_batches_total",
+        "Batches of RESP requests read in one go.",
+        "counter",
+        load(&stats.batches),
+    );
+    single(&mut out, "hotset_http_requests_total", "HTTP requests answered.", "counter", load(&stats.http_requests));
 
     let store = state.store.read();
     if let Some(store) = store.as_ref() {
         let wal = store.wal_stats();
         let (snapshot, snapshot_error) = store.snapshot_state();
-        let mut counter = |name: &str, help: &str, kind: &str, value: f64| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
-        };
-        counter("hotset_wal_next_lsn", "Sequence number the next log record gets.", "gauge", wal.next_lsn as f64);
-        counter("hotset_wal_durable_lsn", "Last log record fsynced.", "gauge", wal.durable_lsn as f64);
-        counter(
+        single(
+            &mut out,
+            "hotset_wal_next_lsn",
+            "Sequence number the next log record gets.",
+            "gauge",
+            wal.next_lsn as f64,
+        );
+        single(&mut out, "hotset_wal_durable_lsn", "Last log record fsynced.", "gauge", wal.durable_lsn as f64);
+        single(
+            &mut out,
             "hotset_wal_bytes_written_total",
             "Bytes written to the log since start.",
             "counter",
             wal.bytes_written as f64,
         );
-        counter("hotset_wal_fsyncs_total", "Log fsyncs since start.", "counter", wal.fsyncs as f64);
-        counter("hotset_wal_batches_total", "Log writes (group commits) since start.", "counter", wal.batches as f64);
-        counter("hotset_wal_segments", "Log segment files.", "gauge", wal.segments as f64);
-        counter(
+        single(&mut out, "hotset_wal_fsyncs_total", "Log fsyncs since start.", "counter", wal.fsyncs as f64);
+        single(
+            &mut out,
+            "hotset_wal_batches_total",
+            "Log writes (group commits) since start.",
+            "counter",
+            wal.batches as f64,
+        );
+        single(&mut out, "hotset_wal_segments", "Log segment files.", "gauge", wal.segments as f64);
+        single(
+            &mut out,
             "hotset_wal_failed",
             "1 while the log refuses writes (full disk, failed fsync).",
             "gauge",
             f64::from(u8::from(wal.failed.is_some())),
         );
-        counter(
+        single(
+            &mut out,
             "hotset_snapshot_last_bytes",
             "Size of the last snapshot.",
             "gauge",
             snapshot.as_ref().map_or(0.0, |s| s.bytes as f64),
         );
-        counter(
+        single(
+            &mut out,
             "hotset_snapshot_last_duration_seconds",
             "How long the last snapshot took.",
             "gauge",
             snapshot.as_ref().map_or(0.0, |s| s.duration_ms as f64 / 1000.0),
         );
-        counter(
+        single(
+            &mut out,
             "hotset_snapshot_failed",
             "1 when the last snapshot attempt failed.",
             "gauge",
@@ -169,6 +196,11 @@ pub fn render(state: &ServerState) -> String {
     stats.resp_latency.render(&mut out, "hotset_request_duration_seconds", "protocol=\"resp\",");
     stats.http_latency.render(&mut out, "hotset_request_duration_seconds", "protocol=\"http\",");
     out
+}
+
+/// One unlabelled series with its HELP and TYPE lines.
+fn single(out: &mut String, name: &str, help: &str, kind: &str, value: f64) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
 }
 
 fn load(counter: &AtomicU64) -> f64 {
