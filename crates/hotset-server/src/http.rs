@@ -17,6 +17,7 @@
 //!   a string otherwise; a composite key as a JSON array)
 //! - `POST /api/v1/query` (namespace in the body), `POST /api/v1/namespaces/{ns}/query`
 //!   (the JSON DSL, `hotset_core::query::dsl`)
+//! - `POST /api/v1/sql` (the SQL text as the body; `hotset_sql`)
 //! - `GET /metrics` (Prometheus text)
 
 use crate::metrics;
@@ -49,6 +50,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/api/v1/namespaces/{ns}/items/{key}", get(get_item).delete(delete_item))
         .route("/api/v1/namespaces/{ns}/query", post(query_namespace))
         .route("/api/v1/query", post(query))
+        .route("/api/v1/sql", post(sql))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), timed))
@@ -69,7 +71,12 @@ pub struct ApiError(StatusCode, String);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.0, Json(json!({"error": self.1}))).into_response()
+        // A message that is already a JSON object (SQL errors carry their position) goes
+        // out as it is.
+        match serde_json::from_str::<Value>(&self.1) {
+            Ok(body @ Value::Object(_)) => (self.0, Json(body)).into_response(),
+            _ => (self.0, Json(json!({"error": self.1}))).into_response(),
+        }
     }
 }
 
@@ -290,5 +297,17 @@ async fn run_query(state: Arc<ServerState>, ns: Option<String>, body: Bytes) -> 
         Ok(out)
     })
     .await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
+}
+
+/// SQL text in, the statement's JSON answer out. A statement that cannot be parsed or is
+/// not supported answers 400 with where the problem is (`line`, `column`).
+async fn sql(State(state): AppState, body: Bytes) -> Result<Response, ApiError> {
+    let text = std::str::from_utf8(&body).map_err(|_| bad_request("the SQL text is not UTF-8"))?;
+    let statement = hotset_sql::parse(text).map_err(|error| {
+        let body = json!({"error": error.to_string(), "line": error.line, "column": error.column});
+        ApiError(StatusCode::BAD_REQUEST, body.to_string())
+    })?;
+    let out = blocking(move || Ok(hotset_sql::execute(&state.db, &statement)?)).await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
 }

@@ -181,3 +181,35 @@ fn bodies_over_the_limit_are_refused() {
     assert_eq!(call(&server, "GET", "/health", None).0, 200, "the server goes on");
     server.stop();
 }
+
+#[test]
+fn sql_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let schema = json!({"name": "items", "indexes": [
+        {"field": "id", "type": "int", "index": "hash", "pk": true},
+        {"field": "year", "type": "int", "index": "tree"},
+    ]});
+    assert_eq!(post(&server, "/api/v1/namespaces", &schema).0, 201);
+    let sql = |text: &str| call(&server, "POST", "/api/v1/sql", Some(text.as_bytes()));
+    assert_eq!(
+        sql("INSERT INTO items (id, year, name) VALUES (1, 2001, 'a'), (2, 2005, 'b'), (3, 2012, 'c')"),
+        (200, json!({"items": [], "affected": 3}))
+    );
+    let (status, answer) = sql("SELECT COUNT(*), * FROM items WHERE year > 2003 ORDER BY year DESC LIMIT 1");
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!((answer["total"].clone(), answer["items"][0]["name"].clone()), (json!(2), json!("c")));
+    let (_, answer) = sql("SELECT name FROM items WHERE name LIKE 'a%' OR id = 3 ORDER BY id");
+    assert_eq!(answer, json!({"items": [{"name": "a"}, {"name": "c"}]}), "no total when not asked");
+    assert_eq!(sql("UPDATE items SET year = year + 1 WHERE id = 1").1["affected"], 1);
+    assert_eq!(sql("DELETE FROM items WHERE year < 2005").1["affected"], 1);
+    let (status, error) = sql("SELECT * FROM items\nWHERE year >> 3");
+    assert_eq!(status, 400);
+    assert_eq!((error["line"].clone(), error["column"].clone()), (json!(2), json!(7)), "{error}");
+    assert!(error["error"].as_str().unwrap().contains("unsupported operator"), "{error}");
+    let (status, error) = sql("SELEC * FROM items");
+    assert_eq!((status, error["line"].clone()), (400, json!(1)), "{error}");
+    let (status, error) = sql("SELECT * FROM missing");
+    assert_eq!((status, error["error"].clone()), (404, json!("namespace 'missing' does not exist")));
+    server.stop();
+}

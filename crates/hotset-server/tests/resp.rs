@@ -499,3 +499,19 @@ fn document_commands_over_resp() {
     assert!(doc.contains("\"title\":\"c\""), "{doc}");
     server.stop();
 }
+
+#[test]
+fn sql_over_resp() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let mut c = server.client();
+    let indexes = r#"[{"field": "id", "type": "int", "index": "hash", "pk": true}]"#;
+    let _: () = cmd("DOC.NSCREATE").arg("t").arg(indexes).query(&mut c).unwrap();
+    let inserted: String = cmd("DOC.SQL").arg("INSERT INTO t (id, v) VALUES (1, 'x'), (2, 'y')").query(&mut c).unwrap();
+    assert_eq!(inserted, r#"{"items":[],"affected":2}"#);
+    let selected: String = cmd("DOC.SQL").arg("SELECT v FROM t WHERE id = 2").query(&mut c).unwrap();
+    assert_eq!(selected, r#"{"items":[{"v":"y"}]}"#);
+    let error = error_text(cmd("DOC.SQL").arg("SELECT * FROM t WHERE").query::<String>(&mut c));
+    assert!(error.starts_with("ERR Expected: an expression, found: EOF"), "{error}");
+    server.stop();
+}

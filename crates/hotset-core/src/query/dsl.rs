@@ -348,7 +348,8 @@ pub fn write_result_json(result: &QueryResult, out: &mut Vec<u8>) {
     out.push(b'}');
 }
 
-fn aggregation_json(result: &AggregationResult) -> Value {
+/// One aggregation result as the `aggregations` list shows it.
+pub fn aggregation_json(result: &AggregationResult) -> Value {
     match result {
         AggregationResult::Count(n) => json!({"type": "count", "value": n}),
         AggregationResult::Value { kind, field, value } => json!({"type": kind, "field": field, "value": value}),

@@ -18,6 +18,7 @@
 //! | `DOC.DEL ns key` | 1 or 0 |
 //! | `DOC.QUERY query-json` / `DOC.QUERY ns query-json` | JSON result: items, total, aggregations |
 //! | `DOC.EXPLAIN query-json` | the same, with `explain` |
+//! | `DOC.SQL text` | the statement's JSON answer (`hotset_sql`) |
 
 use super::args::CmdError;
 use crate::resp::reply::Reply;
@@ -110,6 +111,10 @@ pub fn run(db: &Database, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Result<
             let mut out = Vec::with_capacity(256 + result.items.len() * 128);
             dsl::write_result_json(&result, &mut out);
             r.bulk(&out);
+        }
+        "DOC.SQL" => {
+            let statement = hotset_sql::parse(&text(a[1])?).map_err(|e| CmdError(format!("ERR {e}")))?;
+            r.bulk(&hotset_sql::execute(db, &statement).map_err(engine)?);
         }
         _ => return Ok(false),
     }

@@ -1,0 +1,147 @@
+//! SQL text into the engine's query AST, and running it.
+//!
+//! Owns: parsing SQL with the `sqlparser` crate (generic dialect), translating the parts
+//! Hotset supports into `hotset_core` values (`Query`, conditions, updates, documents),
+//! refusing everything else with an error that points at the line and column, and
+//! `execute`, which runs a statement and writes its answer as JSON. Never: evaluate a
+//! query itself (the engine does), or accept SQL it would silently half-understand.
+//!
+//! Supported:
+//! - `SELECT * | field, ... | COUNT(*) | SUM/AVG/MIN/MAX(field) | COUNT(DISTINCT field)
+//!   FROM ns [AS a] [[INNER|LEFT] JOIN other [AS b] ON a.f = b.g [AND ...]]
+//!   [WHERE cond] [GROUP BY field, ...] [ORDER BY field [ASC|DESC], ...] [LIMIT n] [OFFSET n]`;
+//!   `COUNT(*)` beside `*` or fields asks for the exact total; with `GROUP BY` the selected
+//!   fields and `COUNT(*)` become a facet (one row per group).
+//! - Conditions: `= != <> < <= > >=` (field against a literal, either side), `AND OR NOT`,
+//!   brackets, `IN (...)`, `NOT IN`, `BETWEEN ... AND ...`, `LIKE`, `NOT LIKE`,
+//!   `IS NULL` (empty), `IS NOT NULL`.
+//! - `INSERT INTO ns (a, "b.c") VALUES (...), ...` (a quoted dotted name makes a nested
+//!   field) and `INSERT INTO ns VALUES ('{json}')`;
+//!   `UPDATE ns SET f = expr, ... [WHERE ...]` (`+ - * /` over literals and fields);
+//!   `DELETE FROM ns [WHERE ...]`; `EXPLAIN SELECT ...`.
+
+mod cond;
+mod exec;
+mod select;
+mod write;
+
+pub use exec::execute;
+
+use hotset_core::Query;
+use hotset_core::query::SetField;
+use serde_json::Value;
+use sqlparser::dialect::GenericDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Span;
+
+/// A statement Hotset can run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    Select(Select),
+    Insert { namespace: String, docs: Vec<Value> },
+    Update { query: Query, sets: Vec<SetField> },
+    Delete { query: Query },
+}
+
+/// A SELECT: the engine query and how to shape its rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Select {
+    pub query: Query,
+    pub projection: Projection,
+}
+
+/// What each result row holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Projection {
+    /// Whole documents (joined documents nested under their alias).
+    All,
+    /// These fields (dotted paths), under these names.
+    Fields(Vec<(String, String)>),
+    /// Only aggregates: one row, each named value the total (`None`, from `COUNT(*)`) or
+    /// the aggregation at that position.
+    Aggregates(Vec<(String, Option<usize>)>),
+    /// GROUP BY: one row per group, the grouped fields and their count (`count_as`).
+    Groups { fields: Vec<String>, count_as: Option<String> },
+}
+
+/// A SQL text that cannot be run, with where the problem is (1-based; 0 when unknown).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlError {
+    pub message: String,
+    pub line: u64,
+    pub column: u64,
+}
+
+impl std::fmt::Display for SqlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{} at line {}, column {}", self.message, self.line, self.column)
+        }
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+/// An error at `span`.
+pub(crate) fn error_at(span: Span, message: impl Into<String>) -> SqlError {
+    SqlError { message: message.into(), line: span.start.line, column: span.start.column }
+}
+
+/// Parses one SQL statement.
+pub fn parse(sql: &str) -> Result<Statement, SqlError> {
+    let statements = Parser::parse_sql(&GenericDialect {}, sql).map_err(parser_error)?;
+    let statement = match statements.as_slice() {
+        [one] => one,
+        [] => return Err(SqlError { message: "no SQL statement".into(), line: 0, column: 0 }),
+        _ => return Err(SqlError { message: "one statement at a time".into(), line: 0, column: 0 }),
+    };
+    translate(statement, false)
+}
+
+fn translate(statement: &sqlparser::ast::Statement, explain: bool) -> Result<Statement, SqlError> {
+    use sqlparser::ast::Spanned;
+    use sqlparser::ast::Statement as S;
+    match statement {
+        S::Query(query) => {
+            let mut select = select::select(query)?;
+            select.query.explain = explain;
+            Ok(Statement::Select(select))
+        }
+        S::Explain { statement, .. } if !explain => translate(statement, true),
+        S::Insert(insert) if !explain => write::insert(insert),
+        S::Update { table, assignments, from, selection, returning, limit, .. } if !explain => {
+            write::update(table, assignments, from.is_some(), selection.as_ref(), returning.is_some(), limit.as_ref())
+        }
+        S::Delete(delete) if !explain => write::delete(delete),
+        other => Err(error_at(
+            other.span(),
+            format!(
+                "unsupported statement: {} (supported: SELECT, INSERT, UPDATE, DELETE, EXPLAIN SELECT)",
+                other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+            ),
+        )),
+    }
+}
+
+/// sqlparser's error text carries "at Line: L, Column: C"; keep the position as numbers.
+fn parser_error(error: sqlparser::parser::ParserError) -> SqlError {
+    let text = error.to_string();
+    let text = text.strip_prefix("sql parser error: ").unwrap_or(&text).to_string();
+    let number_after = |label: &str| -> u64 {
+        text.find(label)
+            .map(|at| text[at + label.len()..].chars().take_while(char::is_ascii_digit).collect::<String>())
+            .and_then(|digits| digits.parse().ok())
+            .unwrap_or(0)
+    };
+    let (line, column) = (number_after("Line: "), number_after("Column: "));
+    let message = match text.find(" at Line: ") {
+        Some(at) => text[..at].to_string(),
+        None => text.clone(),
+    };
+    SqlError { message, line, column }
+}
+
+#[cfg(test)]
+mod tests;
