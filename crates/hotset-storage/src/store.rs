@@ -272,6 +272,19 @@ impl Store {
         Ok(self.shared.journal.wal()?.sync()?)
     }
 
+    /// Waits, without holding a thread, until log record `lsn` is acknowledged under the
+    /// fsync policy: the async form of the wait every write does (a server collects its
+    /// batch's records with `journal::defer_acks`, then awaits the last one here).
+    pub fn wait_acknowledged(&self, lsn: u64) -> impl std::future::Future<Output = hotset_core::Result<()>> + use<> {
+        let wal = self.shared.journal.wal();
+        async move {
+            match wal {
+                Ok(wal) => wal.wait_async(lsn).await.map_err(storage_error),
+                Err(_) => Err(closed()),
+            }
+        }
+    }
+
     /// Stops the snapshot thread, writes and fsyncs the log, stops it and releases the
     /// folder. Handles to the database kept past this can read but no longer write.
     pub fn close(mut self) -> Result<(), StoreError> {

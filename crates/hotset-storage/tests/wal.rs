@@ -941,3 +941,42 @@ proptest! {
         }
     }
 }
+
+/// Runs a future to completion on this thread, parking between polls.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+#[test]
+fn async_waits_complete_after_the_fsync_and_report_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let (opts, disk) = faulty_options(dir.path(), FsyncPolicy::Always);
+    disk.set_sync_delay(Duration::from_millis(20));
+    let wal = Arc::new(Wal::start(opts, 1).unwrap());
+    // Many tasks' worth of waits on one thread: each completes only once durable.
+    let lsns: Vec<u64> = (0..20).map(|i| append(&wal, format!("record {i}").as_bytes())).collect();
+    for &lsn in &lsns {
+        block_on(wal.wait_async(lsn)).unwrap();
+        assert!(wal.stats().durable_lsn >= lsn, "acknowledged only once fsynced");
+    }
+    disk.set_sync_delay(Duration::ZERO);
+    disk.set_sync_fails(true);
+    let lsn = append(&wal, b"never durable");
+    let error = block_on(wal.wait_async(lsn)).unwrap_err();
+    assert!(error.to_string().contains("fsync"), "{error}");
+    assert!(wal.stats().durable_lsn < lsn);
+}

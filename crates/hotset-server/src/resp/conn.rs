@@ -46,7 +46,7 @@ pub async fn serve(state: Arc<ServerState>, mut stream: TcpStream, addr: SocketA
         }
         let batch = run_batch(&state, &mut session, &input, &mut out, &limits);
         input.drain(..batch.consumed);
-        settle_writes(&state, &batch.writes, &mut out).await;
+        settle_writes(&state, batch.writes, &mut out).await;
         if !out.is_empty() {
             if stream.write_all(&out).await.is_err() {
                 return;
@@ -133,16 +133,18 @@ fn run_batch(
 /// Waits for the log to acknowledge the batch's writes (one wait: records are
 /// acknowledged in order). If it fails, each write's reply becomes the error, since the
 /// client must not believe a write the log could not keep.
-async fn settle_writes(state: &ServerState, writes: &[Written], out: &mut Vec<u8>) {
-    let Some(last) = writes.iter().max_by_key(|w| w.lsn) else { return };
-    let wait = || last.acks.wait();
-    // Under fsync always the wait blocks for an fsync: let the runtime move other
-    // connections off this thread meanwhile.
-    let outcome = if state.config.fsync == "always" { tokio::task::block_in_place(wait) } else { wait() };
+async fn settle_writes(state: &ServerState, writes: Vec<Written>, out: &mut Vec<u8>) {
+    let Some(last) = writes.iter().map(|w| w.lsn).max() else { return };
+    // The log writer wakes this task once the record is acknowledged: no thread waits.
+    let waiting = state.store.read().as_ref().map(|store| store.wait_acknowledged(last));
+    let outcome = match waiting {
+        Some(waiting) => waiting.await,
+        None => Err(hotset_core::Error::Storage { reason: "the server is shutting down".into() }),
+    };
     let Err(error) = outcome else { return };
     let mut rebuilt = Vec::with_capacity(out.len());
     let mut at = 0;
-    for written in writes {
+    for written in &writes {
         rebuilt.extend_from_slice(&out[at..written.reply.start]);
         // Each write's own outcome: ones durable before the failure keep their reply.
         match written.acks.wait() {

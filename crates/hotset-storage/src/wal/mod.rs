@@ -215,6 +215,20 @@ impl Wal {
         self.shared.ack.lock().outcome(lsn).unwrap_or(Ok(()))
     }
 
+    /// [`wait`](Self::wait) as a future, for async servers: under `Always` it completes
+    /// when the writer has fsynced record `lsn` (no thread is held meanwhile); otherwise at
+    /// once, with `wait`'s answer.
+    pub fn wait_async(self: &Arc<Self>, lsn: u64) -> impl std::future::Future<Output = Result<(), WalError>> + use<> {
+        let wal = Arc::clone(self);
+        std::future::poll_fn(move |cx| {
+            if wal.policy == FsyncPolicy::Always {
+                wal.shared.poll_durable(lsn, cx)
+            } else {
+                std::task::Poll::Ready(wal.wait(lsn))
+            }
+        })
+    }
+
     /// Writes and fsyncs every record appended before the call, whatever the policy; returns
     /// the durable lsn. Never held back by coalescing: the request wakes the writer.
     pub fn sync(&self) -> Result<u64, WalError> {

@@ -83,7 +83,15 @@ impl WaitSlot {
 #[derive(Debug)]
 pub(super) struct Waiter {
     lsn: u64,
-    slot: Arc<WaitSlot>,
+    wake: Wake,
+}
+
+/// Who to wake: a parked thread, or an async task (a server connection awaiting its
+/// batch's acknowledgement without holding a thread).
+#[derive(Debug)]
+enum Wake {
+    Thread(Arc<WaitSlot>),
+    Task(std::task::Waker),
 }
 
 /// What the writer thread is doing, as far as appenders need to know.
@@ -299,7 +307,7 @@ impl Shared {
                 return outcome;
             }
             slot.woken.store(false, Ordering::Relaxed);
-            ack.waiters.push(Waiter { lsn, slot: Arc::clone(&slot) });
+            ack.waiters.push(Waiter { lsn, wake: Wake::Thread(Arc::clone(&slot)) });
             drop(ack);
             // `park` may return without an `unpark` meant for it: only `woken` counts.
             while !slot.woken.load(Ordering::Acquire) {
@@ -309,6 +317,23 @@ impl Shared {
                 return Ok(());
             }
         }
+    }
+
+    /// The non-blocking form of [`wait_durable`](Self::wait_durable): `Ready` with the
+    /// outcome, or `Pending` with the task's waker registered, woken by the writer exactly
+    /// when `wait_durable` would return.
+    pub fn poll_durable(&self, lsn: u64, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), WalError>> {
+        if self.is_durable(lsn) {
+            return std::task::Poll::Ready(Ok(()));
+        }
+        let mut ack = self.ack.lock();
+        if let Some(outcome) = ack.outcome(lsn) {
+            return std::task::Poll::Ready(outcome);
+        }
+        // A task polled again before it was woken would leave a stale waker behind; the
+        // writer wakes both, and a spurious wake of a future is harmless.
+        ack.waiters.push(Waiter { lsn, wake: Wake::Task(cx.waker().clone()) });
+        std::task::Poll::Pending
     }
 
     /// Wakes the waiters `pick` selects and unregisters them; called with the ack lock held,
@@ -328,7 +353,10 @@ impl Shared {
 /// Unparks the waiters taken by [`Shared::take_waiters`].
 fn wake_all(woken: &mut Vec<Waiter>) {
     for waiter in woken.drain(..) {
-        waiter.slot.wake();
+        match waiter.wake {
+            Wake::Thread(slot) => slot.wake(),
+            Wake::Task(waker) => waker.wake(),
+        }
     }
 }
 
