@@ -123,16 +123,7 @@ pub(crate) fn condition(expr: &Expr, scope: &Scope) -> Result<(Side, Cond), SqlE
             Ok((side, Cond::Not(Box::new(cond))))
         }
         Expr::BinaryOp { left, op, right } => {
-            let op_of = |op: &BinaryOperator| match op {
-                BinaryOperator::Eq => Some(Op::Eq),
-                BinaryOperator::NotEq => Some(Op::Ne),
-                BinaryOperator::Lt => Some(Op::Lt),
-                BinaryOperator::LtEq => Some(Op::Le),
-                BinaryOperator::Gt => Some(Op::Gt),
-                BinaryOperator::GtEq => Some(Op::Ge),
-                _ => None,
-            };
-            let op = op_of(op).ok_or_else(|| error_at(expr.span(), format!("unsupported operator {op}")))?;
+            let op = comparison(op).ok_or_else(|| error_at(expr.span(), format!("unsupported operator {op}")))?;
             // `field op literal`, or `literal op field` with the operator turned around.
             let (side, field, op, value) = match (field(left, scope), literal(right)) {
                 (Ok((side, name)), Ok(value)) => (side, name, op, value),
@@ -140,13 +131,7 @@ pub(crate) fn condition(expr: &Expr, scope: &Scope) -> Result<(Side, Cond), SqlE
                     let (side, name) = field(right, scope).map_err(|_| {
                         error_at(expr.span(), "a comparison needs a field on one side and a literal on the other")
                     })?;
-                    let flipped = match op {
-                        Op::Lt => Op::Gt,
-                        Op::Le => Op::Ge,
-                        Op::Gt => Op::Lt,
-                        Op::Ge => Op::Le,
-                        same => same,
-                    };
+                    let flipped = turned_around(op);
                     let value = literal(left).map_err(|_| {
                         error_at(expr.span(), "a comparison needs a field on one side and a literal on the other")
                     })?;
@@ -182,6 +167,30 @@ pub(crate) fn condition(expr: &Expr, scope: &Scope) -> Result<(Side, Cond), SqlE
             Ok((side, Cond::Field { field: name, op, values: Vec::new() }))
         }
         other => Err(error_at(other.span(), format!("unsupported condition {other}"))),
+    }
+}
+
+/// The engine operator of a SQL comparison, if it is one.
+pub(crate) fn comparison(op: &BinaryOperator) -> Option<Op> {
+    Some(match op {
+        BinaryOperator::Eq => Op::Eq,
+        BinaryOperator::NotEq => Op::Ne,
+        BinaryOperator::Lt => Op::Lt,
+        BinaryOperator::LtEq => Op::Le,
+        BinaryOperator::Gt => Op::Gt,
+        BinaryOperator::GtEq => Op::Ge,
+        _ => return None,
+    })
+}
+
+/// The operator with its sides swapped: `a < b` is `b > a`.
+pub(crate) fn turned_around(op: Op) -> Op {
+    match op {
+        Op::Lt => Op::Gt,
+        Op::Le => Op::Ge,
+        Op::Gt => Op::Lt,
+        Op::Ge => Op::Le,
+        same => same,
     }
 }
 

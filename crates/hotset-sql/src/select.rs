@@ -5,10 +5,10 @@
 //! BY, LIMIT and OFFSET. Never: accept a clause it would ignore (HAVING, DISTINCT, window
 //! functions, subqueries, several FROM tables): each is an error at its position.
 
-use crate::cond::{Scope, Side, conjuncts, field, literal};
+use crate::cond::{Scope, Side, comparison, conjuncts, field, literal, turned_around};
 use crate::{Projection, Select, SqlError, error_at};
 use hotset_core::query::{Facet, Join, JoinKind, JoinOn, SortKey};
-use hotset_core::{Aggregation, Op, Query};
+use hotset_core::{Aggregation, Query};
 use sqlparser::ast::{
     BinaryOperator, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
     JoinConstraint, JoinOperator, LimitClause, OrderByKind, SelectItem, SetExpr, Spanned, TableFactor,
@@ -191,15 +191,7 @@ fn join_on(expr: &Expr, scope: &Scope, position: usize, out: &mut Vec<JoinOn>) -
             join_on(right, scope, position, out)
         }
         Expr::BinaryOp { left, op, right } => {
-            let op = match op {
-                BinaryOperator::Eq => Op::Eq,
-                BinaryOperator::NotEq => Op::Ne,
-                BinaryOperator::Lt => Op::Lt,
-                BinaryOperator::LtEq => Op::Le,
-                BinaryOperator::Gt => Op::Gt,
-                BinaryOperator::GtEq => Op::Ge,
-                other => return Err(error_at(expr.span(), format!("unsupported operator {other} in ON"))),
-            };
+            let op = comparison(op).ok_or_else(|| error_at(expr.span(), format!("unsupported operator {op} in ON")))?;
             let (l, r) = (field(left, scope)?, field(right, scope)?);
             let joined = Side::Join(position);
             let on = match (l, r) {
@@ -207,14 +199,7 @@ fn join_on(expr: &Expr, scope: &Scope, position: usize, out: &mut Vec<JoinOn>) -
                     JoinOn { left_field: main, op, right_field: other }
                 }
                 ((side, other), (Side::Main, main)) if side == joined => {
-                    let flipped = match op {
-                        Op::Lt => Op::Gt,
-                        Op::Le => Op::Ge,
-                        Op::Gt => Op::Lt,
-                        Op::Ge => Op::Le,
-                        same => same,
-                    };
-                    JoinOn { left_field: main, op: flipped, right_field: other }
+                    JoinOn { left_field: main, op: turned_around(op), right_field: other }
                 }
                 _ => {
                     return Err(error_at(
