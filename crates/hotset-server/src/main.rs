@@ -1,5 +1,5 @@
 //! The `hotset` binary: `hotset serve` runs the server (RESP and HTTP listeners over one
-//! data folder).
+//! data folder); `hotset sql` and `hotset status` talk to a running one.
 //!
 //! Owns: the command line (clap), how flags and environment variables override the TOML
 //! config file, and logging setup. Never: serve requests itself (`server` does).
@@ -11,6 +11,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod client;
 mod commands;
 mod config;
 mod http;
@@ -34,6 +35,29 @@ struct Cli {
 enum Command {
     /// Runs the server until SIGINT or SIGTERM.
     Serve(ServeArgs),
+    /// Runs one SQL statement on a running server and prints its JSON answer.
+    Sql {
+        /// The SQL text.
+        text: String,
+        #[command(flatten)]
+        server: ServerAddr,
+    },
+    /// Prints a running server's state (INFO: server, clients, memory, persistence, keyspaces).
+    Status {
+        #[command(flatten)]
+        server: ServerAddr,
+    },
+}
+
+/// Where a running server listens.
+#[derive(Args)]
+struct ServerAddr {
+    /// The server's Redis protocol address.
+    #[arg(long, env = "HOTSET_ADDR", default_value = "127.0.0.1:7379")]
+    addr: String,
+    /// Its password, if it has one.
+    #[arg(long, env = "HOTSET_PASSWORD")]
+    password: Option<String>,
 }
 
 /// Each flag overrides the config file; each has an environment variable too.
@@ -106,6 +130,12 @@ fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Serve(args) => args.config().and_then(server::serve),
+        Command::Sql { text, server } => {
+            client::call(&server.addr, server.password.as_deref(), &["DOC.SQL", &text]).map(|reply| println!("{reply}"))
+        }
+        Command::Status { server } => {
+            client::call(&server.addr, server.password.as_deref(), &["INFO"]).map(|reply| print!("{reply}"))
+        }
     };
     if let Err(error) = outcome {
         eprintln!("hotset: {error}");

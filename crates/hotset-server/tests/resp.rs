@@ -515,3 +515,34 @@ fn sql_over_resp() {
     assert!(error.starts_with("ERR Expected: an expression, found: EOF"), "{error}");
     server.stop();
 }
+
+#[test]
+fn the_sql_and_status_subcommands_talk_to_a_running_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--password", "pw"]);
+    let hotset = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_hotset"))
+            .args(args)
+            .args(["--addr", &server.resp, "--password", "pw"])
+            .output()
+            .unwrap()
+    };
+    let mut c = redis::Client::open(format!("redis://:pw@{}/", server.resp)).unwrap().get_connection().unwrap();
+    let indexes = r#"[{"field": "id", "type": "int", "index": "hash", "pk": true}]"#;
+    let _: () = cmd("DOC.NSCREATE").arg("t").arg(indexes).query(&mut c).unwrap();
+    let inserted = hotset(&["sql", "INSERT INTO t (id, v) VALUES (1, 'x')"]);
+    assert!(inserted.status.success(), "{}", String::from_utf8_lossy(&inserted.stderr));
+    assert_eq!(String::from_utf8_lossy(&inserted.stdout), "{\"items\":[],\"affected\":1}\n");
+    let selected = hotset(&["sql", "SELECT v FROM t WHERE id = 1"]);
+    assert_eq!(String::from_utf8_lossy(&selected.stdout), "{\"items\":[{\"v\":\"x\"}]}\n");
+    let bad = hotset(&["sql", "SELECT * FROM nope"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("namespace 'nope' does not exist"));
+    let status = hotset(&["status"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(status.status.success() && text.contains("connected_clients:") && text.contains("wal_next_lsn:"), "{text}");
+    let unauthorised =
+        Command::new(env!("CARGO_BIN_EXE_hotset")).args(["status", "--addr", &server.resp]).output().unwrap();
+    assert!(String::from_utf8_lossy(&unauthorised.stderr).contains("NOAUTH"));
+    server.stop();
+}
