@@ -84,15 +84,23 @@ impl Drop for Server {
     }
 }
 
-/// Sends raw bytes and reads until the server closes the connection or `until` is seen.
+/// Sends raw bytes and reads until the server closes (or resets) the connection or `until`
+/// is seen.
 pub fn exchange(stream: &mut TcpStream, request: &[u8], until: &[u8]) -> Vec<u8> {
-    stream.write_all(request).unwrap();
+    if let Err(error) = stream.write_all(request) {
+        // The server closed the connection already; what follows reads the close.
+        let closed = matches!(error.kind(), std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset);
+        assert!(closed, "sending a request: {error}");
+    }
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     while !got.windows(until.len()).any(|w| w == until) {
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => got.extend_from_slice(&buf[..n]),
+            // Writing to a connection the server already closed makes its kernel answer
+            // with a reset: the connection is closed either way.
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => break,
             Err(error) => panic!("reading a reply: {error}; got so far {:?}", String::from_utf8_lossy(&got)),
         }
     }
