@@ -109,20 +109,64 @@ pub fn encode(value: &Value) -> Arc<[u8]> {
     Arc::from(bytes)
 }
 
-/// Parses stored bytes (one JSON object) into an object holding only the top-level
-/// fields `wanted` accepts; the other fields are checked as JSON and skipped without
-/// being built. Resolving any path under a kept field gives what it gives on the whole
-/// document: a repeated key keeps its last value, as the full parse does. `None` when
-/// the bytes are not one JSON object (the caller parses them fully for the exact error).
+/// Something field paths resolve in: a whole parsed document, or only the top-level
+/// fields of one (`TopFields`).
+pub trait Fields {
+    /// The values `path` names (see `field_values`) and whether an array was walked.
+    fn values_at(&self, path: &FieldPath) -> (FieldValues<'_>, bool);
+}
+
+impl Fields for Value {
+    fn values_at(&self, path: &FieldPath) -> (FieldValues<'_>, bool) {
+        field_values(self, path)
+    }
+}
+
+/// The top-level fields of a stored document that something reads, parsed; every other
+/// field was checked as JSON and skipped. Names borrow from the stored bytes when they
+/// hold no escapes. A repeated name keeps its last value, as the full parse does.
+#[derive(Debug, Default)]
+pub struct TopFields<'a> {
+    fields: SmallVec<[(std::borrow::Cow<'a, str>, Value); 4]>,
+}
+
+impl TopFields<'_> {
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+}
+
+impl Fields for TopFields<'_> {
+    fn values_at(&self, path: &FieldPath) -> (FieldValues<'_>, bool) {
+        let mut out = FieldValues::new();
+        let mut saw_array = false;
+        if let Some((head, rest)) = path.parts().split_first()
+            && let Some((_, value)) = self.fields.iter().find(|(name, _)| name == head.as_ref())
+        {
+            collect(value, rest, &mut out, &mut saw_array);
+        }
+        (out, saw_array)
+    }
+}
+
+/// Parses stored bytes (one JSON object) into the top-level fields `wanted` accepts;
+/// the other fields are checked as JSON and skipped without being built. Resolving any
+/// path under a kept field gives what it gives on the whole document. `None` when the
+/// bytes are not one JSON object (the caller parses them fully for the exact error).
 ///
 /// Why: recovery reads every stored document only to index it, and building the whole
-/// tree (a map per object, a string per field) was most of the time it took.
-pub fn parse_fields(bytes: &[u8], wanted: &dyn Fn(&str) -> bool) -> Option<Value> {
+/// tree (a map per object, a string per field) was most of the time it took; a short
+/// list of the few indexed fields costs less than even a map of them (no hashing).
+pub fn parse_fields<'a>(bytes: &'a [u8], wanted: &dyn Fn(&str) -> bool) -> Option<TopFields<'a>> {
     use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
     use std::borrow::Cow;
     use std::fmt;
 
-    struct Fields<'w>(&'w dyn Fn(&str) -> bool);
+    struct Wanted<'w>(&'w dyn Fn(&str) -> bool);
     struct FieldName;
 
     impl<'de> DeserializeSeed<'de> for FieldName {
@@ -145,35 +189,39 @@ pub fn parse_fields(bytes: &[u8], wanted: &dyn Fn(&str) -> bool) -> Option<Value
         }
     }
 
-    impl<'de> DeserializeSeed<'de> for Fields<'_> {
-        type Value = Value;
-        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> std::result::Result<Value, D::Error> {
+    impl<'de> DeserializeSeed<'de> for Wanted<'_> {
+        type Value = TopFields<'de>;
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> std::result::Result<Self::Value, D::Error> {
             deserializer.deserialize_map(self)
         }
     }
 
-    impl<'de> Visitor<'de> for Fields<'_> {
-        type Value = Value;
+    impl<'de> Visitor<'de> for Wanted<'_> {
+        type Value = TopFields<'de>;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
             f.write_str("a JSON object")
         }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
-            let mut kept = serde_json::Map::new();
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
+            let mut kept = TopFields::default();
             while let Some(name) = map.next_key_seed(FieldName)? {
-                if (self.0)(&name) {
-                    kept.insert(name.into_owned(), map.next_value()?);
-                } else {
+                if !(self.0)(&name) {
                     map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+                let value = map.next_value()?;
+                match kept.fields.iter_mut().find(|(seen, _)| *seen == name) {
+                    Some(slot) => slot.1 = value,
+                    None => kept.fields.push((name, value)),
                 }
             }
-            Ok(Value::Object(kept))
+            Ok(kept)
         }
     }
 
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value = Fields(wanted).deserialize(&mut deserializer).ok()?;
+    let fields = Wanted(wanted).deserialize(&mut deserializer).ok()?;
     deserializer.end().ok()?;
-    Some(value)
+    Some(fields)
 }
 
 /// Parses a stored document back (stored bytes are always valid JSON objects).
@@ -225,9 +273,9 @@ mod tests {
         for path in ["a", "a.b", "a.b.c", "k", "z", "skip"] {
             let path = FieldPath::new(path);
             let expected = if path.as_str() == "skip" { Default::default() } else { field_values(&full, &path) };
-            assert_eq!(field_values(&part, &path), expected, "{}", path.as_str());
+            assert_eq!(part.values_at(&path), expected, "{}", path.as_str());
         }
-        assert_eq!(part.as_object().unwrap().len(), 3);
+        assert_eq!(part.len(), 3);
         // Not one object, or trailing or broken text: no value, so the caller reports.
         for bad in [&b"[1]"[..], b"{\"a\":1} 2", b"{\"a\":", b"{\"skip\":[1,}", b"\"a\""] {
             assert!(parse_fields(bad, &wanted).is_none(), "{}", String::from_utf8_lossy(bad));

@@ -15,7 +15,7 @@ pub mod postings;
 use crate::schema::{IndexDef, IndexKind};
 use crate::value::{FieldType, OrdF64, Scalar};
 use column::Column;
-use ordered::OrderedMap;
+use ordered::{OrderedMap, SortedLayout};
 use postings::Postings;
 use smallvec::SmallVec;
 use std::ops::Bound;
@@ -129,38 +129,67 @@ impl Index {
     /// Replaces the contents of a tree index with the keys of `rows` (ascending), read
     /// from `columns`: sorted once, then laid out in order. Sorting compares a 16-byte
     /// prefix of each key first (`order_prefix`), so most comparisons never follow a
-    /// key's pointers, and moves small (prefix, position) pairs rather than keys. Many
-    /// rows are split between this thread and one more, each sorting its half, and the
-    /// two sorted runs are merged.
+    /// key's pointers, and moves small (prefix, position) pairs rather than keys.
+    ///
+    /// Many rows are split between this thread and one more by key range, not by rows:
+    /// a pivot prefix taken from a sample divides the keys into those below it and the
+    /// rest, each side is sorted on its own thread, and the two sorted sides are simply
+    /// laid out one after the other. Equal keys have equal prefixes, so they always land
+    /// on one side. (Splitting by rows would leave a merge of the two runs, which is as
+    /// long as a side's sort and runs on one thread.)
     pub fn rebuild_tree(&mut self, columns: &[Option<Column>], rows: &[u32]) {
         assert!(matches!(self.lookup, Lookup::Tree(_)), "only tree indexes are rebuilt in bulk");
-        let runs: Vec<SortedRun> = if rows.len() >= PARALLEL_REBUILD_ROWS_MIN && crate::several_cores() {
-            let (first, second) = rows.split_at(rows.len() / 2);
+        let (layouts, key_bytes) = if rows.len() >= PARALLEL_REBUILD_ROWS_MIN && crate::several_cores() {
             let this = &*self;
+            let pivot = this.pivot_prefix(columns, rows);
+            let (first, second) = rows.split_at(rows.len() / 2);
             std::thread::scope(|scope| {
-                let helper = scope.spawn(|| SortedRun::new(this, columns, second));
-                let first = SortedRun::new(this, columns, first);
-                vec![first, helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))]
+                let helper = scope.spawn(move || this.keys_split_at(columns, second, Some(pivot)));
+                let (below, above) = this.keys_split_at(columns, first, Some(pivot));
+                let (their_below, their_above) = helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                // Rows of the first half come first on each side, so row order holds.
+                let helper = scope.spawn(move || laid_out_in_order([above, their_above]));
+                let (low, low_bytes) = laid_out_in_order([below, their_below]);
+                let (high, high_bytes) = helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (vec![low, high], low_bytes + high_bytes)
             })
         } else {
-            vec![SortedRun::new(self, columns, rows)]
+            let (all, none) = self.keys_split_at(columns, rows, None);
+            debug_assert!(none.is_empty());
+            let (layout, key_bytes) = laid_out_in_order([all, Vec::new()]);
+            (vec![layout], key_bytes)
         };
-        let mut entries: Vec<(Key, Postings)> = Vec::with_capacity(rows.len());
-        let mut key_bytes = 0;
-        let mut last_prefix = None;
-        merge_runs(runs, |prefix, key, row| {
-            // Keys with different prefixes differ: only equal prefixes need the full compare.
-            let same_prefix = last_prefix.replace(prefix) == Some(prefix);
-            match entries.last_mut() {
-                Some((last, postings)) if same_prefix && *last == key => postings.insert(row),
-                _ => {
-                    key_bytes += key_heap_bytes(&key);
-                    entries.push((key, Postings::new(row)));
-                }
-            }
-        });
-        self.lookup = Lookup::Tree(OrderedMap::from_sorted(entries));
+        self.lookup = Lookup::Tree(OrderedMap::from_layouts(layouts));
         self.key_bytes = key_bytes;
+    }
+
+    /// The median order prefix of an evenly spaced sample of `rows`' keys.
+    fn pivot_prefix(&self, columns: &[Option<Column>], rows: &[u32]) -> u128 {
+        const SAMPLE: usize = 1024;
+        let step = rows.len().div_ceil(SAMPLE).max(1);
+        let mut sample: Vec<u128> = rows
+            .iter()
+            .step_by(step)
+            .flat_map(|&row| self.row_keys(columns, row))
+            .map(|key| order_prefix(&key))
+            .collect();
+        sample.sort_unstable();
+        sample.get(sample.len() / 2).copied().unwrap_or_default()
+    }
+
+    /// The keys of `rows` (ascending) with their prefixes and rows, in row order, split
+    /// into those whose prefix is below `pivot` (all of them without one) and the rest.
+    fn keys_split_at(&self, columns: &[Option<Column>], rows: &[u32], pivot: Option<u128>) -> (Vec<Keyed>, Vec<Keyed>) {
+        let expected = if pivot.is_some() { rows.len() / 2 } else { rows.len() };
+        let mut below = Vec::with_capacity(expected);
+        let mut above = Vec::with_capacity(rows.len() - expected);
+        for &row in rows {
+            for key in self.row_keys(columns, row) {
+                let prefix = order_prefix(&key);
+                if pivot.is_none_or(|pivot| prefix < pivot) { &mut below } else { &mut above }.push((prefix, key, row));
+            }
+        }
+        (below, above)
     }
 
     pub fn insert(&mut self, key: Key, row: u32) {
@@ -277,64 +306,44 @@ fn int_key(key: &Key) -> i64 {
 /// Rows from which `Index::rebuild_tree` splits its work between two threads.
 const PARALLEL_REBUILD_ROWS_MIN: usize = 50_000;
 
-/// The keys of some rows in ascending order: `keys` in row order, and `order`, the
-/// (prefix, position in `keys`) pairs sorted by key, then by row.
-struct SortedRun {
-    keys: Vec<(Key, u32)>,
-    order: Vec<(u128, u32)>,
-}
+/// A key with its order prefix and its row.
+type Keyed = (u128, Key, u32);
 
-impl SortedRun {
-    fn new(index: &Index, columns: &[Option<Column>], rows: &[u32]) -> SortedRun {
-        let mut keys = Vec::with_capacity(rows.len());
-        for &row in rows {
-            keys.extend(index.row_keys(columns, row).into_iter().map(|key| (key, row)));
-        }
-        let mut order: Vec<(u128, u32)> = keys
-            .iter()
-            .enumerate()
-            .map(|(at, (key, _))| (order_prefix(key), u32::try_from(at).expect("row keys fit in u32")))
-            .collect();
-        // Positions follow rows, so the last tie-break keeps each key's rows ascending.
-        order.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0).then_with(|| keys[a.1 as usize].0.cmp(&keys[b.1 as usize].0)).then(a.1.cmp(&b.1))
-        });
-        SortedRun { keys, order }
-    }
-
-    /// The keys in order, with their prefixes and rows.
-    fn into_sorted(self) -> impl Iterator<Item = (u128, Key, u32)> {
-        let mut keys = self.keys;
-        self.order.into_iter().map(move |(prefix, at)| {
-            // Each position is taken once; the placeholder left behind is never read.
-            let (key, row) = &mut keys[at as usize];
-            (prefix, std::mem::replace(key, Key::One(Scalar::Null)), *row)
-        })
-    }
-}
-
-/// Feeds `emit` every (prefix, key, row) of the runs in (key, row) order. The runs hold
-/// disjoint, ascending row ranges in order, so on equal keys the earlier run goes first.
-fn merge_runs(runs: Vec<SortedRun>, mut emit: impl FnMut(u128, Key, u32)) {
-    let mut runs = runs.into_iter();
-    let (Some(first), second) = (runs.next(), runs.next()) else { return };
-    assert!(runs.next().is_none(), "at most two runs are merged");
-    let Some(second) = second else {
-        first.into_sorted().for_each(|(prefix, key, row)| emit(prefix, key, row));
-        return;
+/// Sorts keys (the two parts given in row order, the first part's rows first) by
+/// (key, row) and lays them out, equal keys grouped into one entry; also returns the
+/// heap bytes of the distinct keys.
+fn laid_out_in_order(mut parts: [Vec<Keyed>; 2]) -> (SortedLayout, usize) {
+    let split = parts[0].len();
+    let at = |position: u32| -> (usize, usize) {
+        let position = position as usize;
+        if position < split { (0, position) } else { (1, position - split) }
     };
-    let mut left = first.into_sorted().peekable();
-    let mut right = second.into_sorted().peekable();
-    loop {
-        let take_left = match (left.peek(), right.peek()) {
-            (Some(l), Some(r)) => (l.0, &l.1) <= (r.0, &r.1),
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => return,
-        };
-        let (prefix, key, row) = if take_left { left.next() } else { right.next() }.expect("peeked");
-        emit(prefix, key, row);
+    let mut order: Vec<(u128, u32)> = parts
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(position, (prefix, _, _))| (*prefix, u32::try_from(position).expect("row keys fit in u32")))
+        .collect();
+    let key = |position: u32| {
+        let (part, i) = at(position);
+        &parts[part][i].1
+    };
+    // Positions follow rows, so the last tie-break keeps each key's rows ascending.
+    order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| key(a.1).cmp(key(b.1))).then(a.1.cmp(&b.1)));
+    let mut layout = SortedLayout::default();
+    let mut key_bytes = 0;
+    let mut last_prefix = None;
+    for (prefix, position) in order {
+        let (part, i) = at(position);
+        // Each position is taken once; the placeholder left behind is never read.
+        let (_, key, row) = std::mem::replace(&mut parts[part][i], (0, Key::One(Scalar::Null), 0));
+        // Keys with different prefixes differ: only equal prefixes need the full compare.
+        let maybe_last = last_prefix.replace(prefix) == Some(prefix);
+        if let Some(new) = layout.push_row(key, row, maybe_last) {
+            key_bytes += key_heap_bytes(new);
+        }
     }
+    (layout, key_bytes)
 }
 
 fn live(columns: &[Option<Column>], id: usize) -> &Column {

@@ -40,29 +40,80 @@ pub struct OrderedMap {
     keys: usize,
 }
 
+/// Blocks laid out from keys given in strictly ascending order, in one pass: no searching,
+/// no block splits. Blocks are filled to three quarters so the first inserts after a bulk
+/// load do not split every block at once. Several threads may each lay out one key range
+/// (`OrderedMap::from_layouts` joins them).
+#[derive(Debug, Default)]
+pub struct SortedLayout {
+    blocks: Vec<Block>,
+    /// The block being filled.
+    open: Block,
+    keys: usize,
+}
+
+impl SortedLayout {
+    const FILL: usize = BLOCK_KEYS_MAX * 3 / 4;
+
+    /// Adds a key above every key added so far, with its postings.
+    pub fn push(&mut self, key: Key, postings: Postings) {
+        debug_assert!(self.open.keys.last().is_none_or(|last| *last < key), "keys ascend");
+        if self.open.keys.len() == Self::FILL {
+            self.seal();
+        }
+        self.open.rows += postings.len();
+        self.open.keys.push(key);
+        self.open.postings.push(postings);
+        self.keys += 1;
+    }
+
+    /// Adds `row` under `key`, which is the last key added or above it, with rows of one
+    /// key given in ascending order. `maybe_last` false says the caller knows `key` differs
+    /// from the last one (the comparison is skipped). Returns the key when it is new.
+    pub fn push_row(&mut self, key: Key, row: u32, maybe_last: bool) -> Option<&Key> {
+        if maybe_last && self.open.keys.last() == Some(&key) {
+            self.open.postings.last_mut().expect("one posting list per key").insert(row);
+            self.open.rows += 1;
+            return None;
+        }
+        self.push(key, Postings::new(row));
+        self.open.keys.last()
+    }
+
+    /// Moves the open block, if it holds any key, to the finished ones.
+    fn seal(&mut self) {
+        if !self.open.keys.is_empty() {
+            self.blocks.push(std::mem::take(&mut self.open));
+        }
+    }
+}
+
 impl OrderedMap {
     pub fn new() -> OrderedMap {
         OrderedMap::default()
     }
 
-    /// Builds the map from entries already in strictly ascending key order, in one pass:
-    /// no searching, no block splits. Blocks are filled to three quarters so the first
-    /// inserts after a bulk load do not split every block at once.
-    pub fn from_sorted(entries: Vec<(Key, Postings)>) -> OrderedMap {
-        const FILL: usize = BLOCK_KEYS_MAX * 3 / 4;
-        debug_assert!(entries.windows(2).all(|w| w[0].0 < w[1].0), "entries are sorted and unique");
-        let mut map = OrderedMap { keys: entries.len(), ..OrderedMap::default() };
-        let mut block = Block::default();
+    /// Builds the map from entries already in strictly ascending key order, in one pass
+    /// (see `SortedLayout`).
+    pub fn from_sorted(entries: impl IntoIterator<Item = (Key, Postings)>) -> OrderedMap {
+        let mut layout = SortedLayout::default();
         for (key, postings) in entries {
-            block.rows += postings.len();
-            block.keys.push(key);
-            block.postings.push(postings);
-            if block.keys.len() == FILL {
-                map.blocks.push(std::mem::take(&mut block));
-            }
+            layout.push(key, postings);
         }
-        if !block.keys.is_empty() {
-            map.blocks.push(block);
+        OrderedMap::from_layouts(vec![layout])
+    }
+
+    /// Joins layouts of consecutive key ranges (each one's keys all below the next one's)
+    /// into one map.
+    pub fn from_layouts(layouts: Vec<SortedLayout>) -> OrderedMap {
+        let mut map = OrderedMap::default();
+        for mut layout in layouts {
+            layout.seal();
+            if let (Some(last), Some(first)) = (map.blocks.last(), layout.blocks.first()) {
+                debug_assert!(last.keys.last() < first.keys.first(), "layouts in key order");
+            }
+            map.keys += layout.keys;
+            map.blocks.append(&mut layout.blocks);
         }
         map.rebuild_fenwick();
         map

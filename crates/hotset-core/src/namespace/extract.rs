@@ -4,7 +4,7 @@
 //! and arity rule of the index definitions checked, so a write either fits all indexes
 //! or fails before touching the store. Never: modify the namespace.
 
-use crate::doc::{FieldPath, field_values};
+use crate::doc::{FieldPath, Fields, field_values};
 use crate::error::{Error, Result};
 use crate::index::column::{Column, ColumnSpec};
 use crate::value::{Scalar, scalar_for_type};
@@ -35,8 +35,8 @@ impl SpecSlot for Option<ColumnSpec> {
 
 /// Converts the values of `doc` for every live column. `index_of_column` names the index
 /// reported in a type error.
-pub fn extract<S: SpecSlot>(
-    doc: &Value,
+pub fn extract<S: SpecSlot, D: Fields + ?Sized>(
+    doc: &D,
     columns: &[S],
     index_of_column: &dyn Fn(usize) -> String,
 ) -> Result<Extracted> {
@@ -61,8 +61,8 @@ fn expected_text(spec: &ColumnSpec) -> String {
 }
 
 /// The values of one column's field in `doc`, or the kind found when they do not fit.
-pub fn column_values(doc: &Value, spec: &ColumnSpec) -> std::result::Result<Vec<Scalar>, String> {
-    let (values, saw_array) = field_values(doc, &spec.path);
+pub fn column_values<D: Fields + ?Sized>(doc: &D, spec: &ColumnSpec) -> std::result::Result<Vec<Scalar>, String> {
+    let (values, saw_array) = doc.values_at(&spec.path);
     if saw_array && !spec.array {
         return Err("an array (declare the index with the array option)".to_string());
     }

@@ -99,8 +99,8 @@ impl Extractor {
 fn prepare<S: SpecSlot>(schema: &Schema<'_, S>, stored: &[u8]) -> Result<Prepared> {
     let columns = schema.columns;
     let indexed = |name: &str| columns.iter().filter_map(SpecSlot::spec).any(|c| c.path.parts()[0].as_ref() == name);
-    let doc = match doc::parse_fields(stored, &indexed) {
-        Some(doc) => doc,
+    let values = match doc::parse_fields(stored, &indexed) {
+        Some(fields) => extract(&fields, columns, schema.owner)?,
         // Not one object: the full parse names what is wrong.
         None => {
             let doc: Value =
@@ -108,10 +108,9 @@ fn prepare<S: SpecSlot>(schema: &Schema<'_, S>, stored: &[u8]) -> Result<Prepare
             if !doc.is_object() {
                 return Err(Error::NotAnObject { found: crate::error::json_kind(&doc) });
             }
-            doc
+            extract(&doc, columns, schema.owner)?
         }
     };
-    let values = extract(&doc, columns, schema.owner)?;
     let key = pk_key_of(schema.namespace, schema.pk_columns, schema.pk_fields, &values)?;
     Ok(Prepared { bytes: Arc::from(stored), values, key })
 }
