@@ -40,6 +40,9 @@ pub enum Error {
     InvalidPattern { pattern: String, reason: &'static str },
     #[error("{what} is {actual}, over the limit of {limit}")]
     LimitExceeded { what: &'static str, limit: u64, actual: u64 },
+    /// A query ran past its `Query::timeout`; nothing of it is returned.
+    #[error("query timed out after {limit_ms} ms (its time limit)")]
+    Timeout { limit_ms: u64 },
     #[error("cannot update primary key field '{field}' by query in namespace '{namespace}'")]
     PrimaryKeyUpdate { namespace: String, field: String },
     /// The write-ahead log could not take or make durable a write: the write was not

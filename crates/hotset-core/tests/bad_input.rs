@@ -1,7 +1,7 @@
 //! Bad input of every kind gets a typed error naming what was wrong, never a panic, and
 //! leaves everything already stored exactly as it was.
 
-use hotset_core::query::{Aggregation, Cond, Facet, JoinKind, Op, Query, SortKey};
+use hotset_core::query::{Aggregation, Cond, Expr, Facet, JoinKind, Op, Query, SetField, SortKey};
 use hotset_core::{Database, Error, FieldType, IndexDef, IndexKind, Limits};
 use serde_json::{Value, json};
 
@@ -324,4 +324,34 @@ fn malformed_joins_and_writes_by_query() {
     refused(&db, |db| db.update_query(&Query::new("items"), &sets).map(|_| ()), invalid);
     let sets = [hotset_core::query::SetField::Set("name.x".into(), hotset_core::query::Expr::value(1))];
     refused(&db, |db| db.update_query(&Query::new("items"), &sets).map(|_| ()), invalid);
+}
+
+#[test]
+fn queries_past_their_time_limit_fail_whole_in_every_kind_of_run() {
+    use std::time::Duration;
+    let db = db();
+    let limited = |query: Query| Query { timeout: Some(Duration::ZERO), ..query };
+    // Every way rows are visited: a residual filter, a walk of the sort index, a sort of
+    // the matches, a count of every match, and an update by query (which must change
+    // nothing when it times out).
+    let queries = [
+        Query::new("items").filter(Cond::new("name", Op::Like, "n%")),
+        Query::new("items").filter(Cond::new("ok", Op::Eq, true)).sort("year", true).limit(2),
+        Query::new("items").filter(Cond::new("name", Op::Like, "n%")).sort("name", false),
+        Query::new("items").filter(Cond::new("name", Op::Like, "n%")).with_total().limit(1),
+    ];
+    for query in queries {
+        assert!(db.query(&query).is_ok(), "{query:?} runs without a limit");
+        refused(&db, |db| db.query(&limited(query.clone())).map(drop), |e| *e == Error::Timeout { limit_ms: 0 });
+    }
+    let update = limited(Query::new("items").filter(Cond::new("name", Op::Like, "n%")));
+    refused(
+        &db,
+        |db| db.update_query(&update, &[SetField::Set("year".into(), Expr::Value(json!(1)))]).map(drop),
+        |e| *e == Error::Timeout { limit_ms: 0 },
+    );
+    // A generous limit changes nothing about the answer.
+    let query = Query::new("items").filter(Cond::new("name", Op::Like, "n%")).sort("year", true).with_total();
+    let roomy = Query { timeout: Some(Duration::from_secs(60)), ..query.clone() };
+    assert_eq!(db.query(&roomy).unwrap().values(), db.query(&query).unwrap().values());
 }

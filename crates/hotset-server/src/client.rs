@@ -19,25 +19,53 @@ pub enum Reply {
 /// Connects to `addr`, authenticates if asked, runs one command and returns its reply; a
 /// server error comes back as `Err` with its text.
 pub fn call(addr: &str, password: Option<&str>, args: &[&str]) -> Result<Reply, String> {
-    let stream = TcpStream::connect(addr).map_err(|e| format!("connecting to {addr}: {e}"))?;
-    let mut reader = BufReader::new(stream.try_clone().map_err(|e| e.to_string())?);
-    let mut writer = stream;
-    if let Some(password) = password {
-        send(&mut writer, &["AUTH", password])?;
-        read(&mut reader)?;
-    }
-    send(&mut writer, args)?;
-    read(&mut reader)
+    let mut client = Client::connect(addr, password)?;
+    client.send(&args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>());
+    client.flush()?;
+    client.read()
 }
 
-fn send(writer: &mut TcpStream, args: &[&str]) -> Result<(), String> {
-    let mut frame = format!("*{}\r\n", args.len()).into_bytes();
-    for arg in args {
-        frame.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        frame.extend_from_slice(arg.as_bytes());
-        frame.extend_from_slice(b"\r\n");
+/// One connection that pipelines: `send` queues commands, `flush` writes them all, and
+/// `read` takes their replies in order.
+pub struct Client {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+    out: Vec<u8>,
+}
+
+impl Client {
+    pub fn connect(addr: &str, password: Option<&str>) -> Result<Client, String> {
+        let stream = TcpStream::connect(addr).map_err(|e| format!("connecting to {addr}: {e}"))?;
+        let reader = BufReader::with_capacity(1 << 16, stream.try_clone().map_err(|e| e.to_string())?);
+        let mut client = Client { reader, writer: stream, out: Vec::new() };
+        if let Some(password) = password {
+            client.send(&[b"AUTH", password.as_bytes()]);
+            client.flush()?;
+            client.read()?;
+        }
+        Ok(client)
     }
-    writer.write_all(&frame).map_err(|e| format!("sending: {e}"))
+
+    /// Queues one command (not written until `flush`).
+    pub fn send(&mut self, args: &[&[u8]]) {
+        self.out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for arg in args {
+            self.out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+            self.out.extend_from_slice(arg);
+            self.out.extend_from_slice(b"\r\n");
+        }
+    }
+
+    pub fn flush(&mut self) -> Result<(), String> {
+        let written = self.writer.write_all(&self.out).map_err(|e| format!("sending: {e}"));
+        self.out.clear();
+        written
+    }
+
+    /// The next reply; a server error as `Err` with its text.
+    pub fn read(&mut self) -> Result<Reply, String> {
+        read(&mut self.reader)
+    }
 }
 
 fn read(reader: &mut impl BufRead) -> Result<Reply, String> {

@@ -42,6 +42,9 @@ pub struct LimitsConfig {
     pub max_args: usize,
     /// Largest HTTP request body.
     pub max_body_bytes: usize,
+    /// Longest a query (JSON DSL or SQL, over RESP or HTTP) may run before it stops with
+    /// an error; 0 means no limit. A query may ask for less (`timeout_ms`), not more.
+    pub query_timeout_ms: u64,
 }
 
 impl Default for Config {
@@ -63,7 +66,13 @@ impl Default for Config {
 
 impl Default for LimitsConfig {
     fn default() -> Self {
-        LimitsConfig { max_clients: 10_000, max_bulk_bytes: 512 << 20, max_args: 1 << 20, max_body_bytes: 256 << 20 }
+        LimitsConfig {
+            max_clients: 10_000,
+            max_bulk_bytes: 512 << 20,
+            max_args: 1 << 20,
+            max_body_bytes: 256 << 20,
+            query_timeout_ms: 10_000,
+        }
     }
 }
 
@@ -88,6 +97,17 @@ impl Config {
             "strict" => Ok(RecoveryMode::Strict),
             "truncate-corrupt" => Ok(RecoveryMode::TruncateCorrupt),
             other => Err(format!("recovery must be strict or truncate-corrupt, not {other:?}")),
+        }
+    }
+
+    /// The time limit for a query that asked for `asked` (the smaller of the two; `None`
+    /// when neither sets one).
+    pub fn query_timeout(&self, asked: Option<std::time::Duration>) -> Option<std::time::Duration> {
+        let limit =
+            (self.limits.query_timeout_ms > 0).then(|| std::time::Duration::from_millis(self.limits.query_timeout_ms));
+        match (asked, limit) {
+            (Some(asked), Some(limit)) => Some(asked.min(limit)),
+            (asked, limit) => asked.or(limit),
         }
     }
 
@@ -118,5 +138,18 @@ mod tests {
         assert!(toml::from_str::<Config>("resp_prot = 1").is_err());
         let bad = Config { fsync: "sometimes".into(), ..Config::default() };
         assert!(bad.validate().unwrap_err().contains("sometimes"));
+    }
+
+    #[test]
+    fn a_query_gets_the_smaller_of_its_own_and_the_server_time_limit() {
+        use std::time::Duration;
+        let ms = Duration::from_millis;
+        let config: Config = toml::from_str("[limits]\nquery_timeout_ms = 100\n").unwrap();
+        assert_eq!(config.query_timeout(None), Some(ms(100)));
+        assert_eq!(config.query_timeout(Some(ms(5))), Some(ms(5)));
+        assert_eq!(config.query_timeout(Some(ms(500))), Some(ms(100)));
+        let unlimited: Config = toml::from_str("[limits]\nquery_timeout_ms = 0\n").unwrap();
+        assert_eq!(unlimited.query_timeout(None), None);
+        assert_eq!(unlimited.query_timeout(Some(ms(7))), Some(ms(7)));
     }
 }

@@ -90,6 +90,9 @@ impl From<Error> for ApiError {
                 StatusCode::CONFLICT
             }
             Error::LimitExceeded { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            // The server gave up on the query, not the client on sending it: 503 says
+            // "not now" as for the other server-side refusals (408 would blame the client).
+            Error::Timeout { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Error::Storage { .. } => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::BAD_REQUEST,
         };
@@ -254,7 +257,13 @@ async fn write_items(
                 ApiError(status, format!("document {}: {message}", i + 1))
             })?;
         }
-        Ok(txn.commit()?)
+        txn.commit_naming_failure().map_err(|(position, error)| {
+            let ApiError(status, message) = ApiError::from(error);
+            match position {
+                Some(position) => ApiError(status, format!("document {}: {message}", position + 1)),
+                None => ApiError(status, message),
+            }
+        })
     })
     .await?;
     Ok(Json(json!({"count": count})))
@@ -289,7 +298,8 @@ async fn query_namespace(State(state): AppState, Path(ns): Path<String>, body: B
 }
 
 async fn run_query(state: Arc<ServerState>, ns: Option<String>, body: Bytes) -> Result<Response, ApiError> {
-    let query = dsl::query_from_json(&json_body(&body)?, ns.as_deref())?;
+    let mut query = dsl::query_from_json(&json_body(&body)?, ns.as_deref())?;
+    state.limit_query(&mut query);
     let out = blocking(move || {
         let result = state.db.query(&query)?;
         let mut out = Vec::with_capacity(256 + result.items.len() * 128);
@@ -304,10 +314,11 @@ async fn run_query(state: Arc<ServerState>, ns: Option<String>, body: Bytes) -> 
 /// not supported answers 400 with where the problem is (`line`, `column`).
 async fn sql(State(state): AppState, body: Bytes) -> Result<Response, ApiError> {
     let text = std::str::from_utf8(&body).map_err(|_| bad_request("the SQL text is not UTF-8"))?;
-    let statement = hotset_sql::parse(text).map_err(|error| {
+    let mut statement = hotset_sql::parse(text).map_err(|error| {
         let body = json!({"error": error.to_string(), "line": error.line, "column": error.column});
         ApiError(StatusCode::BAD_REQUEST, body.to_string())
     })?;
+    state.limit_sql(&mut statement);
     let out = blocking(move || Ok(hotset_sql::execute(&state.db, &statement)?)).await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
 }

@@ -1,5 +1,6 @@
 //! The `hotset` binary: `hotset serve` runs the server (RESP and HTTP listeners over one
-//! data folder); `hotset sql` and `hotset status` talk to a running one.
+//! data folder); `hotset sql`, `hotset status`, `hotset import` and `hotset export` talk
+//! to a running one.
 //!
 //! Owns: the command line (clap), how flags and environment variables override the TOML
 //! config file, and logging setup. Never: serve requests itself (`server` does).
@@ -19,6 +20,7 @@ mod metrics;
 mod resp;
 mod server;
 mod state;
+mod transfer;
 
 use clap::{Args, Parser, Subcommand};
 use config::Config;
@@ -44,6 +46,31 @@ enum Command {
     },
     /// Prints a running server's state (INFO: server, clients, memory, persistence, keyspaces).
     Status {
+        #[command(flatten)]
+        server: ServerAddr,
+    },
+    /// Upserts every line of a JSON Lines file into a namespace of a running server, in
+    /// batches of 1,000 (each all or nothing), with a progress bar.
+    Import {
+        /// The JSON Lines file (one document a line; blank lines are skipped).
+        file: PathBuf,
+        /// The namespace.
+        #[arg(long)]
+        ns: String,
+        /// Create the namespace if it is missing, with a hash primary key on this field.
+        #[arg(long, value_name = "FIELD")]
+        create_pk: Option<String>,
+        #[command(flatten)]
+        server: ServerAddr,
+    },
+    /// Writes every document of a namespace of a running server as JSON Lines.
+    Export {
+        /// The namespace.
+        #[arg(long)]
+        ns: String,
+        /// The file to write [default: standard output].
+        #[arg(long, short)]
+        out: Option<PathBuf>,
         #[command(flatten)]
         server: ServerAddr,
     },
@@ -96,6 +123,9 @@ struct ServeArgs {
     /// Largest RESP bulk string, in bytes.
     #[arg(long, env = "HOTSET_MAX_BULK_BYTES")]
     max_bulk_bytes: Option<usize>,
+    /// Longest a query may run, in milliseconds (0: no limit) [default: 10000].
+    #[arg(long, env = "HOTSET_QUERY_TIMEOUT_MS")]
+    query_timeout_ms: Option<u64>,
 }
 
 impl ServeArgs {
@@ -113,6 +143,7 @@ impl ServeArgs {
             data => data, bind => bind, resp_port => resp_port, http_port => http_port,
             fsync => fsync, recovery => recovery, threads => threads,
             max_clients => limits.max_clients, max_bulk_bytes => limits.max_bulk_bytes,
+            query_timeout_ms => limits.query_timeout_ms,
         );
         if self.password.is_some() {
             config.password = self.password;
@@ -120,6 +151,29 @@ impl ServeArgs {
         config.validate()?;
         Ok(config)
     }
+}
+
+/// `hotset export`: to a file written whole under a temporary name, then renamed, so a
+/// failed export never leaves a partial file under the name asked for.
+fn export(ns: &str, out: Option<&std::path::Path>, server: &ServerAddr) -> Result<(), String> {
+    let mut client = client::Client::connect(&server.addr, server.password.as_deref())?;
+    let count = match out.filter(|path| path.as_os_str() != "-") {
+        None => transfer::export(&mut client, ns, &mut std::io::BufWriter::new(std::io::stdout().lock()))?,
+        Some(path) => {
+            let partial = path.with_extension("partial");
+            let file = std::fs::File::create(&partial).map_err(|e| format!("{}: {e}", partial.display()))?;
+            let count = transfer::export(&mut client, ns, &mut std::io::BufWriter::new(file));
+            let count = count.and_then(|count| {
+                std::fs::rename(&partial, path).map_err(|e| format!("{}: {e}", path.display())).map(|()| count)
+            });
+            if count.is_err() {
+                let _ = std::fs::remove_file(&partial);
+            }
+            count?
+        }
+    };
+    eprintln!("hotset: exported {count} documents from '{ns}'");
+    Ok(())
 }
 
 fn main() {
@@ -136,6 +190,13 @@ fn main() {
         Command::Status { server } => {
             client::call(&server.addr, server.password.as_deref(), &["INFO"]).map(|reply| print!("{reply}"))
         }
+        Command::Import { file, ns, create_pk, server } => {
+            let job = transfer::Import { file: &file, namespace: &ns, create_pk: create_pk.as_deref() };
+            client::Client::connect(&server.addr, server.password.as_deref())
+                .and_then(|mut client| transfer::import(&mut client, &job))
+                .map(|count| eprintln!("hotset: imported {count} documents into '{ns}'"))
+        }
+        Command::Export { ns, out, server } => export(&ns, out.as_deref(), &server),
     };
     if let Err(error) = outcome {
         eprintln!("hotset: {error}");

@@ -27,6 +27,23 @@ pub struct ServerState {
     pub stats: Stats,
 }
 
+impl ServerState {
+    /// Gives a query the server's time limit (or its own, when that is shorter).
+    pub fn limit_query(&self, query: &mut hotset_core::Query) {
+        query.timeout = self.config.query_timeout(query.timeout);
+    }
+
+    /// Gives the query of a SQL statement, if it has one, the server's time limit.
+    pub fn limit_sql(&self, statement: &mut hotset_sql::Statement) {
+        use hotset_sql::Statement;
+        match statement {
+            Statement::Select(select) => self.limit_query(&mut select.query),
+            Statement::Update { query, .. } | Statement::Delete { query } => self.limit_query(query),
+            _ => {}
+        }
+    }
+}
+
 /// What CLIENT LIST / CLIENT INFO show of a connection.
 #[derive(Debug, Clone)]
 pub struct ClientInfo {

@@ -472,7 +472,7 @@ fn document_commands_over_resp() {
     assert!(explained["explain"]["steps"].as_array().is_some_and(|s| !s.is_empty()), "{explained}");
     // A bad document fails the whole write; nothing of it is stored.
     let error = error_text(cmd("DOC.INSERT").arg("books").arg(r#"{"id": 4}"#).arg(r#"{"id": 1}"#).query::<i64>(&mut c));
-    assert!(error.starts_with("ERR duplicate primary key 1"), "{error}");
+    assert!(error.starts_with("ERR document 2: duplicate primary key 1"), "{error}");
     assert_eq!(cmd("DOC.GET").arg("books").arg("4").query::<Option<String>>(&mut c).unwrap(), None);
     assert!(error_text(cmd("DOC.UPSERT").arg("books").arg("{oops").query::<i64>(&mut c)).contains("not valid JSON"));
     assert!(
@@ -544,5 +544,125 @@ fn the_sql_and_status_subcommands_talk_to_a_running_server() {
     let unauthorised =
         Command::new(env!("CARGO_BIN_EXE_hotset")).args(["status", "--addr", &server.resp]).output().unwrap();
     assert!(String::from_utf8_lossy(&unauthorised.stderr).contains("NOAUTH"));
+    server.stop();
+}
+
+#[test]
+fn import_and_export_move_json_lines_through_a_running_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let hotset = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_hotset")).args(args).args(["--addr", &server.resp]).output().unwrap()
+    };
+    // 2,500 documents (three batches), a blank line and a repeated key (the later wins).
+    let mut text = String::new();
+    for id in 0..2_500 {
+        text.push_str(&format!("{{\"id\":{id},\"name\":\"n{id}\",\"tags\":[{}]}}\n", id % 7));
+        if id == 1_200 {
+            text.push_str("\n{\"id\":3,\"name\":\"again\"}\n");
+        }
+    }
+    let file = dir.path().join("people.jsonl");
+    std::fs::write(&file, &text).unwrap();
+    let path = file.to_str().unwrap();
+
+    let missing = hotset(&["import", path, "--ns", "people"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("--create-pk"), "{missing:?}");
+
+    let imported = hotset(&["import", path, "--ns", "people", "--create-pk", "id"]);
+    assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
+    assert!(String::from_utf8_lossy(&imported.stderr).contains("imported 2501 documents into 'people'"));
+    let mut c = server.client();
+    let info: String = cmd("DOC.NSINFO").arg("people").query(&mut c).unwrap();
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(info["documents"], 2_500);
+    assert_eq!(info["indexes"][0]["field"], "id");
+    let again: String = cmd("DOC.GET").arg("people").arg("3").query(&mut c).unwrap();
+    assert_eq!(again, r#"{"id":3,"name":"again"}"#);
+
+    // Export to a file, then compare with what the server holds, document by document.
+    let out = dir.path().join("out.jsonl");
+    let exported = hotset(&["export", "--ns", "people", "--out", out.to_str().unwrap()]);
+    assert!(exported.status.success(), "{}", String::from_utf8_lossy(&exported.stderr));
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2_500);
+    let mut ids: Vec<i64> = lines.iter().map(|d| d["id"].as_i64().unwrap()).collect();
+    ids.sort();
+    assert_eq!(ids, (0..2_500).collect::<Vec<i64>>());
+    for doc in lines.iter().step_by(97) {
+        let stored: String = cmd("DOC.GET").arg("people").arg(doc["id"].to_string()).query(&mut c).unwrap();
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&stored).unwrap(), *doc);
+    }
+    // To standard output as well.
+    let stdout = hotset(&["export", "--ns", "people"]);
+    assert_eq!(String::from_utf8_lossy(&stdout.stdout).lines().count(), 2_500);
+
+    // A bad document stops the import and names its line; earlier batches stay.
+    let mut bad = String::new();
+    for id in 10_000..11_500 {
+        bad.push_str(&format!("{{\"id\":{id}}}\n"));
+    }
+    bad.push_str("{\"id\": \"not an int\"}\n");
+    std::fs::write(&file, &bad).unwrap();
+    let refused = hotset(&["import", path, "--ns", "people"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let error = String::from_utf8_lossy(&refused.stderr);
+    assert!(error.contains("line 1501:") && error.contains("1000 other documents were"), "{error}");
+    let info: String = cmd("DOC.NSINFO").arg("people").query(&mut c).unwrap();
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&info).unwrap()["documents"], 3_500);
+
+    // DOC.SCAN's own errors.
+    let e = error_text(cmd("DOC.SCAN").arg("people").arg("x").query::<redis::Value>(&mut c));
+    assert!(e.contains("invalid cursor"), "{e}");
+    let e = error_text(cmd("DOC.SCAN").arg("people").arg("0").arg("COUNT").arg("0").query::<redis::Value>(&mut c));
+    assert!(e.contains("out of range"), "{e}");
+    let e = error_text(cmd("DOC.SCAN").arg("nope").arg("0").query::<redis::Value>(&mut c));
+    assert!(e.contains("does not exist"), "{e}");
+    server.stop();
+}
+
+#[test]
+fn queries_past_their_time_limit_fail_and_the_server_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--query-timeout-ms", "1"]);
+    let mut c = server.client();
+    let indexes = r#"[{"field": "id", "type": "int", "index": "hash", "pk": true}]"#;
+    let _: () = cmd("DOC.NSCREATE").arg("t").arg(indexes).query(&mut c).unwrap();
+    for batch in 0..100 {
+        let mut upsert = cmd("DOC.UPSERT");
+        upsert.arg("t");
+        for id in batch * 1_000..(batch + 1) * 1_000 {
+            upsert.arg(format!(r#"{{"id":{id},"name":"name {id}","n":{}}}"#, (id * 7919) % 100_003));
+        }
+        let _: i64 = upsert.query(&mut c).unwrap();
+    }
+    // A query may ask for less time than the server allows; 0 ms passes at its first row.
+    let zero = r#"{"namespace": "t", "filter": {"field": "name", "op": "like", "value": "%9%"}, "timeout_ms": 0}"#;
+    let e = error_text(cmd("DOC.QUERY").arg(zero).query::<String>(&mut c));
+    assert_eq!(e, "ERR query timed out after 0 ms (its time limit)");
+    // The server's 1 ms limit: scanning and sorting 100,000 documents by an unindexed
+    // field cannot finish in it.
+    let e = error_text(
+        cmd("DOC.SQL").arg("SELECT * FROM t WHERE name LIKE '%9%' ORDER BY n LIMIT 5").query::<String>(&mut c),
+    );
+    assert_eq!(e, "ERR query timed out after 1 ms (its time limit)");
+    // The connection, the data and quick reads go on.
+    let doc: String = cmd("DOC.GET").arg("t").arg("99999").query(&mut c).unwrap();
+    assert!(doc.contains("\"name\":\"name 99999\""), "{doc}");
+    let one: String = cmd("DOC.QUERY")
+        .arg(r#"{"namespace": "t", "filter": {"field": "id", "op": "=", "value": 5}}"#)
+        .query(&mut c)
+        .unwrap();
+    assert!(one.contains("\"name\":\"name 5\""), "{one}");
+    // Over HTTP, the same refusal is a 503 with the message.
+    let out = Command::new("curl")
+        .args(["-s", "-w", "\n%{http_code}", "-X", "POST", "--data-binary", zero])
+        .arg(format!("http://{}/api/v1/query", server.http))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text, "{\"error\":\"query timed out after 0 ms (its time limit)\"}\n503");
     server.stop();
 }

@@ -350,6 +350,28 @@ impl Database {
         Ok(data.row_of(&key).and_then(|row| data.doc(row).cloned()))
     }
 
+    /// Walks a namespace's documents in storage order, `count` at a time, like Redis SCAN:
+    /// start with cursor 0 and pass back the cursor returned until it is 0 again. Every
+    /// document present for the whole walk is returned exactly once (updates keep a
+    /// document's place); one inserted or deleted meanwhile may or may not be. Adding or
+    /// dropping an index, or truncating, renumbers the rows: a walk across one of those may
+    /// miss or repeat documents. Each call holds the namespace's read lock only while it
+    /// copies out (cheap handles to) its documents.
+    pub fn scan(&self, namespace: &str, cursor: u64, count: usize) -> Result<(u64, Vec<Document>)> {
+        let namespace = self.namespace(namespace)?;
+        let data = namespace.data.read();
+        let end = data.row_capacity() as u64;
+        let mut row = cursor.min(end);
+        let mut docs = Vec::with_capacity(count.min(4096));
+        while row < end && docs.len() < count.max(1) {
+            if let Some(doc) = data.doc(row as u32) {
+                docs.push(doc.clone());
+            }
+            row += 1;
+        }
+        Ok((if row >= end { 0 } else { row }, docs))
+    }
+
     /// Starts a transaction on one namespace: its operations apply all together or not
     /// at all, and readers see either none or all of them.
     pub fn transaction(&self, namespace: &str) -> Result<Transaction<'_>> {

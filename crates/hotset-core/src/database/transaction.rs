@@ -56,29 +56,40 @@ impl<'a> Transaction<'a> {
     }
 
     /// Applies every operation under one write lock. On the first failure everything
-    /// already applied is rolled back and the error names the failing operation. What
-    /// was applied is logged as one record, so replay too sees all of it or none.
+    /// already applied is rolled back and that failure is returned. What was applied is
+    /// logged as one record, so replay too sees all of it or none.
     pub fn commit(self) -> Result<usize> {
+        self.commit_naming_failure().map_err(|(_, error)| error)
+    }
+
+    /// `commit`, with the position (0-based, in the order added) of the operation that
+    /// failed, when one did (not for a failure of the whole, such as a missing namespace
+    /// or a log that cannot write), so a caller can say which document was refused.
+    pub fn commit_naming_failure(self) -> std::result::Result<usize, (Option<usize>, Error)> {
         let operations = self.operations;
-        self.database.write_namespace(&self.namespace, |_, data, journal| {
-            let mut undo: Vec<Undo> = Vec::with_capacity(operations.len());
-            for operation in &operations {
-                let applied = match operation {
-                    Operation::Write(doc, mode) => data.write(doc, *mode).map(Some),
-                    Operation::Delete(key) => data.delete_key(key),
-                };
-                match applied {
-                    Ok(record) => undo.extend(record),
-                    Err(error) => {
-                        data.rollback(undo);
-                        return Err(error);
+        let mut failed_at = None;
+        self.database
+            .write_namespace(&self.namespace, |_, data, journal| {
+                let mut undo: Vec<Undo> = Vec::with_capacity(operations.len());
+                for (position, operation) in operations.iter().enumerate() {
+                    let applied = match operation {
+                        Operation::Write(doc, mode) => data.write(doc, *mode).map(Some),
+                        Operation::Delete(key) => data.delete_key(key),
+                    };
+                    match applied {
+                        Ok(record) => undo.extend(record),
+                        Err(error) => {
+                            data.rollback(undo);
+                            failed_at = Some(position);
+                            return Err(error);
+                        }
                     }
                 }
-            }
-            let lsn = journal
-                .filter(|_| !undo.is_empty())
-                .map(|journal| log::docs(journal, data, undo.iter().map(Logged::from)));
-            Ok((operations.len(), lsn))
-        })
+                let lsn = journal
+                    .filter(|_| !undo.is_empty())
+                    .map(|journal| log::docs(journal, data, undo.iter().map(Logged::from)));
+                Ok((operations.len(), lsn))
+            })
+            .map_err(|error| (failed_at, error))
     }
 }

@@ -192,6 +192,10 @@ pub struct Query {
     pub joins: Vec<Join>,
     /// Record the plan and per-step timings in the result.
     pub explain: bool,
+    /// Most time the query may run; past it the query stops and fails with
+    /// `Error::Timeout` (`None`: no limit). Checked between rows, so one step that does not
+    /// loop over rows (a sort, building an index set) finishes before the check.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl Query {

@@ -19,11 +19,12 @@
 //!                   {"type": "distinct", "field": "name"}],
 //!  "joins": [{"type": "left", "namespace": "authors", "as": "author",
 //!             "on": [{"left": "author_id", "op": "=", "right": "id"}], "limit": 1}],
-//!  "explain": false}
+//!  "explain": false, "timeout_ms": 500}
 //! ```
 //! `filter` may also be a list (conditions ANDed). A condition takes `value` (one) or
 //! `values` (a list, for `in`, `allset`, `range`); `empty` and `any` take neither. A sort
-//! key may be a string: `"year"`, or `"-year"` for descending.
+//! key may be a string: `"year"`, or `"-year"` for descending. `timeout_ms` sets
+//! `Query::timeout` (a server may lower it to its own limit).
 
 use super::ast::{Aggregation, Cond, Facet, Join, JoinKind, JoinOn, Op, Query, SortKey};
 use super::result::{AggregationResult, QueryResult};
@@ -32,7 +33,7 @@ use serde_json::{Map, Value, json};
 
 /// Keys a query object may have; anything else is refused (a typo must not be ignored).
 const QUERY_KEYS: &[&str] =
-    &["namespace", "filter", "sort", "offset", "limit", "total", "aggregations", "joins", "explain"];
+    &["namespace", "filter", "sort", "offset", "limit", "total", "aggregations", "joins", "explain", "timeout_ms"];
 
 /// Parses a query object. `namespace` may be omitted when the caller supplies it (an
 /// HTTP route that names the namespace).
@@ -67,6 +68,9 @@ pub fn query_from_json(value: &Value, namespace: Option<&str>) -> Result<Query> 
     }
     query.total = flag(object, "total", "")?;
     query.explain = flag(object, "explain", "")?;
+    if let Some(timeout) = object.get("timeout_ms") {
+        query.timeout = Some(std::time::Duration::from_millis(count(timeout, "timeout_ms")? as u64));
+    }
     Ok(query)
 }
 

@@ -8,6 +8,7 @@
 
 use super::aggregate::aggregate;
 use super::ast::{JoinKind, Query};
+use super::deadline::Deadline;
 use super::join::JoinPlan;
 use super::planner::{Plan, SetPlan, Walk, WalkChoice, plan};
 use super::pred::{Pred, RowView};
@@ -76,13 +77,16 @@ pub(crate) fn run(
         })
         .collect::<Result<Vec<_>>>()?;
     recorder.step("plan", || describe_plan(data, &plan), None);
+    let deadline = Deadline::after(query.timeout);
     let direct = direct_scan(data, &plan, query, &joins);
     let set = if direct.is_some() { None } else { plan.set.as_ref().map(|s| materialize(data, s)) };
     if let Some(set) = &set {
         recorder.step("scan", || describe_set(data, plan.set.as_ref().expect("set present")), Some(set.len() as usize));
     }
-    let run = Run { data, plan: &plan, direct, set: set.as_ref(), joins: &joins, query };
+    let run = Run { data, plan: &plan, direct, set: set.as_ref(), joins: &joins, query, deadline: &deadline };
     let mut outcome = run.outcome();
+    // Loops that saw the deadline pass ended early: what they made is not the answer.
+    deadline.check()?;
     recorder.step("filter", || run.describe_filter(), outcome.total);
     let aggregations = match outcome.all.take() {
         Some(all) => {
@@ -92,6 +96,7 @@ pub(crate) fn run(
         }
         None => Vec::new(),
     };
+    deadline.check()?;
     let items = run.items(&outcome.page);
     recorder.step("fetch", || format!("{} document(s), {} join(s)", items.len(), joins.len()), Some(items.len()));
     Ok(QueryResult {
@@ -107,8 +112,11 @@ pub(crate) fn page_rows(data: &NamespaceData, query: &Query) -> Result<Vec<u32>>
     let plan = plan(data, query, WalkChoice::Cost)?;
     let direct = direct_scan(data, &plan, query, &[]);
     let set = if direct.is_some() { None } else { plan.set.as_ref().map(|s| materialize(data, s)) };
-    let run = Run { data, plan: &plan, direct, set: set.as_ref(), joins: &[], query };
-    Ok(run.outcome().page)
+    let deadline = Deadline::after(query.timeout);
+    let run = Run { data, plan: &plan, direct, set: set.as_ref(), joins: &[], query, deadline: &deadline };
+    let page = run.outcome().page;
+    deadline.check()?;
+    Ok(page)
 }
 
 /// The rows of one query: the page, the total, and every match when aggregations
@@ -127,6 +135,8 @@ struct Run<'a> {
     set: Option<&'a RoaringBitmap>,
     joins: &'a [JoinPlan<'a>],
     query: &'a Query,
+    /// Row loops stop once it passes (`run` then fails with `Error::Timeout`).
+    deadline: &'a Deadline,
 }
 
 impl Run<'_> {
@@ -144,6 +154,9 @@ impl Run<'_> {
 
     /// Residual predicates and inner joins: what a candidate row must pass.
     fn accepts(&self, row: u32) -> bool {
+        if self.deadline.passed() {
+            return false;
+        }
         let view = RowView::new(self.data, row);
         self.plan.residual.iter().all(|p| p.matches(&view))
             && self.joins.iter().filter(|j| j.kind == JoinKind::Inner).all(|j| j.exists(&view))
@@ -163,6 +176,9 @@ impl Run<'_> {
         let inner: Vec<&JoinPlan<'_>> = self.joins.iter().filter(|j| j.kind == JoinKind::Inner).collect();
         if !rest.is_empty() || !inner.is_empty() {
             rows.retain(|&row| {
+                if self.deadline.passed() {
+                    return false;
+                }
                 let view = RowView::new(self.data, row);
                 rest.iter().all(|p| p.matches(&view)) && inner.iter().all(|j| j.exists(&view))
             });
@@ -220,6 +236,9 @@ impl Run<'_> {
         let mut count = 0usize;
         for row in self.candidates().iter() {
             if !self.accepts(row) {
+                if self.deadline.passed() {
+                    break;
+                }
                 continue;
             }
             if count >= self.query.offset && count < end {
@@ -237,6 +256,9 @@ impl Run<'_> {
 
     fn sorted(&self) -> Outcome {
         let mut rows = self.matching();
+        if self.deadline.passed() {
+            return Outcome { page: Vec::new(), total: None, all: None };
+        }
         let total = rows.len();
         let all = (!self.query.aggregations.is_empty()).then(|| rows.clone());
         let window = sort_rows(self.data, &mut rows, &self.plan.sort, self.query.offset, self.query.limit);
@@ -281,7 +303,7 @@ impl Run<'_> {
                     group_key = Some(prefix.to_vec());
                 }
             }
-            if seen >= end && !count_all {
+            if (seen >= end && !count_all) || self.deadline.passed() {
                 return false;
             }
             let mut visit = |row: u32| {

@@ -9,6 +9,7 @@
 
 pub(crate) mod aggregate;
 pub mod ast;
+pub(crate) mod deadline;
 pub mod dsl;
 pub(crate) mod exec;
 pub(crate) mod join;

@@ -16,18 +16,21 @@
 //! | `DOC.UPSERT ns json [json ...]` (also `DOC.INSERT`, `DOC.UPDATE`) | count written, all or nothing |
 //! | `DOC.GET ns key` | the document, or null (`key` is JSON text when it parses) |
 //! | `DOC.DEL ns key` | 1 or 0 |
+//! | `DOC.SCAN ns cursor [COUNT n]` | `[next-cursor, [documents]]`, like SCAN (`Database::scan`; COUNT defaults to 100) |
 //! | `DOC.QUERY query-json` / `DOC.QUERY ns query-json` | JSON result: items, total, aggregations |
 //! | `DOC.EXPLAIN query-json` | the same, with `explain` |
 //! | `DOC.SQL text` | the statement's JSON answer (`hotset_sql`) |
 
 use super::args::CmdError;
 use crate::resp::reply::Reply;
+use crate::state::ServerState;
 use hotset_core::query::dsl;
 use hotset_core::{Database, Error, IndexDef};
 use serde_json::{Value, json};
 
 /// Runs `DOC.*` command `name` (upper case); `Ok(false)` when it is not one.
-pub fn run(db: &Database, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Result<bool, CmdError> {
+pub fn run(state: &ServerState, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Result<bool, CmdError> {
+    let db: &Database = &state.db;
     match name {
         "DOC.NSCREATE" => {
             let indexes = match a.get(2) {
@@ -86,7 +89,11 @@ pub fn run(db: &Database, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Result<
                 };
                 written.map_err(|e| CmdError(format!("ERR document {}: {e}", i + 1)))?;
             }
-            r.int(txn.commit().map_err(engine)? as i64);
+            let count = txn.commit_naming_failure().map_err(|(position, error)| match position {
+                Some(position) => CmdError(format!("ERR document {}: {error}", position + 1)),
+                None => engine(error),
+            })?;
+            r.int(count as i64);
         }
         "DOC.GET" => {
             let doc = db.get(&text(a[1])?, &key(a[2])).map_err(engine)?;
@@ -107,19 +114,45 @@ pub fn run(db: &Database, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Result<
             let mut query =
                 dsl::query_from_json(&parse_json(body, "the query")?, namespace.as_deref()).map_err(engine)?;
             query.explain |= name == "DOC.EXPLAIN";
+            state.limit_query(&mut query);
             let result = db.query(&query).map_err(engine)?;
             let mut out = Vec::with_capacity(256 + result.items.len() * 128);
             dsl::write_result_json(&result, &mut out);
             r.bulk(&out);
         }
+        "DOC.SCAN" => {
+            let cursor: u64 = std::str::from_utf8(a[2])
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .ok_or_else(|| CmdError("ERR invalid cursor".into()))?;
+            let count = match &a[3..] {
+                [] => SCAN_COUNT_DEFAULT,
+                [option, n] if option.eq_ignore_ascii_case(b"COUNT") => std::str::from_utf8(n)
+                    .ok()
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| CmdError("ERR value is not an integer or out of range".into()))?,
+                _ => return Err(CmdError("ERR syntax error".into())),
+            };
+            let (next, docs) = db.scan(&text(a[1])?, cursor, count.min(SCAN_COUNT_MAX)).map_err(engine)?;
+            r.array(2);
+            r.bulk(next.to_string().as_bytes());
+            r.array(docs.len());
+            docs.iter().for_each(|doc| r.bulk(doc));
+        }
         "DOC.SQL" => {
-            let statement = hotset_sql::parse(&text(a[1])?).map_err(|e| CmdError(format!("ERR {e}")))?;
+            let mut statement = hotset_sql::parse(&text(a[1])?).map_err(|e| CmdError(format!("ERR {e}")))?;
+            state.limit_sql(&mut statement);
             r.bulk(&hotset_sql::execute(db, &statement).map_err(engine)?);
         }
         _ => return Ok(false),
     }
     Ok(true)
 }
+
+/// Documents a `DOC.SCAN` returns when COUNT is not given, and the most it returns.
+const SCAN_COUNT_DEFAULT: usize = 100;
+const SCAN_COUNT_MAX: usize = 100_000;
 
 /// An engine error as a Redis error line: `ERR` and the engine's message, except a log
 /// that cannot write, which Redis clients know as `MISCONF`.

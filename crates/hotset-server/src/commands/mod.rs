@@ -105,7 +105,7 @@ fn dispatch(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], r: 
     match spec.kind {
         Kind::Kv => run_kv(state, &*session.keyspace, spec, args, r),
         Kind::Document => {
-            let handled = documents::run(&state.db, spec.name, args, r)?;
+            let handled = documents::run(state, spec.name, args, r)?;
             assert!(handled, "every document command in the table has a handler: {}", spec.name);
             Ok(())
         }

@@ -71,6 +71,7 @@ pub static COMMANDS: &[Spec] = &[
     doc("DOC.NSLIST", 1, false, "The names of the namespaces."),
     doc("DOC.NSTRUNCATE", 2, true, "Removes every document of a namespace, keeping its indexes."),
     doc("DOC.QUERY", -2, false, "Runs a JSON DSL query; returns items, total and aggregations (JSON)."),
+    doc("DOC.SCAN", -3, false, "Walks a namespace's documents: [next cursor, [documents]]; cursor 0 starts and ends."),
     doc("DOC.SQL", 2, true, "Runs one SQL statement; returns its JSON answer (items, total, aggregations, affected)."),
     doc("DOC.UPDATE", -3, true, "Updates existing documents (JSON); fails on a missing key; all or nothing."),
     doc("DOC.UPSERT", -3, true, "Inserts or replaces documents (JSON); all or nothing."),
