@@ -79,8 +79,24 @@ pub enum DocChange<'a> {
 /// One key's resulting state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum KvChange<'a> {
-    Put { key: &'a [u8], value: KvData<'a>, expire_at_ms: Option<u64> },
-    Delete { key: &'a [u8] },
+    Put {
+        key: &'a [u8],
+        value: KvData<'a>,
+        expire_at_ms: Option<u64>,
+    },
+    Delete {
+        key: &'a [u8],
+    },
+    /// Some fields of an existing hash: their values now, and the fields now absent. The
+    /// key's deadline rides along, so the record restores the key on its own. Logged
+    /// instead of a whole `Put` when a write changed a few fields of a hash that existed,
+    /// so HSET on a big hash logs O(fields written), not O(hash).
+    HashFields {
+        key: &'a [u8],
+        set: Vec<(&'a [u8], &'a [u8])>,
+        removed: Vec<&'a [u8]>,
+        expire_at_ms: Option<u64>,
+    },
 }
 
 /// A key's value.
@@ -102,6 +118,7 @@ mod kind {
     pub const DROP_KEYSPACE: u8 = 8;
     pub const OP_PUT: u8 = 1;
     pub const OP_DELETE: u8 = 2;
+    pub const OP_HASH_FIELDS: u8 = 3;
     pub const VALUE_STR: u8 = 1;
     pub const VALUE_INT: u8 = 2;
     pub const VALUE_HASH: u8 = 3;
@@ -197,6 +214,20 @@ impl KvChange<'_> {
                 out.push(kind::OP_DELETE);
                 put_bytes(out, key);
             }
+            KvChange::HashFields { key, set, removed, expire_at_ms } => {
+                out.push(kind::OP_HASH_FIELDS);
+                put_bytes(out, key);
+                put_varint(out, expire_at_ms.unwrap_or(0));
+                put_varint(out, set.len() as u64);
+                for (field, value) in set {
+                    put_bytes(out, field);
+                    put_bytes(out, value);
+                }
+                put_varint(out, removed.len() as u64);
+                for field in removed {
+                    put_bytes(out, field);
+                }
+            }
         }
     }
 }
@@ -270,6 +301,16 @@ impl<'a> Reader<'a> {
             }
         }
         self.fail("a number runs over 64 bits")
+    }
+
+    /// A count of items that take at least `min_bytes` each, refused when the rest of
+    /// the change cannot hold that many (a corrupt count must not allocate).
+    fn count(&mut self, min_bytes: usize, what: &str) -> Result<usize> {
+        let count = self.varint()?;
+        if count > ((self.bytes.len() - self.at) / min_bytes) as u64 {
+            return self.fail(&format!("a count of {what} larger than the change holds"));
+        }
+        Ok(count as usize)
     }
 
     fn bytes(&mut self) -> Result<&'a [u8]> {
@@ -359,6 +400,18 @@ fn decode_kv_ops<'a>(reader: &mut Reader<'a>) -> Result<Vec<KvChange<'a>>> {
                 KvChange::Put { key, value: decode_kv_value(reader)?, expire_at_ms }
             }
             kind::OP_DELETE => KvChange::Delete { key: reader.bytes()? },
+            kind::OP_HASH_FIELDS => {
+                let key = reader.bytes()?;
+                let expire_at_ms = Some(reader.varint()?).filter(|&at| at != 0);
+                let count = reader.count(2, "hash fields")?;
+                let mut set = Vec::with_capacity(count);
+                for _ in 0..count {
+                    set.push((reader.bytes()?, reader.bytes()?));
+                }
+                let count = reader.count(1, "removed hash fields")?;
+                let removed = (0..count).map(|_| reader.bytes()).collect::<Result<_>>()?;
+                KvChange::HashFields { key, set, removed, expire_at_ms }
+            }
             _ => return reader.fail("unknown key-value operation"),
         });
     }
@@ -373,12 +426,8 @@ fn decode_kv_value<'a>(reader: &mut Reader<'a>) -> Result<KvData<'a>> {
             KvData::Int(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
         }
         kind::VALUE_HASH => {
-            let count = reader.varint()?;
-            // Each pair takes at least two bytes, which bounds a corrupt count.
-            if count > (reader.bytes.len() - reader.at) as u64 / 2 {
-                return reader.fail("a hash claims more fields than the change holds");
-            }
-            let mut pairs = Vec::with_capacity(count as usize);
+            let count = reader.count(2, "hash fields")?;
+            let mut pairs = Vec::with_capacity(count);
             for _ in 0..count {
                 pairs.push((reader.bytes()?, reader.bytes()?));
             }
@@ -435,6 +484,13 @@ mod tests {
                         expire_at_ms: None,
                     },
                     KvChange::Delete { key: b"gone" },
+                    KvChange::HashFields {
+                        key: b"h",
+                        set: vec![(b"f", b"2"), (b"g", b"")],
+                        removed: vec![b"x", b""],
+                        expire_at_ms: Some(9),
+                    },
+                    KvChange::HashFields { key: b"e", set: vec![], removed: vec![], expire_at_ms: None },
                 ],
             },
             Change::DropKeyspace { keyspace: "cache" },

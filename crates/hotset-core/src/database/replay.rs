@@ -102,6 +102,9 @@ impl Database {
                     match op {
                         KvChange::Put { key, value, expire_at_ms } => keyspace.restore_put(key, &value, expire_at_ms),
                         KvChange::Delete { key } => keyspace.restore_delete(key),
+                        KvChange::HashFields { key, set, removed, expire_at_ms } => {
+                            keyspace.restore_hash_fields(key, &set, &removed, expire_at_ms)
+                        }
                     }
                 }
             }

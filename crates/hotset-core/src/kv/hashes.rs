@@ -36,13 +36,19 @@ impl Shard {
     /// Runs `f` on the hash at `key`, creating it if missing. `f` must do all
     /// its fallible work before mutating. A new hash is stored only if `f`
     /// succeeded and left it non-empty.
-    fn upsert_hash<R>(
+    ///
+    /// `fields` are the fields `f` may change: on an existing hash only they are noted for
+    /// the log (`touch_fields`), so a write to a big hash logs what it wrote, not the hash.
+    fn upsert_hash<'f, R>(
         &mut self,
         key: KeyRef<'_>,
         now: u64,
+        fields: impl Iterator<Item = &'f [u8]>,
         f: impl FnOnce(&mut FieldMap) -> KvResult<R>,
     ) -> KvResult<R> {
-        if let Some(mut live) = self.get_mut(key, now) {
+        if self.get_mut_untouched(key, now).is_some() {
+            self.touch_fields(key.bytes, fields);
+            let mut live = self.get_mut_untouched(key, now).expect("the entry found just above");
             return live.update(|v| match v {
                 Value::Hash(h) => f(h),
                 Value::Str(_) => Err(KvError::WrongType),
@@ -62,34 +68,41 @@ impl Shard {
         for (_, value) in pairs {
             ctx.check_value_len(value.len())?;
         }
-        self.upsert_hash(key, ctx.now, |h| Ok(pairs.iter().filter(|(f, v)| h.insert(f, v.to_vec())).count()))
+        let fields = pairs.iter().map(|(field, _)| *field);
+        self.upsert_hash(key, ctx.now, fields, |h| Ok(pairs.iter().filter(|(f, v)| h.insert(f, v.to_vec())).count()))
     }
 
     /// HSETNX: sets `field` only if absent; returns whether it did.
     pub fn hsetnx(&mut self, key: KeyRef<'_>, ctx: &Ctx, field: &[u8], value: &[u8]) -> KvResult<bool> {
         ctx.check_value_len(value.len())?;
-        self.upsert_hash(key, ctx.now, |h| Ok(h.get(field).is_none() && h.insert(field, value.to_vec())))
+        self.upsert_hash(key, ctx.now, std::iter::once(field), |h| {
+            Ok(h.get(field).is_none() && h.insert(field, value.to_vec()))
+        })
     }
 
     /// HDEL: returns how many fields were removed; deletes an emptied hash.
     pub fn hdel(&mut self, key: KeyRef<'_>, now: u64, fields: &[&[u8]]) -> KvResult<usize> {
-        let Some(mut live) = self.get_mut(key, now) else {
+        let Some(live) = self.get_mut_untouched(key, now) else {
             return Ok(0);
         };
         as_hash(live.value())?;
+        self.touch_fields(key.bytes, fields.iter().copied());
+        let mut live = self.get_mut_untouched(key, now).expect("the entry found just above");
         let (removed, empty) = live.update(|v| match v {
             Value::Hash(h) => (fields.iter().filter(|f| h.remove(f)).count(), h.is_empty()),
             Value::Str(_) => (0, false),
         });
         if empty {
             live.remove();
+            // An emptied hash is deleted: logged whole, as a deletion.
+            self.touch(key.bytes);
         }
         Ok(removed)
     }
 
     /// HINCRBY: returns the field's new value.
     pub fn hincr_by(&mut self, key: KeyRef<'_>, now: u64, field: &[u8], by: i64) -> KvResult<i64> {
-        self.upsert_hash(key, now, |h| {
+        self.upsert_hash(key, now, std::iter::once(field), |h| {
             let current = match h.get(field) {
                 Some(bytes) => parse_i64(bytes).ok_or(KvError::HashNotInteger)?,
                 None => 0,
@@ -102,7 +115,7 @@ impl Shard {
 
     /// HINCRBYFLOAT: returns the field's new text.
     pub fn hincr_by_float(&mut self, key: KeyRef<'_>, now: u64, field: &[u8], by: f64) -> KvResult<Vec<u8>> {
-        self.upsert_hash(key, now, |h| {
+        self.upsert_hash(key, now, std::iter::once(field), |h| {
             let current = match h.get(field) {
                 Some(bytes) => parse_f64(bytes).ok_or(KvError::HashNotFloat)?,
                 None => 0.0,

@@ -37,6 +37,22 @@ fn encode_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
     KvChange::Put { key, value: data_of(&entry.value), expire_at_ms }.encode(out);
 }
 
+/// The record of a hash write that changed only `fields` of `key`: their values now and
+/// the ones now gone; the whole key when it is no longer a hash (or is gone).
+fn encode_fields<'f>(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, fields: impl Iterator<Item = &'f [u8]>) {
+    let Some(entry) = entry else { return KvChange::Delete { key }.encode(out) };
+    let Value::Hash(map) = &entry.value else { return encode_entry(out, key, entry) };
+    let (mut set, mut removed) = (Vec::new(), Vec::new());
+    for field in fields {
+        match map.get(field) {
+            Some(value) => set.push((field, value)),
+            None => removed.push(field),
+        }
+    }
+    let expire_at_ms = entry.expire_at.map(NonZeroU64::get);
+    KvChange::HashFields { key, set, removed, expire_at_ms }.encode(out);
+}
+
 impl Keyspace {
     /// `Err(Storage)` while the log refuses writes; checked before a write changes anything.
     pub(super) fn writable(&self) -> KvResult<()> {
@@ -60,7 +76,7 @@ impl Keyspace {
         let mut work: Vec<(&Shard, Touched)> = Vec::new();
         for shard in shards {
             if let Some(touched) = shard.touched.as_mut().map(std::mem::take)
-                && (touched.flushed || !touched.keys.is_empty())
+                && (touched.flushed || !touched.keys.is_empty() || !touched.fields.is_empty())
             {
                 work.push((shard, touched));
             }
@@ -71,6 +87,11 @@ impl Keyspace {
         for (_, touched) in &mut work {
             touched.keys.sort_unstable();
             touched.keys.dedup();
+            touched.fields.sort_unstable();
+            touched.fields.dedup();
+            // A key logged whole needs no field record.
+            let whole = &touched.keys;
+            touched.fields.retain(|(key, _)| whole.binary_search(key).is_err());
         }
         let flush = work.iter().any(|(_, touched)| touched.flushed);
         Some(journal.append(&mut |out| {
@@ -81,6 +102,11 @@ impl Keyspace {
                         Some(entry) => encode_entry(out, key, entry),
                         None => KvChange::Delete { key }.encode(out),
                     }
+                }
+                for fields in touched.fields.chunk_by(|a, b| a.0 == b.0) {
+                    let key = &*fields[0].0;
+                    let names = fields.iter().map(|(_, field)| &**field);
+                    encode_fields(out, key, shard.get(KeyRef::new(key), now), names);
                 }
             }
         }))
@@ -113,6 +139,56 @@ impl Keyspace {
             }
         };
         shard.put(key, now, value, expire_at);
+    }
+
+    /// Recovery: sets and removes some fields of a hash, and sets its deadline. A missing
+    /// key (or one holding another type, which only the newer state of a fuzzy snapshot
+    /// can show; later records set the key's final state) becomes a hash of the set fields.
+    /// An emptied hash is deleted, as is a key whose deadline has passed.
+    pub fn restore_hash_fields(
+        &self,
+        key: &[u8],
+        set: &[(&[u8], &[u8])],
+        removed: &[&[u8]],
+        expire_at_ms: Option<u64>,
+    ) {
+        let now = self.now_ms();
+        let key = KeyRef::new(key);
+        let mut shard = self.shards[self.router.shard_of(key.hash)].write();
+        let expire_at = expire_at_ms.and_then(NonZeroU64::new);
+        if expire_at.is_some_and(|at| now > at.get()) {
+            shard.remove(key, now);
+            return;
+        }
+        if !shard.get(key, now).is_some_and(|entry| matches!(entry.value, Value::Hash(_))) {
+            let mut map = FieldMap::default();
+            for (field, value) in set {
+                map.insert(field, value.to_vec());
+            }
+            match map.is_empty() {
+                true => drop(shard.remove(key, now)),
+                false => shard.put(key, now, Value::Hash(Box::new(map)), expire_at),
+            }
+            return;
+        }
+        let mut live = shard.get_mut(key, now).expect("a live hash, checked above");
+        let empty = live.update(|value| match value {
+            Value::Hash(map) => {
+                for (field, value) in set {
+                    map.insert(field, value.to_vec());
+                }
+                for field in removed {
+                    map.remove(field);
+                }
+                map.is_empty()
+            }
+            Value::Str(_) => unreachable!("a hash, checked above"),
+        });
+        if empty {
+            live.remove();
+        } else {
+            live.set_expire_at(expire_at);
+        }
     }
 
     /// Recovery: deletes a key.

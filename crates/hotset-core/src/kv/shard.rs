@@ -47,11 +47,17 @@ pub struct Shard {
     pub(super) touched: Option<Touched>,
 }
 
+/// A (key, field) pair of a hash.
+pub(super) type KeyField = (Box<[u8]>, Box<[u8]>);
+
 /// What a write did to a shard, as far as the log needs to know.
 #[derive(Debug, Default)]
 pub(super) struct Touched {
     /// Keys that may have changed (with repeats); their state is read back when logging.
     pub keys: Vec<Box<[u8]>>,
+    /// (key, field) pairs of hashes that existed and may have changed only in these
+    /// fields (with repeats); a key also in `keys` is logged whole instead.
+    pub fields: Vec<KeyField>,
     /// The shard was emptied (before the changes to `keys`).
     pub flushed: bool,
 }
@@ -92,8 +98,15 @@ impl Shard {
     /// Write path: the live entry for `key`, deleting it first if expired.
     pub fn get_mut(&mut self, key: KeyRef<'_>, now: u64) -> Option<LiveEntry<'_>> {
         self.touch(key.bytes);
+        self.get_mut_untouched(key, now)
+    }
+
+    /// `get_mut` for a write that notes what it changes itself (`touch_fields`, or
+    /// `touch` on a key it deletes or replaces); an expired entry it deletes is noted.
+    pub fn get_mut_untouched(&mut self, key: KeyRef<'_>, now: u64) -> Option<LiveEntry<'_>> {
         let slot = self.map.find(key.hash, key.bytes)?;
         if self.map.get(slot)?.value.is_expired(now) {
+            self.touch(key.bytes);
             self.remove_slot(key.hash, slot);
             return None;
         }
@@ -132,6 +145,7 @@ impl Shard {
     pub fn clear(&mut self) {
         if let Some(touched) = &mut self.touched {
             touched.keys.clear();
+            touched.fields.clear();
             touched.flushed = true;
         }
         self.map.clear();
@@ -141,9 +155,16 @@ impl Shard {
 
     /// Notes a key the current write may change (every change goes through `get_mut` or
     /// `insert`, so this sees them all).
-    fn touch(&mut self, key: &[u8]) {
+    pub(super) fn touch(&mut self, key: &[u8]) {
         if let Some(touched) = &mut self.touched {
             touched.keys.push(key.into());
+        }
+    }
+
+    /// Notes fields of the existing hash at `key` that the current write may change.
+    pub(super) fn touch_fields<'f>(&mut self, key: &[u8], fields: impl Iterator<Item = &'f [u8]>) {
+        if let Some(touched) = &mut self.touched {
+            touched.fields.extend(fields.map(|field| (Box::from(key), Box::from(field))));
         }
     }
 
