@@ -19,6 +19,9 @@
 //!   (the JSON DSL, `hotset_core::query::dsl`)
 //! - `POST /api/v1/sql` (the SQL text as the body; `hotset_sql`)
 //! - `GET /metrics` (Prometheus text)
+//! - `GET /api/v1/openapi.json`: the OpenAPI 3.1 document of all of the above
+//!   (`openapi.json` beside this crate's Cargo.toml; `tests/openapi.rs` checks real
+//!   responses against it)
 
 use crate::metrics;
 use crate::state::ServerState;
@@ -41,6 +44,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics_text))
+        .route("/api/v1/openapi.json", get(openapi))
         .route("/api/v1/namespaces", get(list_namespaces).post(create_namespace))
         .route("/api/v1/namespaces/{ns}", get(describe_namespace).delete(drop_namespace))
         .route("/api/v1/namespaces/{ns}/truncate", post(truncate))
@@ -126,6 +130,13 @@ async fn not_found() -> ApiError {
 /// 200 once the data is loaded: the listener only starts after recovery.
 async fn health() -> Json<Value> {
     Json(json!({"status": "ok"}))
+}
+
+/// The OpenAPI document, as committed.
+const OPENAPI: &str = include_str!("../openapi.json");
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
 }
 
 async fn metrics_text(State(state): AppState) -> Response {

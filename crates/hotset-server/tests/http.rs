@@ -213,3 +213,24 @@ fn sql_over_http() {
     assert_eq!((status, error["error"].clone()), (404, json!("namespace 'missing' does not exist")));
     server.stop();
 }
+
+#[test]
+fn sql_ddl_creates_and_drops_namespaces_and_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let sql = |text: &str| call(&server, "POST", "/api/v1/sql", Some(text.as_bytes()));
+    assert_eq!(sql("CREATE TABLE t (id INT PRIMARY KEY, year INT)"), (200, json!({"items": [], "affected": 1})));
+    assert_eq!(sql("INSERT INTO t (id, year) VALUES (1, 2001), (2, 2012)").0, 200);
+    assert_eq!(sql("CREATE INDEX by_year ON t (year)"), (200, json!({"items": [], "affected": 1})));
+    let (status, described) = call(&server, "GET", "/api/v1/namespaces/t", None);
+    assert_eq!(status, 200);
+    assert_eq!(described["indexes"][2], json!({"name": "by_year", "field": "year", "type": "int", "index": "tree"}));
+    // The declared type is enforced by the engine.
+    let (status, error) = sql("INSERT INTO t (id, year) VALUES (3, 'soon')");
+    assert_eq!(status, 400, "{error}");
+    let (status, error) = sql("CREATE TABLE u (a INT,\n  b JSONB PRIMARY KEY)");
+    assert_eq!((status, error["line"].clone(), error["column"].clone()), (400, json!(2), json!(3)), "{error}");
+    assert_eq!(sql("DROP TABLE t"), (200, json!({"items": [], "affected": 1})));
+    assert_eq!(call(&server, "GET", "/api/v1/namespaces/t", None).0, 404);
+    server.stop();
+}

@@ -8,7 +8,7 @@
 
 use crate::{Projection, Select, Statement};
 use hotset_core::query::{AggregationResult, QueryResult, dsl};
-use hotset_core::{Database, Result};
+use hotset_core::{Database, Error, IndexDef, Result};
 use serde_json::{Map, Value, json};
 
 /// Runs `statement` and returns its JSON answer.
@@ -24,7 +24,74 @@ pub fn execute(db: &Database, statement: &Statement) -> Result<Vec<u8>> {
         }
         Statement::Update { query, sets } => affected(db.update_query(query, sets)?),
         Statement::Delete { query } => affected(db.delete_query(query)?),
+        Statement::CreateNamespace { name, indexes, if_not_exists } => {
+            match db.create_namespace(name, indexes.clone()) {
+                Err(Error::NamespaceExists { .. }) if *if_not_exists => affected(0),
+                created => affected(created.map(|()| 1)?),
+            }
+        }
+        Statement::CreateIndex { namespace, definition, if_not_exists } => {
+            let def = IndexDef::from_json(&typed_definition(db, namespace, definition)?)?;
+            match db.add_index(namespace, def) {
+                Err(Error::IndexExists { .. }) if *if_not_exists => affected(0),
+                added => affected(added.map(|()| 1)?),
+            }
+        }
+        Statement::DropNamespaces { names, if_exists } => {
+            let mut dropped = 0;
+            for name in names {
+                match db.drop_namespace(name) {
+                    Err(Error::UnknownNamespace { .. }) if *if_exists => {}
+                    result => dropped += result.map(|()| 1)?,
+                }
+            }
+            affected(dropped)
+        }
+        Statement::DropIndex { namespace, index, if_exists } => match db.drop_index(namespace, index) {
+            Err(Error::UnknownIndex { .. } | Error::UnknownNamespace { .. }) if *if_exists => affected(0),
+            dropped => affected(dropped.map(|()| 1)?),
+        },
+        Statement::Truncate { namespaces } => {
+            namespaces.iter().try_for_each(|name| db.truncate(name))?;
+            affected(namespaces.len())
+        }
     }
+}
+
+/// A CREATE INDEX definition with its field types: as WITH gave them, or each field's
+/// type in an index the namespace already has on it (a typed column from CREATE TABLE).
+fn typed_definition(db: &Database, namespace: &str, definition: &Map<String, Value>) -> Result<Value> {
+    let mut definition = definition.clone();
+    if !definition.contains_key("type") {
+        let existing = db.describe(namespace)?.indexes;
+        let fields: Vec<String> = definition["fields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str().map(String::from))
+            .collect();
+        let types = fields
+            .iter()
+            .map(|field| {
+                existing
+                    .iter()
+                    .find_map(|def| def.fields.iter().position(|f| f == field).map(|at| def.type_of(at).name()))
+                    .ok_or_else(|| Error::InvalidIndex {
+                        index: fields.join("+"),
+                        reason: format!(
+                            "the type of field '{field}' is not known: declare it in CREATE TABLE or give WITH (type = '...')"
+                        ),
+                    })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // One field takes one type; several take the list (a composite index).
+        let types = match &types[..] {
+            [one] => json!(one),
+            many => json!(many),
+        };
+        definition.insert("type".into(), types);
+    }
+    Ok(Value::Object(definition))
 }
 
 fn affected(count: usize) -> Result<Vec<u8>> {

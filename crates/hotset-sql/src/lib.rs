@@ -19,8 +19,18 @@
 //!   field) and `INSERT INTO ns VALUES ('{json}')`;
 //!   `UPDATE ns SET f = expr, ... [WHERE ...]` (`+ - * /` over literals and fields);
 //!   `DELETE FROM ns [WHERE ...]`; `EXPLAIN SELECT ...`.
+//! - `CREATE TABLE [IF NOT EXISTS] ns (id INT PRIMARY KEY, year INT, tags TEXT[], ...)` or
+//!   with `PRIMARY KEY (a, b)`: the namespace, its hash primary key, and a typed store-only
+//!   index per other column (`ddl.rs` has the type mapping);
+//!   `CREATE INDEX [IF NOT EXISTS] name ON ns [USING BTREE|HASH] (field, ...)
+//!   [WITH (type = 'int', collate = 'utf8_ci', array = true, sparse = true)]` (a tree unless
+//!   HASH; the type from the namespace's declaration unless WITH gives it);
+//!   `DROP TABLE [IF EXISTS] ns, ...`; `DROP INDEX [IF EXISTS] ns.index`;
+//!   `TRUNCATE [TABLE] ns, ...`. They answer `{"items": [], "affected": N}`: the namespaces
+//!   or indexes created, dropped or truncated (0 when IF [NOT] EXISTS found nothing to do).
 
 mod cond;
+mod ddl;
 mod exec;
 mod select;
 mod write;
@@ -38,9 +48,42 @@ use sqlparser::tokenizer::Span;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Statement {
     Select(Select),
-    Insert { namespace: String, docs: Vec<Value> },
-    Update { query: Query, sets: Vec<SetField> },
-    Delete { query: Query },
+    Insert {
+        namespace: String,
+        docs: Vec<Value>,
+    },
+    Update {
+        query: Query,
+        sets: Vec<SetField>,
+    },
+    Delete {
+        query: Query,
+    },
+    /// `CREATE TABLE`: a namespace and its index definitions.
+    CreateNamespace {
+        name: String,
+        indexes: Vec<hotset_core::IndexDef>,
+        if_not_exists: bool,
+    },
+    /// `CREATE INDEX`: a JSON index definition, its field types filled in from the
+    /// namespace when running unless `WITH (type = ...)` gave them.
+    CreateIndex {
+        namespace: String,
+        definition: serde_json::Map<String, Value>,
+        if_not_exists: bool,
+    },
+    DropNamespaces {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    DropIndex {
+        namespace: String,
+        index: String,
+        if_exists: bool,
+    },
+    Truncate {
+        namespaces: Vec<String>,
+    },
 }
 
 /// A SELECT: the engine query and how to shape its rows.
@@ -115,10 +158,17 @@ fn translate(statement: &sqlparser::ast::Statement, explain: bool) -> Result<Sta
             write::update(table, assignments, from.is_some(), selection.as_ref(), returning.is_some(), limit.as_ref())
         }
         S::Delete(delete) if !explain => write::delete(delete),
+        S::CreateTable(table) if !explain => ddl::create_table(table),
+        S::CreateIndex(index) if !explain => ddl::create_index(index),
+        S::Drop { object_type, if_exists, names, cascade, .. } if !explain => {
+            ddl::drop(object_type, *if_exists, names, *cascade)
+        }
+        S::Truncate { table_names, .. } if !explain => ddl::truncate(table_names),
         other => Err(error_at(
             other.span(),
             format!(
-                "unsupported statement: {} (supported: SELECT, INSERT, UPDATE, DELETE, EXPLAIN SELECT)",
+                "unsupported statement: {} (supported: SELECT, INSERT, UPDATE, DELETE, EXPLAIN SELECT, \
+                 CREATE TABLE, CREATE INDEX, DROP TABLE, DROP INDEX, TRUNCATE)",
                 other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")
             ),
         )),

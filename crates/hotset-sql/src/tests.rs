@@ -139,7 +139,7 @@ fn errors_point_at_the_position() {
     let error = error_of("SELECT * FROM items WHERE a = NULL");
     assert!(error.message.contains("IS NULL"), "{error}");
     for (sql, expected) in [
-        ("DROP TABLE items", "unsupported statement"),
+        ("CREATE VIEW v AS SELECT * FROM t", "unsupported statement"),
         ("SELECT * FROM a, b", "exactly one FROM"),
         ("SELECT DISTINCT a FROM t", "SELECT DISTINCT is not supported"),
         ("SELECT a FROM t GROUP BY b", "select the grouped fields"),
@@ -218,4 +218,98 @@ fn execution_answers_in_the_documented_shape() {
     assert_eq!(run(&db, "SELECT COUNT(*) FROM items")["items"], json!([{"count(*)": 20}]));
     let error = execute(&db, &parse("SELECT * FROM nope").unwrap()).unwrap_err();
     assert_eq!(error.to_string(), "namespace 'nope' does not exist");
+}
+
+#[test]
+fn create_table_declares_the_primary_key_and_typed_columns() {
+    let Statement::CreateNamespace { name, indexes, if_not_exists } = parse(
+        "CREATE TABLE IF NOT EXISTS items (id BIGINT PRIMARY KEY, year INT NOT NULL, price NUMERIC(10, 2), \
+         name VARCHAR(40), ok BOOLEAN, tags TEXT[])",
+    )
+    .unwrap() else {
+        panic!("not a create");
+    };
+    assert_eq!((name.as_str(), if_not_exists), ("items", true));
+    let json: Vec<Value> = indexes.iter().map(IndexDef::to_json).collect();
+    assert_eq!(json[0], IndexDef::hash("id", FieldType::Int).pk().to_json());
+    assert_eq!(json[1], IndexDef::store("year", FieldType::Int).to_json());
+    assert_eq!(json[2], IndexDef::store("price", FieldType::Double).to_json());
+    assert_eq!(json[3], IndexDef::store("name", FieldType::String).to_json());
+    assert_eq!(json[4], IndexDef::store("ok", FieldType::Bool).to_json());
+    assert_eq!(json[5], IndexDef::store("tags", FieldType::String).array().to_json());
+    let Statement::CreateNamespace { indexes, .. } =
+        parse("CREATE TABLE t (a INT, b TEXT, v INT, PRIMARY KEY (a, b))").unwrap()
+    else {
+        panic!("not a create");
+    };
+    assert_eq!(indexes[0].fields, ["a", "b"]);
+    assert!(indexes[0].pk && indexes[0].type_of(1) == FieldType::String);
+    assert_eq!(indexes.len(), 2);
+}
+
+#[test]
+fn ddl_refusals_point_at_the_position() {
+    let cases = [
+        ("CREATE TABLE t (a INT)", "needs a PRIMARY KEY", 1, 14),
+        ("CREATE TABLE t (id INT PRIMARY KEY,\n  b JSONB)", "column type JSONB is not supported", 2, 3),
+        ("CREATE TABLE t (id INT PRIMARY KEY, b INT DEFAULT 3)", "column option 'DEFAULT 3' is not supported", 1, 37),
+        ("CREATE TABLE t (id INT PRIMARY KEY, b INT UNIQUE)", "column option 'UNIQUE' is not supported", 1, 37),
+        ("CREATE UNIQUE INDEX i ON t (a)", "UNIQUE indexes are not supported", 1, 26),
+        ("CREATE INDEX i ON t USING gin (a)", "index type GIN is not supported", 1, 19),
+        ("CREATE INDEX i ON t (a) WITH (kind = 'x')", "expected WITH (type", 1, 31),
+        ("DROP INDEX i", "DROP INDEX namespace.index", 1, 12),
+        ("DROP VIEW v", "DROP VIEW is not supported", 1, 11),
+        ("DROP TABLE t CASCADE", "CASCADE is not supported", 1, 12),
+    ];
+    for (sql, message, line, column) in cases {
+        let error = error_of(sql);
+        assert!(error.message.contains(message), "{sql}: {error}");
+        assert_eq!((error.line, error.column), (line, column), "{sql}: {error}");
+    }
+    assert!(error_of("EXPLAIN DROP TABLE t").message.contains("unsupported statement"));
+}
+
+#[test]
+fn ddl_runs_create_index_drop_and_truncate() {
+    let db = Database::new();
+    assert_eq!(
+        run(&db, "CREATE TABLE books (id INT PRIMARY KEY, year INT, title TEXT)"),
+        json!({"items": [], "affected": 1})
+    );
+    assert_eq!(run(&db, "CREATE TABLE IF NOT EXISTS books (id INT PRIMARY KEY)"), json!({"items": [], "affected": 0}));
+    assert!(execute(&db, &parse("CREATE TABLE books (id INT PRIMARY KEY)").unwrap()).is_err());
+    run(
+        &db,
+        "INSERT INTO books (id, year, title, author) VALUES (1, 1999, 'A', 'Ann'), (2, 2005, 'b', 'bob'), (3, 2011, 'c', 'ann')",
+    );
+    // The type of `year` comes from the table.
+    assert_eq!(run(&db, "CREATE INDEX by_year ON books (year)"), json!({"items": [], "affected": 1}));
+    let described = db.describe("books").unwrap().indexes;
+    let by_year = described.iter().find(|d| d.name == "by_year").unwrap();
+    assert_eq!(by_year.to_json(), json!({"name": "by_year", "field": "year", "type": "int", "index": "tree"}));
+    let explained = run(&db, "EXPLAIN SELECT * FROM books WHERE year > 2000");
+    assert!(explained["explain"].to_string().contains("by_year"), "{explained}");
+    // A field of unknown type needs WITH (type = ...); WITH also sets the collation.
+    let unknown = execute(&db, &parse("CREATE INDEX by_author ON books (author)").unwrap()).unwrap_err();
+    assert!(unknown.to_string().contains("the type of field 'author' is not known"), "{unknown}");
+    run(&db, "CREATE INDEX by_author ON books USING HASH (author) WITH (type = 'string', collate = 'utf8_ci')");
+    let by_author = db.describe("books").unwrap().indexes.into_iter().find(|d| d.name == "by_author").unwrap();
+    assert_eq!(by_author.to_json()["collate"], "utf8_ci");
+    assert_eq!(by_author.to_json()["index"], "hash");
+    assert_eq!(
+        run(&db, "SELECT id FROM books WHERE author = 'ANN' ORDER BY id")["items"],
+        json!([{"id": 1}, {"id": 3}])
+    );
+    assert_eq!(
+        run(&db, "CREATE INDEX IF NOT EXISTS by_author ON books (author) WITH (type = 'string')")["affected"],
+        0
+    );
+    assert_eq!(run(&db, "DROP INDEX books.by_author")["affected"], 1);
+    assert_eq!(run(&db, "DROP INDEX IF EXISTS books.by_author")["affected"], 0);
+    assert!(execute(&db, &parse("DROP INDEX books.by_author").unwrap()).is_err());
+    assert_eq!(run(&db, "TRUNCATE TABLE books")["affected"], 1);
+    assert_eq!(db.describe("books").unwrap().documents, 0);
+    assert_eq!(run(&db, "DROP TABLE IF EXISTS books, nope")["affected"], 1);
+    assert!(db.describe("books").is_err());
+    assert!(execute(&db, &parse("DROP TABLE books").unwrap()).is_err());
 }

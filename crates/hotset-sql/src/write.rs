@@ -143,7 +143,7 @@ fn filtered(relation: &TableFactor, selection: Option<&Expr>) -> Result<(Query, 
     Ok((query, scope))
 }
 
-fn single_name(name: &str, span: Span) -> Result<String, SqlError> {
+pub(crate) fn single_name(name: &str, span: Span) -> Result<String, SqlError> {
     if name.contains('.') {
         return Err(error_at(span, format!("expected a namespace name, found {name}")));
     }
