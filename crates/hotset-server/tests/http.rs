@@ -4,29 +4,12 @@ mod common;
 
 use common::Server;
 use serde_json::{Value, json};
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 /// Sends one request with curl; returns the status and the body (parsed as JSON when it
 /// is JSON, else as a string value).
 fn call(server: &Server, method: &str, path: &str, body: Option<&[u8]>) -> (u16, Value) {
-    let mut curl = Command::new("curl")
-        .args(["-s", "-S", "-X", method, "-w", "\n%{http_code}", "-H", "content-type: application/json"])
-        .args(if body.is_some() { vec!["--data-binary", "@-"] } else { vec![] })
-        .arg(format!("http://{}{path}", server.http))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("running curl");
-    if let Some(body) = body {
-        curl.stdin.take().unwrap().write_all(body).unwrap();
-    }
-    let output = curl.wait_with_output().unwrap();
-    assert!(output.status.success(), "curl {method} {path} failed");
-    let text = String::from_utf8(output.stdout).unwrap();
-    let (body, status) = text.rsplit_once('\n').unwrap();
-    let value = serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_string()));
-    (status.parse().unwrap(), value)
+    let (status, body) = common::curl(server, method, path, body);
+    (status, serde_json::from_str(&body).unwrap_or(Value::String(body)))
 }
 
 fn post(server: &Server, path: &str, body: &Value) -> (u16, Value) {

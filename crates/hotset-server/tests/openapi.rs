@@ -9,33 +9,12 @@
 
 mod common;
 
-use common::Server;
+use common::{Server, curl as call};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 const DOCUMENT: &str = include_str!("../openapi.json");
 const ROUTER: &str = include_str!("../src/http.rs");
-
-/// Sends one request with curl; returns the status and the raw body.
-fn call(server: &Server, method: &str, path: &str, body: Option<&[u8]>) -> (u16, String) {
-    let mut curl = Command::new("curl")
-        .args(["-s", "-S", "-X", method, "-w", "\n%{http_code}"])
-        .args(if body.is_some() { vec!["--data-binary", "@-"] } else { vec![] })
-        .arg(format!("http://{}{path}", server.http))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("running curl");
-    if let Some(body) = body {
-        curl.stdin.take().unwrap().write_all(body).unwrap();
-    }
-    let output = curl.wait_with_output().unwrap();
-    let text = String::from_utf8(output.stdout).unwrap();
-    let (body, status) = text.rsplit_once('\n').unwrap();
-    (status.parse().unwrap(), body.to_string())
-}
 
 /// Checks `value` against `schema`; returns what does not match, with its JSON path.
 fn check(root: &Value, schema: &Value, value: &Value, path: &str) -> Result<(), String> {

@@ -117,16 +117,27 @@ impl Keyspace {
         self.journal.wait(lsn).map_err(|e| KvError::Storage(e.to_string()))
     }
 
-    /// Recovery: sets a key's value and deadline; a deadline already past deletes it.
-    pub fn restore_put(&self, key: &[u8], data: &KvData<'_>, expire_at_ms: Option<u64>) {
+    /// Recovery: the write-locked shard of `key`, the key, now and its deadline; `None`
+    /// (after deleting the key) when the deadline has already passed.
+    fn restore_target<'k>(
+        &self,
+        key: &'k [u8],
+        expire_at_ms: Option<u64>,
+    ) -> Option<(parking_lot::RwLockWriteGuard<'_, Shard>, KeyRef<'k>, u64, Option<NonZeroU64>)> {
         let now = self.now_ms();
         let key = KeyRef::new(key);
         let mut shard = self.shards[self.router.shard_of(key.hash)].write();
         let expire_at = expire_at_ms.and_then(NonZeroU64::new);
         if expire_at.is_some_and(|at| now > at.get()) {
             shard.remove(key, now);
-            return;
+            return None;
         }
+        Some((shard, key, now, expire_at))
+    }
+
+    /// Recovery: sets a key's value and deadline; a deadline already past deletes it.
+    pub fn restore_put(&self, key: &[u8], data: &KvData<'_>, expire_at_ms: Option<u64>) {
+        let Some((mut shard, key, now, expire_at)) = self.restore_target(key, expire_at_ms) else { return };
         let value = match data {
             KvData::Str(bytes) => Value::Str(StrValue::from_bytes(bytes)),
             KvData::Int(number) => Value::Str(StrValue::Int(*number)),
@@ -152,14 +163,7 @@ impl Keyspace {
         removed: &[&[u8]],
         expire_at_ms: Option<u64>,
     ) {
-        let now = self.now_ms();
-        let key = KeyRef::new(key);
-        let mut shard = self.shards[self.router.shard_of(key.hash)].write();
-        let expire_at = expire_at_ms.and_then(NonZeroU64::new);
-        if expire_at.is_some_and(|at| now > at.get()) {
-            shard.remove(key, now);
-            return;
-        }
+        let Some((mut shard, key, now, expire_at)) = self.restore_target(key, expire_at_ms) else { return };
         if !shard.get(key, now).is_some_and(|entry| matches!(entry.value, Value::Hash(_))) {
             let mut map = FieldMap::default();
             for (field, value) in set {

@@ -107,6 +107,26 @@ pub fn exchange(stream: &mut TcpStream, request: &[u8], until: &[u8]) -> Vec<u8>
     got
 }
 
+/// Sends one HTTP request with curl; returns the status and the body as text.
+pub fn curl(server: &Server, method: &str, path: &str, body: Option<&[u8]>) -> (u16, String) {
+    let mut curl = Command::new("curl")
+        .args(["-s", "-S", "-X", method, "-w", "\n%{http_code}", "-H", "content-type: application/json"])
+        .args(if body.is_some() { vec!["--data-binary", "@-"] } else { vec![] })
+        .arg(format!("http://{}{path}", server.http))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("running curl");
+    if let Some(body) = body {
+        curl.stdin.take().unwrap().write_all(body).unwrap();
+    }
+    let output = curl.wait_with_output().unwrap();
+    assert!(output.status.success(), "curl {method} {path} failed");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let (body, status) = text.rsplit_once('\n').unwrap();
+    (status.parse().unwrap(), body.to_string())
+}
+
 /// Runs redis-cli against the server with `args`; returns its stdout.
 pub fn redis_cli(server: &Server, args: &[&str]) -> String {
     let output =
