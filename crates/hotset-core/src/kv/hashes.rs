@@ -38,7 +38,8 @@ impl Shard {
     /// succeeded and left it non-empty.
     ///
     /// `fields` are the fields `f` may change: on an existing hash only they are noted for
-    /// the log (`touch_fields`), so a write to a big hash logs what it wrote, not the hash.
+    /// the log (`LiveEntry::touch_fields`), so a write to a big hash logs what it wrote, not
+    /// the hash.
     fn upsert_hash<'f, R>(
         &mut self,
         key: KeyRef<'_>,
@@ -46,9 +47,8 @@ impl Shard {
         fields: impl Iterator<Item = &'f [u8]>,
         f: impl FnOnce(&mut FieldMap) -> KvResult<R>,
     ) -> KvResult<R> {
-        if self.get_mut_untouched(key, now).is_some() {
-            self.touch_fields(key.bytes, fields);
-            let mut live = self.get_mut_untouched(key, now).expect("the entry found just above");
+        if let Some(mut live) = self.get_mut_untouched(key, now) {
+            live.touch_fields(fields);
             return live.update(|v| match v {
                 Value::Hash(h) => f(h),
                 Value::Str(_) => Err(KvError::WrongType),
@@ -82,12 +82,11 @@ impl Shard {
 
     /// HDEL: returns how many fields were removed; deletes an emptied hash.
     pub fn hdel(&mut self, key: KeyRef<'_>, now: u64, fields: &[&[u8]]) -> KvResult<usize> {
-        let Some(live) = self.get_mut_untouched(key, now) else {
+        let Some(mut live) = self.get_mut_untouched(key, now) else {
             return Ok(0);
         };
         as_hash(live.value())?;
-        self.touch_fields(key.bytes, fields.iter().copied());
-        let mut live = self.get_mut_untouched(key, now).expect("the entry found just above");
+        live.touch_fields(fields.iter().copied());
         let (removed, empty) = live.update(|v| match v {
             Value::Hash(h) => (fields.iter().filter(|f| h.remove(f)).count(), h.is_empty()),
             Value::Str(_) => (0, false),

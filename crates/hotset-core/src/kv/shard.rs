@@ -101,8 +101,8 @@ impl Shard {
         self.get_mut_untouched(key, now)
     }
 
-    /// `get_mut` for a write that notes what it changes itself (`touch_fields`, or
-    /// `touch` on a key it deletes or replaces); an expired entry it deletes is noted.
+    /// `get_mut` for a write that notes what it changes itself (`LiveEntry::touch_fields`,
+    /// or `touch` on a key it deletes or replaces); an expired entry it deletes is noted.
     pub fn get_mut_untouched(&mut self, key: KeyRef<'_>, now: u64) -> Option<LiveEntry<'_>> {
         let slot = self.map.find(key.hash, key.bytes)?;
         if self.map.get(slot)?.value.is_expired(now) {
@@ -158,13 +158,6 @@ impl Shard {
     pub(super) fn touch(&mut self, key: &[u8]) {
         if let Some(touched) = &mut self.touched {
             touched.keys.push(key.into());
-        }
-    }
-
-    /// Notes fields of the existing hash at `key` that the current write may change.
-    pub(super) fn touch_fields<'f>(&mut self, key: &[u8], fields: impl Iterator<Item = &'f [u8]>) {
-        if let Some(touched) = &mut self.touched {
-            touched.fields.extend(fields.map(|field| (Box::from(key), Box::from(field))));
         }
     }
 
@@ -242,6 +235,16 @@ impl Shard {
 impl LiveEntry<'_> {
     fn slot(&self) -> &Slot<Entry> {
         self.shard.map.get(self.slot).expect(LIVE_SLOT)
+    }
+
+    /// Notes fields of this entry's hash that the current write may change (see
+    /// `Shard::get_mut_untouched`).
+    pub fn touch_fields<'f>(&mut self, fields: impl Iterator<Item = &'f [u8]>) {
+        let Shard { map, touched, .. } = &mut *self.shard;
+        if let Some(touched) = touched {
+            let key = &map.get(self.slot).expect(LIVE_SLOT).key;
+            touched.fields.extend(fields.map(|field| (key.clone(), Box::from(field))));
+        }
     }
 
     /// The stored value.
