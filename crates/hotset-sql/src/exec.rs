@@ -2,13 +2,14 @@
 //!
 //! Owns: the answer's shape, the same for every protocol: `{"items": [...]}` plus
 //! `"total"` when asked (`COUNT(*)` beside rows), `"aggregations"` when any, `"explain"`
-//! for EXPLAIN, and `"affected"` for writes. Whole documents are copied from their stored
-//! bytes; projected fields are picked from the parsed document. Never: change what the
-//! engine answered, only its shape.
+//! for EXPLAIN, and `"affected"` for writes and DDL (the documents written, or the
+//! namespaces and indexes created, dropped or truncated). Whole documents are copied from
+//! their stored bytes; projected fields are picked from the parsed document. Never: change
+//! what the engine answered, only its shape.
 
-use crate::{Projection, Select, Statement};
+use crate::{IndexSpec, Projection, Select, Statement};
 use hotset_core::query::{AggregationResult, QueryResult, dsl};
-use hotset_core::{Database, Error, IndexDef, Result};
+use hotset_core::{Database, Error, Result};
 use serde_json::{Map, Value, json};
 
 /// Runs `statement` and returns its JSON answer.
@@ -30,14 +31,13 @@ pub fn execute(db: &Database, statement: &Statement) -> Result<Vec<u8>> {
                 created => affected(created.map(|()| 1)?),
             }
         }
-        Statement::CreateIndex { namespace, definition, if_not_exists } => {
-            let def = IndexDef::from_json(&typed_definition(db, namespace, definition)?)?;
-            match db.add_index(namespace, def) {
-                Err(Error::IndexExists { .. }) if *if_not_exists => affected(0),
-                added => affected(added.map(|()| 1)?),
-            }
+        Statement::CreateIndex { namespace, index, if_not_exists } => {
+            create_index(db, namespace, index, *if_not_exists)
         }
         Statement::DropNamespaces { names, if_exists } => {
+            if !if_exists {
+                all_exist(db, names)?;
+            }
             let mut dropped = 0;
             for name in names {
                 match db.drop_namespace(name) {
@@ -52,46 +52,34 @@ pub fn execute(db: &Database, statement: &Statement) -> Result<Vec<u8>> {
             dropped => affected(dropped.map(|()| 1)?),
         },
         Statement::Truncate { namespaces } => {
+            all_exist(db, namespaces)?;
             namespaces.iter().try_for_each(|name| db.truncate(name))?;
             affected(namespaces.len())
         }
     }
 }
 
-/// A CREATE INDEX definition with its field types: as WITH gave them, or each field's
-/// type in an index the namespace already has on it (a typed column from CREATE TABLE).
-fn typed_definition(db: &Database, namespace: &str, definition: &Map<String, Value>) -> Result<Value> {
-    let mut definition = definition.clone();
-    if !definition.contains_key("type") {
-        let existing = db.describe(namespace)?.indexes;
-        let fields: Vec<String> = definition["fields"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f.as_str().map(String::from))
-            .collect();
-        let types = fields
-            .iter()
-            .map(|field| {
-                existing
-                    .iter()
-                    .find_map(|def| def.fields.iter().position(|f| f == field).map(|at| def.type_of(at).name()))
-                    .ok_or_else(|| Error::InvalidIndex {
-                        index: fields.join("+"),
-                        reason: format!(
-                            "the type of field '{field}' is not known: declare it in CREATE TABLE or give WITH (type = '...')"
-                        ),
-                    })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        // One field takes one type; several take the list (a composite index).
-        let types = match &types[..] {
-            [one] => json!(one),
-            many => json!(many),
-        };
-        definition.insert("type".into(), types);
+/// CREATE INDEX: the index completed from the namespace's declared fields, then added.
+/// With IF NOT EXISTS an index of that name already there is success, whatever it holds.
+fn create_index(db: &Database, namespace: &str, index: &IndexSpec, if_not_exists: bool) -> Result<Vec<u8>> {
+    let existing = db.describe(namespace)?.indexes;
+    if if_not_exists && existing.iter().any(|def| def.name == index.name) {
+        return affected(0);
     }
-    Ok(Value::Object(definition))
+    match db.add_index(namespace, index.resolve(&existing)?) {
+        Err(Error::IndexExists { .. }) if if_not_exists => affected(0),
+        added => affected(added.map(|()| 1)?),
+    }
+}
+
+/// Checks that every namespace named exists before a statement changes any of them, so
+/// `DROP TABLE a, missing` drops nothing.
+fn all_exist(db: &Database, names: &[String]) -> Result<()> {
+    let existing = db.namespace_names();
+    match names.iter().find(|name| !existing.contains(name)) {
+        Some(missing) => Err(Error::UnknownNamespace { namespace: missing.clone() }),
+        None => Ok(()),
+    }
 }
 
 fn affected(count: usize) -> Result<Vec<u8>> {

@@ -19,23 +19,37 @@
 //!   field) and `INSERT INTO ns VALUES ('{json}')`;
 //!   `UPDATE ns SET f = expr, ... [WHERE ...]` (`+ - * /` over literals and fields);
 //!   `DELETE FROM ns [WHERE ...]`; `EXPLAIN SELECT ...`.
-//! - `CREATE TABLE [IF NOT EXISTS] ns (id INT PRIMARY KEY, year INT, tags TEXT[], ...)` or
-//!   with `PRIMARY KEY (a, b)`: the namespace, its hash primary key, and a typed store-only
-//!   index per other column (`ddl.rs` has the type mapping);
-//!   `CREATE INDEX [IF NOT EXISTS] name ON ns [USING BTREE|HASH] (field, ...)
-//!   [WITH (type = 'int', collate = 'utf8_ci', array = true, sparse = true)]` (a tree unless
-//!   HASH; the type from the namespace's declaration unless WITH gives it);
-//!   `DROP TABLE [IF EXISTS] ns, ...`; `DROP INDEX [IF EXISTS] ns.index`;
-//!   `TRUNCATE [TABLE] ns, ...`. They answer `{"items": [], "affected": N}`: the namespaces
-//!   or indexes created, dropped or truncated (0 when IF [NOT] EXISTS found nothing to do).
+//! - `CREATE TABLE [IF NOT EXISTS] ns (id INT PRIMARY KEY, year INT NOT NULL, name TEXT
+//!   COLLATE utf8_ci, tags TEXT[], "meta.tag" TEXT, ...)`, or with one `[CONSTRAINT c]
+//!   PRIMARY KEY (a, b)`: the namespace, its hash primary key over the key column(s), and a
+//!   typed store-only index per other column (`ddl.rs` has the type mapping). A table needs
+//!   a primary key. `NOT NULL` is accepted but enforced for the key only.
+//! - `CREATE INDEX [IF NOT EXISTS] [name] ON ns [USING BTREE|HASH] (field, "a.b", ...)
+//!   [USING BTREE|HASH] [WITH (type = 'int', collate = 'utf8_ci', array = true, sparse =
+//!   true)]`: a tree unless HASH, composite over several fields, named
+//!   `<ns>_<field>_..._idx` when unnamed. Each field's type, collation and array flag come
+//!   from the first index on it (a CREATE TABLE column); `WITH (type = ...)` types the
+//!   fields nothing declares, and a `WITH` option contradicting a declaration is refused
+//!   (`index.rs`).
+//! - `DROP TABLE [IF EXISTS] ns, ... [RESTRICT]`; `DROP INDEX [IF EXISTS] ns.index` or
+//!   `DROP INDEX [IF EXISTS] index ON ns`; `TRUNCATE [TABLE] [ONLY] ns, ...`. Several
+//!   namespaces: all exist (or IF EXISTS) or nothing changes.
+//! - DDL answers `{"items": [], "affected": N}`: the namespaces or indexes created, dropped
+//!   or truncated (0 when IF [NOT] EXISTS found nothing to do). Refused with their position:
+//!   UNIQUE, DEFAULT, REFERENCES/FOREIGN KEY, CHECK, other column options and table options,
+//!   CREATE TABLE AS/LIKE, expression, partial and INCLUDE indexes, ASC/DESC on index fields,
+//!   CASCADE, column types other than integers, floating and decimal numbers, text,
+//!   booleans and arrays of them, and EXPLAIN of anything but SELECT.
 
 mod cond;
 mod ddl;
 mod exec;
+mod index;
 mod select;
 mod write;
 
 pub use exec::execute;
+pub use index::IndexSpec;
 
 use hotset_core::Query;
 use hotset_core::query::SetField;
@@ -65,13 +79,14 @@ pub enum Statement {
         indexes: Vec<hotset_core::IndexDef>,
         if_not_exists: bool,
     },
-    /// `CREATE INDEX`: a JSON index definition, its field types filled in from the
-    /// namespace when running unless `WITH (type = ...)` gave them.
+    /// `CREATE INDEX`: the index asked for, completed from the namespace's declared
+    /// fields when it runs.
     CreateIndex {
         namespace: String,
-        definition: serde_json::Map<String, Value>,
+        index: IndexSpec,
         if_not_exists: bool,
     },
+    /// `DROP TABLE`: all named namespaces exist (or `if_exists`) or none is dropped.
     DropNamespaces {
         names: Vec<String>,
         if_exists: bool,
@@ -81,6 +96,7 @@ pub enum Statement {
         index: String,
         if_exists: bool,
     },
+    /// `TRUNCATE`: all named namespaces exist or none is emptied.
     Truncate {
         namespaces: Vec<String>,
     },
@@ -144,7 +160,6 @@ pub fn parse(sql: &str) -> Result<Statement, SqlError> {
 }
 
 fn translate(statement: &sqlparser::ast::Statement, explain: bool) -> Result<Statement, SqlError> {
-    use sqlparser::ast::Spanned;
     use sqlparser::ast::Statement as S;
     match statement {
         S::Query(query) => {
@@ -159,13 +174,12 @@ fn translate(statement: &sqlparser::ast::Statement, explain: bool) -> Result<Sta
         }
         S::Delete(delete) if !explain => write::delete(delete),
         S::CreateTable(table) if !explain => ddl::create_table(table),
-        S::CreateIndex(index) if !explain => ddl::create_index(index),
-        S::Drop { object_type, if_exists, names, cascade, .. } if !explain => {
-            ddl::drop(object_type, *if_exists, names, *cascade)
-        }
-        S::Truncate { table_names, .. } if !explain => ddl::truncate(table_names),
+        S::CreateIndex(index) if !explain => index::create_index(index),
+        S::Drop { .. } if !explain => ddl::drop(statement),
+        S::Truncate { .. } if !explain => ddl::truncate(statement),
+        other if explain => Err(error_at(ddl::statement_span(other), "EXPLAIN explains SELECT only")),
         other => Err(error_at(
-            other.span(),
+            ddl::statement_span(other),
             format!(
                 "unsupported statement: {} (supported: SELECT, INSERT, UPDATE, DELETE, EXPLAIN SELECT, \
                  CREATE TABLE, CREATE INDEX, DROP TABLE, DROP INDEX, TRUNCATE)",
