@@ -400,6 +400,12 @@ fn hash_writes_log_the_fields_they_change() {
     kv.hdel(b"small", &[b"only"]).unwrap();
     let records = journal.records_from(before);
     assert_eq!(records.len(), 5);
+    // A hash write refused for the key's type logs nothing.
+    kv.set(b"text", b"x", Default::default()).unwrap();
+    let next = journal.next_lsn();
+    assert!(kv.hset(b"text", &[(b"f", b"v")]).is_err());
+    assert!(kv.hincr_by(b"text", b"f", 1).is_err());
+    assert_eq!(journal.next_lsn(), next, "refused hash writes log no record");
     for (lsn, record) in &records[..3] {
         assert!(record.len() < 100, "record {lsn} holds the changed fields only ({} bytes)", record.len());
     }

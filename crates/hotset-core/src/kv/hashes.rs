@@ -48,6 +48,8 @@ impl Shard {
         f: impl FnOnce(&mut FieldMap) -> KvResult<R>,
     ) -> KvResult<R> {
         if let Some(mut live) = self.get_mut_untouched(key, now) {
+            // A write refused for the key's type changes nothing, so it notes nothing.
+            as_hash(live.value())?;
             live.touch_fields(fields);
             return live.update(|v| match v {
                 Value::Hash(h) => f(h),
