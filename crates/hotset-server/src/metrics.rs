@@ -23,10 +23,21 @@ pub struct Histogram {
 
 impl Histogram {
     pub fn record(&self, elapsed: Duration) {
+        self.record_many(elapsed, 1);
+    }
+
+    /// Records `count` requests that each took `elapsed`: the requests of one RESP batch,
+    /// whose replies all leave together, so each one's latency is the batch's. One update
+    /// per batch keeps these shared counters off the per-command path.
+    pub fn record_many(&self, elapsed: Duration, count: u64) {
+        if count == 0 {
+            return;
+        }
         let seconds = elapsed.as_secs_f64();
         let bucket = BUCKETS.iter().position(|&bound| seconds <= bound).unwrap_or(BUCKETS.len());
-        self.counts[bucket].fetch_add(1, Ordering::Relaxed);
-        self.sum_ns.fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
+        self.counts[bucket].fetch_add(count, Ordering::Relaxed);
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.sum_ns.fetch_add(nanos.saturating_mul(count), Ordering::Relaxed);
     }
 
     fn render(&self, out: &mut String, name: &str, labels: &str) {

@@ -22,6 +22,7 @@ use std::num::NonZeroU64;
 use super::expiry::TtlIndex;
 use super::router::KeyRef;
 use super::slab_map::{ScanBudget, SlabCursor, SlabMap, Slot};
+use super::small_bytes::SmallBytes;
 use super::value::{Entry, Value};
 
 /// Bookkeeping bytes per key (slab slot, table bucket, control byte).
@@ -48,13 +49,13 @@ pub struct Shard {
 }
 
 /// A (key, field) pair of a hash.
-pub(super) type KeyField = (Box<[u8]>, Box<[u8]>);
+pub(super) type KeyField = (SmallBytes, SmallBytes);
 
 /// What a write did to a shard, as far as the log needs to know.
 #[derive(Debug, Default)]
 pub(super) struct Touched {
     /// Keys that may have changed (with repeats); their state is read back when logging.
-    pub keys: Vec<Box<[u8]>>,
+    pub keys: Vec<SmallBytes>,
     /// (key, field) pairs of hashes that existed and may have changed only in these
     /// fields (with repeats); a key also in `keys` is logged whole instead.
     pub fields: Vec<KeyField>,
@@ -243,7 +244,7 @@ impl LiveEntry<'_> {
         let Shard { map, touched, .. } = &mut *self.shard;
         if let Some(touched) = touched {
             let key = &map.get(self.slot).expect(LIVE_SLOT).key;
-            touched.fields.extend(fields.map(|field| (key.clone(), Box::from(field))));
+            touched.fields.extend(fields.map(|field| (key.clone(), SmallBytes::from(field))));
         }
     }
 

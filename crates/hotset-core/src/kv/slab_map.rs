@@ -23,6 +23,7 @@
 use hashbrown::HashTable;
 
 use super::router::hash_bytes;
+use super::small_bytes::SmallBytes;
 
 /// Below this many slots the waste of free slots is not worth a rebuild.
 const COMPACT_MIN_SLOTS: usize = 64;
@@ -30,8 +31,8 @@ const COMPACT_MIN_SLOTS: usize = 64;
 /// One occupied slab position.
 #[derive(Debug, Clone)]
 pub struct Slot<V> {
-    /// The entry's key (or field) bytes.
-    pub key: Box<[u8]>,
+    /// The entry's key (or field) bytes, inline when short (see `small_bytes`).
+    pub key: SmallBytes,
     /// The entry's payload.
     pub value: V,
 }
@@ -125,7 +126,7 @@ impl<V> SlabMap<V> {
 
     /// Inserts an entry whose key the caller has checked is absent; returns
     /// its slot index, which stays valid until it is removed.
-    pub fn insert_new(&mut self, hash: u64, key: Box<[u8]>, value: V) -> u32 {
+    pub fn insert_new(&mut self, hash: u64, key: SmallBytes, value: V) -> u32 {
         let entry = Some(Slot { key, value });
         let slot = match self.free.pop() {
             Some(slot) => {

@@ -23,7 +23,6 @@ use crate::state::ServerState;
 use args::{CmdError, CmdResult};
 use hotset_core::kv::{Keyspace, KvOps};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use table::{Kind, Spec};
 
 /// What a connection remembers between requests.
@@ -60,18 +59,16 @@ impl Session {
     }
 }
 
-/// Runs one request (`args[0]` is the command name) and writes its reply to `out`.
+/// Runs one request (`args[0]` is the command name) and writes its reply to `out`. The
+/// caller counts and times requests, once per batch.
 pub fn execute(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], out: &mut Vec<u8>) {
-    let started = std::time::Instant::now();
     let mut reply = Reply { out, protocol: session.protocol };
     if let Err(CmdError(message)) = dispatch(state, session, args, &mut reply) {
         reply.error(&message);
     }
-    state.stats.resp_latency.record(started.elapsed());
 }
 
 fn dispatch(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    state.stats.commands.fetch_add(1, Ordering::Relaxed);
     let Some(spec) = table::lookup(args[0]) else {
         let error = unknown_command(args);
         if let Some(multi) = &mut session.multi {
