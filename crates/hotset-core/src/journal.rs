@@ -87,6 +87,13 @@ pub fn defer_acks<R>(f: impl FnOnce() -> R) -> (R, DeferredAcks) {
     (result, acks)
 }
 
+/// The highest lsn the innermost `defer_acks` on this thread has noted so far (`None`
+/// outside one, or before its first write). A caller running several requests in one
+/// deferral reads it around each to learn which requests wrote, and to which record.
+pub fn deferred_last_lsn() -> Option<u64> {
+    DEFERRED.with_borrow(|deferred| deferred.as_ref().and_then(|acks| acks.last))
+}
+
 /// Acknowledgements collected by `defer_acks`.
 #[derive(Default)]
 pub struct DeferredAcks {
@@ -118,9 +125,17 @@ impl DeferredAcks {
     /// failure covers everything up to the failed record, so waiting for the highest one
     /// settles all of them.
     pub fn wait(&self) -> Result<()> {
-        match (&self.journal, self.last) {
-            (Some(journal), Some(lsn)) => journal.wait(lsn),
-            _ => Ok(()),
+        match self.last {
+            Some(lsn) => self.wait_for(lsn),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for the records up to `lsn`, one this deferral noted (see `deferred_last_lsn`).
+    pub fn wait_for(&self, lsn: u64) -> Result<()> {
+        match &self.journal {
+            Some(journal) => journal.wait(lsn),
+            None => Ok(()),
         }
     }
 }
@@ -157,18 +172,25 @@ mod tests {
         assert!(slot.attach(journal.clone()));
         slot.wait(Some(1)).unwrap();
         assert_eq!(journal.waits.load(Ordering::SeqCst), 1, "outside defer_acks, each write waits");
+        assert_eq!(deferred_last_lsn(), None);
         let ((), acks) = defer_acks(|| {
+            assert_eq!(deferred_last_lsn(), None, "no write yet");
             slot.wait(Some(3)).unwrap();
+            assert_eq!(deferred_last_lsn(), Some(3));
             slot.wait(Some(2)).unwrap();
             slot.wait(None).unwrap();
+            assert_eq!(deferred_last_lsn(), Some(3), "the highest stays");
         });
+        assert_eq!(deferred_last_lsn(), None, "the deferral ended");
         assert_eq!(journal.waits.load(Ordering::SeqCst), 1, "inside, nothing waited");
         assert_eq!(acks.last_lsn(), Some(3));
         acks.wait().unwrap();
         assert_eq!(journal.waits.load(Ordering::SeqCst), 2);
+        acks.wait_for(2).unwrap();
+        assert_eq!(journal.waits.load(Ordering::SeqCst), 3);
         let ((), none) = defer_acks(|| ());
         assert_eq!(none.last_lsn(), None);
         slot.wait(Some(4)).unwrap();
-        assert_eq!(journal.waits.load(Ordering::SeqCst), 3, "deferral ends with its scope");
+        assert_eq!(journal.waits.load(Ordering::SeqCst), 4, "deferral ends with its scope");
     }
 }

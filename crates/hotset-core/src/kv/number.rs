@@ -46,6 +46,28 @@ pub fn format_i64(v: i64) -> Vec<u8> {
     v.to_string().into_bytes()
 }
 
+/// Decimal text of `v` in a stack buffer: `(buffer, start)`, the text being
+/// `buffer[start..]`. For replies that must not allocate (GET of an integer).
+pub fn format_i64_inline(v: i64) -> ([u8; 20], usize) {
+    let mut buffer = [0u8; 20];
+    let mut at = buffer.len();
+    let mut magnitude = v.unsigned_abs();
+    loop {
+        at -= 1;
+        // `magnitude % 10` is a digit, so the cast cannot truncate.
+        buffer[at] = b'0' + (magnitude % 10) as u8;
+        magnitude /= 10;
+        if magnitude == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        at -= 1;
+        buffer[at] = b'-';
+    }
+    (buffer, at)
+}
+
 /// Number of bytes `format_i64(v)` would produce, without allocating.
 pub fn i64_text_len(v: i64) -> usize {
     let digits = v.unsigned_abs().checked_ilog10().map_or(1, |l| l as usize + 1);
@@ -96,6 +118,14 @@ pub fn format_f64(v: f64) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inline_formatting_matches_the_allocating_one() {
+        for v in [0, 1, -1, 9, 10, -10, 99, 100, 12_345, i64::from(i32::MAX), i64::MAX, i64::MIN, i64::MIN + 1] {
+            let (buffer, start) = format_i64_inline(v);
+            assert_eq!(&buffer[start..], &format_i64(v)[..], "{v}");
+        }
+    }
 
     #[test]
     fn integers_follow_string2ll() {

@@ -37,6 +37,12 @@ pub trait KvOps: ShardAccess {
         self.read_key(key, |s, k, ctx| s.get_string(k, ctx.now))
     }
 
+    /// GET without copying the value: `f` sees its bytes (or `None` for a missing key)
+    /// while the key's shard is read-locked, so it must be quick (e.g. encode a reply).
+    fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> KvResult<R> {
+        self.read_key(key, |s, k, ctx| s.read_string(k, ctx.now, f))
+    }
+
     /// SET with EX/PX/EXAT/PXAT, KEEPTTL, NX/XX and GET (see [`SetOptions`]).
     fn set(&self, key: &[u8], value: &[u8], opts: SetOptions) -> KvResult<SetOutcome> {
         self.write_key(key, |s, k, ctx| s.set(k, ctx, value, &opts))

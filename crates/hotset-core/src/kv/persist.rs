@@ -21,13 +21,16 @@ use super::slab_map::{ScanBudget, SlabCursor};
 use super::value::{Entry, StrValue, Value};
 use crate::change::{Change, KvChange, KvData, encode_kv_head};
 
+/// Largest touched-key list a shard keeps for reuse after logging a write.
+const TOUCHED_KEEP: usize = 64;
+
 /// Entries per snapshot chunk (one shard read lock each).
 const SNAPSHOT_CHUNK_KEYS: usize = 1024;
 
 fn data_of(value: &Value) -> KvData<'_> {
     match value {
         Value::Str(StrValue::Int(number)) => KvData::Int(*number),
-        Value::Str(StrValue::Raw(bytes)) => KvData::Str(bytes),
+        Value::Str(text) => KvData::Str(text.text().unwrap_or_default()),
         Value::Hash(map) => KvData::Hash(map.iter().collect()),
     }
 }
@@ -73,11 +76,11 @@ impl Keyspace {
     /// touched or nothing is logged.
     pub(super) fn log_touched<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>, now: u64) -> Option<u64> {
         let journal = self.journal.get()?;
-        let mut work: Vec<(&Shard, Touched)> = Vec::new();
+        // Most writes touch one shard: no allocation for the list of shards.
+        let mut work: smallvec::SmallVec<[(&mut Shard, Touched); 1]> = smallvec::SmallVec::new();
         for shard in shards {
-            if let Some(touched) = shard.touched.as_mut().map(std::mem::take)
-                && (touched.flushed || !touched.keys.is_empty() || !touched.fields.is_empty())
-            {
+            let noted = shard.touched.as_mut().filter(|t| t.flushed || !t.keys.is_empty() || !t.fields.is_empty());
+            if let Some(touched) = noted.map(std::mem::take) {
                 work.push((shard, touched));
             }
         }
@@ -94,7 +97,7 @@ impl Keyspace {
             touched.fields.retain(|(key, _)| whole.binary_search(key).is_err());
         }
         let flush = work.iter().any(|(_, touched)| touched.flushed);
-        Some(journal.append(&mut |out| {
+        let lsn = journal.append(&mut |out| {
             encode_kv_head(out, &self.name, flush);
             for (shard, touched) in &work {
                 for key in &touched.keys {
@@ -109,7 +112,18 @@ impl Keyspace {
                     encode_fields(out, key, shard.get(KeyRef::new(key), now), names);
                 }
             }
-        }))
+        });
+        // The emptied lists go back to their shards, so the next write reuses their
+        // capacity instead of allocating; a list a huge write grew is dropped.
+        for (shard, mut touched) in work {
+            if touched.keys.capacity() <= TOUCHED_KEEP && touched.fields.capacity() <= TOUCHED_KEEP {
+                touched.keys.clear();
+                touched.fields.clear();
+                touched.flushed = false;
+                shard.touched = Some(touched);
+            }
+        }
+        Some(lsn)
     }
 
     /// Waits for the record of a write (after its locks are released).

@@ -66,6 +66,14 @@ impl Shard {
         self.get(key, now).map(|e| as_str(&e.value).map(StrValue::to_bytes)).transpose()
     }
 
+    /// GET without copying: `f` sees the string's bytes, or `None` for a missing key.
+    pub fn read_string<R>(&self, key: KeyRef<'_>, now: u64, f: impl FnOnce(Option<&[u8]>) -> R) -> KvResult<R> {
+        match self.get(key, now) {
+            Some(entry) => Ok(as_str(&entry.value)?.with_bytes(|bytes| f(Some(bytes)))),
+            None => Ok(f(None)),
+        }
+    }
+
     /// STRLEN (0 for a missing key).
     pub fn strlen(&self, key: KeyRef<'_>, now: u64) -> KvResult<usize> {
         self.get(key, now).map_or(Ok(0), |e| as_str(&e.value).map(StrValue::len))

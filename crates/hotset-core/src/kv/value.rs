@@ -16,24 +16,40 @@
 use std::num::NonZeroU64;
 
 use super::field_map::FieldMap;
-use super::number::{format_i64, i64_text_len, parse_f64, parse_i64};
+use super::number::{format_i64, format_i64_inline, i64_text_len, parse_f64, parse_i64};
 
 /// A string value in its cheapest faithful encoding.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum StrValue {
     /// A canonical decimal integer (stored without its text).
     Int(i64),
-    /// Any other bytes. A `Vec` rather than a boxed slice so APPEND grows in
+    /// Other bytes, up to [`StrValue::SHORT`] of them, kept inside the value: a SET of a
+    /// short value allocates nothing and a GET follows no pointer.
+    Short { len: u8, bytes: [u8; StrValue::SHORT] },
+    /// Any longer bytes. A `Vec` rather than a boxed slice so APPEND grows in
     /// amortised O(1) instead of copying the whole value every time.
     Raw(Vec<u8>),
 }
 
+impl PartialEq for StrValue {
+    /// Equal when the strings are: the encoding is not part of the value.
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Int(a), Self::Int(b)) => a == b,
+            _ => self.to_bytes() == other.to_bytes(),
+        }
+    }
+}
+
 impl StrValue {
+    /// The longest string kept in [`StrValue::Short`] (the variant is as large as `Raw`).
+    pub const SHORT: usize = 30;
+
     /// Picks the encoding for `bytes`.
     pub fn from_bytes(bytes: &[u8]) -> Self {
         match parse_i64(bytes) {
             Some(i) => Self::Int(i),
-            None => Self::Raw(bytes.to_vec()),
+            None => Self::short(bytes).unwrap_or_else(|| Self::Raw(bytes.to_vec())),
         }
     }
 
@@ -41,7 +57,23 @@ impl StrValue {
     pub fn from_vec(bytes: Vec<u8>) -> Self {
         match parse_i64(&bytes) {
             Some(i) => Self::Int(i),
-            None => Self::Raw(bytes),
+            None => Self::short(&bytes).unwrap_or(Self::Raw(bytes)),
+        }
+    }
+
+    fn short(source: &[u8]) -> Option<Self> {
+        let len = u8::try_from(source.len()).ok().filter(|&len| usize::from(len) <= Self::SHORT)?;
+        let mut bytes = [0; Self::SHORT];
+        bytes[..source.len()].copy_from_slice(source);
+        Some(Self::Short { len, bytes })
+    }
+
+    /// The bytes of a string not stored as an integer.
+    pub fn text(&self) -> Option<&[u8]> {
+        match self {
+            Self::Int(_) => None,
+            Self::Short { len, bytes } => Some(&bytes[..usize::from(*len)]),
+            Self::Raw(bytes) => Some(bytes),
         }
     }
 
@@ -49,16 +81,16 @@ impl StrValue {
     /// result that is a canonical integer becomes cheap to INCR.
     pub fn append(&mut self, tail: &[u8]) {
         match self {
-            Self::Int(i) => {
-                let mut bytes = format_i64(*i);
-                bytes.extend_from_slice(tail);
-                *self = Self::from_vec(bytes);
-            }
             Self::Raw(bytes) => {
                 bytes.extend_from_slice(tail);
                 if let Some(i) = parse_i64(bytes) {
                     *self = Self::Int(i);
                 }
+            }
+            _ => {
+                let mut bytes = self.to_bytes();
+                bytes.extend_from_slice(tail);
+                *self = Self::from_vec(bytes);
             }
         }
     }
@@ -67,7 +99,18 @@ impl StrValue {
     pub fn to_bytes(&self) -> Vec<u8> {
         match self {
             Self::Int(i) => format_i64(*i),
-            Self::Raw(bytes) => bytes.clone(),
+            _ => self.text().unwrap_or_default().to_vec(),
+        }
+    }
+
+    /// Calls `f` with the exact bytes of the string, without allocating.
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            Self::Int(i) => {
+                let (buffer, start) = format_i64_inline(*i);
+                f(&buffer[start..])
+            }
+            _ => f(self.text().unwrap_or_default()),
         }
     }
 
@@ -75,7 +118,7 @@ impl StrValue {
     pub fn len(&self) -> usize {
         match self {
             Self::Int(i) => i64_text_len(*i),
-            Self::Raw(bytes) => bytes.len(),
+            _ => self.text().map_or(0, <[u8]>::len),
         }
     }
 
@@ -83,7 +126,7 @@ impl StrValue {
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Self::Int(i) => Some(*i),
-            Self::Raw(bytes) => parse_i64(bytes),
+            _ => self.text().and_then(parse_i64),
         }
     }
 
@@ -91,14 +134,14 @@ impl StrValue {
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Self::Int(i) => Some(*i as f64),
-            Self::Raw(bytes) => parse_f64(bytes),
+            _ => self.text().and_then(parse_f64),
         }
     }
 
     /// Heap bytes owned by the value.
     pub fn heap_bytes(&self) -> usize {
         match self {
-            Self::Int(_) => 0,
+            Self::Int(_) | Self::Short { .. } => 0,
             Self::Raw(bytes) => bytes.capacity(),
         }
     }
@@ -155,17 +198,20 @@ mod tests {
 
     #[test]
     fn entries_stay_compact() {
-        // Per-key overhead matters at millions of keys: a string value is one
-        // Vec-sized enum and the deadline uses `NonZeroU64`'s niche.
-        assert_eq!(std::mem::size_of::<StrValue>(), 24);
-        assert_eq!(std::mem::size_of::<Value>(), 24);
-        assert_eq!(std::mem::size_of::<Entry>(), 32);
+        // Per-key overhead matters at millions of keys: a string value is a Vec plus
+        // a tag (which buys the inline `Short` variant: a short value has no heap block,
+        // which would cost more than the 8 bytes), and the deadline uses `NonZeroU64`'s
+        // niche.
+        assert_eq!(std::mem::size_of::<StrValue>(), 32);
+        assert_eq!(std::mem::size_of::<Value>(), 32);
+        assert_eq!(std::mem::size_of::<Entry>(), 40);
     }
 
     #[test]
     fn string_encodings_round_trip() {
         assert_eq!(StrValue::from_bytes(b"-12"), StrValue::Int(-12));
-        assert_eq!(StrValue::from_bytes(b"012"), StrValue::Raw(b"012".to_vec()));
+        assert!(matches!(StrValue::from_bytes(b"012"), StrValue::Short { len: 3, .. }));
+        assert_eq!(StrValue::from_bytes(b"012"), StrValue::Raw(b"012".to_vec()), "equal whatever the encoding");
         let mut s = StrValue::from_bytes(b"");
         s.append(b"1");
         assert_eq!(s, StrValue::Int(1));
@@ -173,5 +219,22 @@ mod tests {
         assert_eq!(s.to_bytes(), b"1x");
         assert_eq!(s.len(), 2);
         assert_eq!(StrValue::Int(i64::MIN).len(), 20);
+    }
+
+    #[test]
+    fn short_strings_live_inside_the_value_and_grow_out_of_it() {
+        let limit = vec![b'x'; StrValue::SHORT];
+        let mut s = StrValue::from_bytes(&limit);
+        assert!(matches!(s, StrValue::Short { .. }));
+        assert_eq!((s.to_bytes(), s.len(), s.heap_bytes()), (limit.clone(), StrValue::SHORT, 0));
+        s.append(b"y");
+        assert!(matches!(s, StrValue::Raw(_)), "one byte over the limit goes to the heap");
+        assert_eq!(s.to_bytes(), [&limit[..], b"y"].concat());
+        assert!(matches!(StrValue::from_vec(b"abc".to_vec()), StrValue::Short { len: 3, .. }));
+        assert!(matches!(StrValue::from_vec(vec![b'z'; 100]), StrValue::Raw(ref v) if v.len() == 100));
+        assert_eq!(StrValue::from_bytes(b"1.5").as_f64(), Some(1.5));
+        for text in [&b"-42"[..], b"abc", &limit, b"x".repeat(40).as_slice()] {
+            assert_eq!(StrValue::from_bytes(text).with_bytes(<[u8]>::to_vec), text, "with_bytes reads what was stored");
+        }
     }
 }

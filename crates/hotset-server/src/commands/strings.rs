@@ -11,7 +11,7 @@ use hotset_core::kv::{KvOps, SetCondition, SetExpiry, SetOptions};
 /// Runs string command `name` (upper case); `Ok(false)` when it is not one.
 pub fn run<K: KvOps>(kv: &K, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Result<bool, CmdError> {
     match name {
-        "GET" => r.bulk_or_null(kv.get(a[1])?.as_deref()),
+        "GET" => kv.get_with(a[1], |value| r.bulk_or_null(value))?,
         "SET" => set(kv, a, r)?,
         "SETNX" => r.int(i64::from(kv.setnx(a[1], a[2])?)),
         "SETEX" | "PSETEX" => setex(kv, name, a, r)?,

@@ -9,7 +9,7 @@
 use super::parse::{FrameLimits, Parsed, parse};
 use crate::commands::{Session, execute};
 use crate::state::ServerState;
-use hotset_core::journal::defer_acks;
+use hotset_core::journal::{DeferredAcks, defer_acks, deferred_last_lsn};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -44,9 +44,9 @@ pub async fn serve(state: Arc<ServerState>, mut stream: TcpStream, addr: SocketA
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
-        let batch = run_batch(&state, &mut session, &input, &mut out, &limits);
+        let (mut batch, acks) = defer_acks(|| run_batch(&state, &mut session, &input, &mut out, &limits));
         input.drain(..batch.consumed);
-        settle_writes(&state, batch.writes, &mut out).await;
+        settle_writes(&state, std::mem::take(&mut batch.writes), &acks, &mut out).await;
         if !out.is_empty() {
             if stream.write_all(&out).await.is_err() {
                 return;
@@ -88,7 +88,6 @@ struct Batch {
 struct Written {
     reply: std::ops::Range<usize>,
     lsn: u64,
-    acks: hotset_core::journal::DeferredAcks,
 }
 
 /// Executes every complete request at the start of `input`, appending replies to `out`.
@@ -122,9 +121,12 @@ fn run_batch(
                 }
                 let start = out.len();
                 commands += 1;
-                let ((), acks) = defer_acks(|| execute(state, session, &args, out));
-                if let Some(lsn) = acks.last_lsn() {
-                    batch.writes.push(Written { reply: start..out.len(), lsn, acks });
+                // The batch runs inside one `defer_acks`; a request wrote iff the
+                // highest lsn it noted moved.
+                let before = deferred_last_lsn();
+                execute(state, session, &args, out);
+                if let Some(lsn) = deferred_last_lsn().filter(|&lsn| Some(lsn) != before) {
+                    batch.writes.push(Written { reply: start..out.len(), lsn });
                 }
             }
         }
@@ -141,7 +143,7 @@ fn run_batch(
 /// Waits for the log to acknowledge the batch's writes (one wait: records are
 /// acknowledged in order). If it fails, each write's reply becomes the error, since the
 /// client must not believe a write the log could not keep.
-async fn settle_writes(state: &ServerState, writes: Vec<Written>, out: &mut Vec<u8>) {
+async fn settle_writes(state: &ServerState, writes: Vec<Written>, acks: &DeferredAcks, out: &mut Vec<u8>) {
     let Some(last) = writes.iter().map(|w| w.lsn).max() else { return };
     // The log writer wakes this task once the record is acknowledged: no thread waits.
     let waiting = state.store.read().as_ref().map(|store| store.wait_acknowledged(last));
@@ -155,7 +157,7 @@ async fn settle_writes(state: &ServerState, writes: Vec<Written>, out: &mut Vec<
     for written in &writes {
         rebuilt.extend_from_slice(&out[at..written.reply.start]);
         // Each write's own outcome: ones durable before the failure keep their reply.
-        match written.acks.wait() {
+        match acks.wait_for(written.lsn) {
             Ok(()) => rebuilt.extend_from_slice(&out[written.reply.clone()]),
             Err(_) => {
                 rebuilt.extend_from_slice(b"-MISCONF ");
