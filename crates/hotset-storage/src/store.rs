@@ -124,6 +124,12 @@ pub struct RecoveryReport {
 /// "nothing is appended after the log stopped" hold.
 struct WalJournal {
     wal: RwLock<Option<Arc<Wal>>>,
+    /// The same log, for `writable`, which every write calls: an atomic load instead of
+    /// a read lock (two read-modify-writes of a cache line all cores share). Whether the
+    /// log is closed is read from `closed`; it can change right after either check anyway,
+    /// which is why `append` still takes the lock.
+    checked: Arc<Wal>,
+    closed: std::sync::atomic::AtomicBool,
     lock: Mutex<Option<FolderLock>>,
 }
 
@@ -140,6 +146,7 @@ impl WalJournal {
     }
 
     fn close(&self) -> Result<(), WalError> {
+        self.closed.store(true, std::sync::atomic::Ordering::Release);
         let wal = self.wal.write().take();
         let result = wal.map_or(Ok(()), |wal| wal.close());
         self.lock.lock().take();
@@ -153,7 +160,10 @@ fn storage_error(error: WalError) -> hotset_core::Error {
 
 impl Journal for WalJournal {
     fn writable(&self) -> hotset_core::Result<()> {
-        self.wal.read().as_ref().ok_or_else(closed)?.writable().map_err(storage_error)
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(closed());
+        }
+        self.checked.writable().map_err(storage_error)
     }
     fn append(&self, encode: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
         self.wal.read().as_ref().map_or(CLOSED_LSN, |wal| wal.append(encode))
@@ -217,7 +227,12 @@ impl Store {
         let (db, report) = recover(&options)?;
         let wal = Arc::new(Wal::start(options.wal_options(), report.next_lsn)?);
         let stats = wal.stats();
-        let journal = Arc::new(WalJournal { wal: RwLock::new(Some(wal)), lock: Mutex::new(Some(lock)) });
+        let journal = Arc::new(WalJournal {
+            checked: Arc::clone(&wal),
+            wal: RwLock::new(Some(wal)),
+            closed: std::sync::atomic::AtomicBool::new(false),
+            lock: Mutex::new(Some(lock)),
+        });
         assert!(db.attach_journal(journal.clone()), "a recovered database has no journal yet");
         let shared = Arc::new(Shared {
             db: Arc::new(db),

@@ -46,7 +46,7 @@ const fn doc(name: &'static str, arity: i32, write: bool, summary: &'static str)
     Spec { name, arity, kind: Kind::Document, write, in_multi: false, group: "document", summary }
 }
 
-/// Every command, sorted by name (looked up by binary search).
+/// Every command, sorted by name (the order COMMAND lists them in).
 pub static COMMANDS: &[Spec] = &[
     kv("APPEND", 3, true, "string", "Appends a string to the value of a key."),
     conn("AUTH", -2, false, "Authenticates the connection."),
@@ -136,16 +136,30 @@ pub static COMMANDS: &[Spec] = &[
     kv("UNLINK", -2, true, "generic", "Deletes keys (the same as DEL here: memory is freed at once)."),
 ];
 
+/// Longest command name the index covers (longer names are unknown).
+const NAME_MAX: usize = 16;
+
+/// Commands by (name length, first letter folded to 5 bits): each bucket holds one to
+/// three names, so a lookup is an index and a short case-insensitive compare. A binary
+/// search over the table cost about seven `memcmp` calls per request, measured at ~4% of
+/// a pipelined INCR.
+static INDEX: std::sync::LazyLock<Vec<Vec<&'static Spec>>> = std::sync::LazyLock::new(|| {
+    let mut index = vec![Vec::new(); (NAME_MAX + 1) * 32];
+    for spec in COMMANDS {
+        index[bucket(spec.name.as_bytes()).expect("command names fit the index")].push(spec);
+    }
+    index
+});
+
+fn bucket(name: &[u8]) -> Option<usize> {
+    let first = *name.first()?;
+    (name.len() <= NAME_MAX).then(|| name.len() * 32 + usize::from(first & 0x1f))
+}
+
 /// The command named `name`, in any letter case.
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
-    if name.len() > 16 {
-        return None;
-    }
-    let mut upper = [0u8; 16];
-    let upper = &mut upper[..name.len()];
-    upper.copy_from_slice(name);
-    upper.make_ascii_uppercase();
-    COMMANDS.binary_search_by(|spec| spec.name.as_bytes().cmp(upper)).ok().map(|at| &COMMANDS[at])
+    let candidates = INDEX.get(bucket(name)?)?;
+    candidates.iter().copied().find(|spec| spec.name.as_bytes().eq_ignore_ascii_case(name))
 }
 
 impl Spec {
@@ -167,10 +181,16 @@ mod tests {
 
     #[test]
     fn table_is_sorted_and_found_in_any_case() {
-        assert!(COMMANDS.windows(2).all(|w| w[0].name < w[1].name), "sorted for binary search");
+        assert!(COMMANDS.windows(2).all(|w| w[0].name < w[1].name), "sorted, as COMMAND lists them");
         assert_eq!(lookup(b"get").map(|s| s.name), Some("GET"));
         assert_eq!(lookup(b"HiNcRbYfLoAt").map(|s| s.name), Some("HINCRBYFLOAT"));
         assert!(lookup(b"nosuchcommand").is_none());
+        assert!(lookup(b"GEt\0").is_none() && lookup(b"gex").is_none() && lookup(&[b'G'; 40]).is_none());
+        // Every command is found under its own name, lower-cased too.
+        for spec in COMMANDS {
+            assert!(std::ptr::eq(lookup(spec.name.as_bytes()).unwrap(), spec), "{}", spec.name);
+            assert!(std::ptr::eq(lookup(spec.name.to_ascii_lowercase().as_bytes()).unwrap(), spec));
+        }
         assert!(lookup(b"").is_none());
         let set = lookup(b"set").unwrap();
         assert!(!set.arity_ok(2) && set.arity_ok(3) && set.arity_ok(7));
