@@ -56,6 +56,10 @@ pub struct IndexDef {
     pub array: bool,
     pub sparse: bool,
     pub collate: Collation,
+    /// A TTL index (`"index": "ttl"`): a tree index over an int field holding a Unix time
+    /// in seconds; a document is deleted `expire_after` seconds after that time
+    /// (`Database::expire_documents`, which the server runs every second).
+    pub expire_after: Option<u64>,
 }
 
 impl IndexDef {
@@ -70,6 +74,7 @@ impl IndexDef {
             array: false,
             sparse: false,
             collate: Collation::None,
+            expire_after: None,
         }
     }
 
@@ -127,6 +132,11 @@ impl IndexDef {
         self.collate = collate;
         self
     }
+    /// Makes this a TTL index: documents go `seconds` after the time in the field.
+    pub fn expire_after(mut self, seconds: u64) -> Self {
+        self.expire_after = Some(seconds);
+        self
+    }
     pub fn named(mut self, name: &str) -> Self {
         self.name = name.to_string();
         self
@@ -165,6 +175,15 @@ impl IndexDef {
         if self.collate != Collation::None && !has_string {
             return fail("a collation applies to string fields only");
         }
+        if self.expire_after.is_some()
+            && (self.kind != IndexKind::Tree
+                || self.is_composite()
+                || self.field_type != FieldType::Int
+                || self.pk
+                || self.array)
+        {
+            return fail("a ttl index is one int field (a Unix time in seconds), not a primary key or an array");
+        }
         let mut seen = std::collections::HashSet::new();
         if !self.fields.iter().all(|f| seen.insert(f)) {
             return fail("a composite index lists a field twice");
@@ -174,9 +193,9 @@ impl IndexDef {
 }
 
 /// The JSON form: `{"name": "a+b", "field": "a" | ["a", "b"], "type": "int" | ["string", "int"],
-/// "index": "hash" | "tree" | "-", "pk": true, "array": true, "sparse": true,
-/// "collate": "utf8_ci"}`. Options that are off are left out; `name` defaults to the fields
-/// joined by `+`.
+/// "index": "hash" | "tree" | "-" | "ttl", "pk": true, "array": true, "sparse": true,
+/// "collate": "utf8_ci", "expire_after": 3600}`. Options that are off are left out; `name`
+/// defaults to the fields joined by `+`; `ttl` is a tree index with `expire_after` seconds.
 impl IndexDef {
     pub fn to_json(&self) -> Value {
         let fields = if self.is_composite() { json!(self.fields) } else { json!(self.fields[0]) };
@@ -189,7 +208,15 @@ impl IndexDef {
         object.insert("name".into(), json!(self.name));
         object.insert("field".into(), fields);
         object.insert("type".into(), types);
-        object.insert("index".into(), json!(self.kind.name()));
+        match self.expire_after {
+            Some(seconds) => {
+                object.insert("index".into(), json!("ttl"));
+                object.insert("expire_after".into(), json!(seconds));
+            }
+            None => {
+                object.insert("index".into(), json!(self.kind.name()));
+            }
+        }
         for (option, on) in [("pk", self.pk), ("array", self.array), ("sparse", self.sparse)] {
             if on {
                 object.insert(option.into(), json!(true));
@@ -205,6 +232,9 @@ impl IndexDef {
     /// what was wrong. The result is validated.
     pub fn from_json(value: &Value) -> Result<IndexDef> {
         let object = value.as_object().ok_or_else(|| bad_def("?", "an index definition is a JSON object"))?;
+        if object.contains_key("field") && object.contains_key("fields") {
+            return Err(bad_def("?", "give \"field\" or \"fields\", not both"));
+        }
         let fields: Vec<String> = match object.get("field").or_else(|| object.get("fields")) {
             Some(Value::String(field)) => vec![field.clone()],
             Some(Value::Array(list)) => list
@@ -238,8 +268,19 @@ impl IndexDef {
             _ => (parse_type(&text("type", "string")?)?, Vec::new()),
         };
         let kind_name = text("index", "hash")?;
-        let kind = IndexKind::parse(&kind_name)
+        let ttl = kind_name == "ttl";
+        let kind = if ttl { Some(IndexKind::Tree) } else { IndexKind::parse(&kind_name) }
             .ok_or_else(|| bad_def(&name, &format!("unknown index kind \"{kind_name}\"")))?;
+        let expire_after = match (object.get("expire_after"), ttl) {
+            (None, false) => None,
+            (Some(seconds), true) => Some(
+                seconds
+                    .as_u64()
+                    .ok_or_else(|| bad_def(&name, "\"expire_after\" must be a whole number of seconds (0 or more)"))?,
+            ),
+            (None, true) => return Err(bad_def(&name, "a ttl index needs \"expire_after\" (seconds)")),
+            (Some(_), false) => return Err(bad_def(&name, "\"expire_after\" applies to a ttl index only")),
+        };
         let collate_name = text("collate", "none")?;
         let collate = Collation::parse(&collate_name)
             .ok_or_else(|| bad_def(&name, &format!("unknown collation \"{collate_name}\"")))?;
@@ -250,7 +291,8 @@ impl IndexDef {
                 Some(_) => Err(bad_def(&name, &format!("\"{key}\" must be true or false"))),
             }
         };
-        const KNOWN: [&str; 9] = ["name", "field", "fields", "type", "index", "pk", "array", "sparse", "collate"];
+        const KNOWN: [&str; 10] =
+            ["name", "field", "fields", "type", "index", "pk", "array", "sparse", "collate", "expire_after"];
         if let Some(unknown) = object.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(bad_def(&name, &format!("unknown key \"{unknown}\"")));
         }
@@ -264,6 +306,7 @@ impl IndexDef {
             array: flag("array")?,
             sparse: flag("sparse")?,
             collate,
+            expire_after,
         };
         def.validate()?;
         Ok(def)

@@ -14,6 +14,10 @@ use tokio::net::TcpListener;
 
 /// How often active expiry runs (Redis' default `hz 10`), and how many keys with a TTL it
 /// may examine per keyspace each time.
+/// How often TTL indexes are checked (documents go within about this long of their time),
+/// and the most documents one index deletes per check.
+const TTL_INDEX_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
+const TTL_INDEX_BATCH: usize = 10_000;
 const EXPIRY_PERIOD: Duration = Duration::from_millis(100);
 const EXPIRY_BUDGET: usize = 200;
 
@@ -88,6 +92,23 @@ async fn run(state: Arc<ServerState>) -> Result<(), String> {
         loop {
             tick.tick().await;
             expiry_state.db.keyspaces().active_expire_cycle(EXPIRY_BUDGET);
+        }
+    });
+    let ttl_state = Arc::clone(&state);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(TTL_INDEX_PERIOD);
+        loop {
+            tick.tick().await;
+            let db = Arc::clone(&ttl_state.db);
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            // Deleting documents takes namespace write locks and may take a while: off the
+            // I/O threads.
+            match tokio::task::spawn_blocking(move || db.expire_documents(now, TTL_INDEX_BATCH)).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(count)) => tracing::debug!(count, "ttl indexes expired documents"),
+                Ok(Err(error)) => tracing::warn!(%error, "ttl index expiry failed; retrying next second"),
+                Err(error) => tracing::error!(%error, "ttl index expiry panicked"),
+            }
         }
     });
 

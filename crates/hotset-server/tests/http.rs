@@ -217,3 +217,54 @@ fn sql_ddl_creates_and_drops_namespaces_and_indexes() {
     assert_eq!(call(&server, "GET", "/api/v1/namespaces/t", None).0, 404);
     server.stop();
 }
+
+/// Polls `done` until it holds or `limit` passes (a condition wait, not a sleep as
+/// synchronisation: the answer is read from the server each time).
+fn eventually(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    done()
+}
+
+#[test]
+fn ttl_indexes_delete_documents_when_their_time_comes_and_the_deletes_persist() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let schema = json!({"name": "sessions", "indexes": [
+        {"field": "id", "type": "int", "index": "hash", "pk": true},
+        {"field": "created", "type": "int", "index": "ttl", "expire_after": 60},
+    ]});
+    let (status, created) = post(&server, "/api/v1/namespaces", &schema);
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["indexes"][1]["index"], "ttl");
+    assert_eq!(created["indexes"][1]["expire_after"], 60);
+    let bad = json!({"name": "bad", "indexes": [{"field": "id", "type": "int", "index": "hash", "pk": true},
+                                               {"field": "created", "type": "int", "index": "ttl"}]});
+    let (status, error) = post(&server, "/api/v1/namespaces", &bad);
+    assert_eq!(status, 400);
+    assert!(error["error"].as_str().unwrap().contains("expire_after"), "{error}");
+
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    // 1 and 2 are past due (created over 60 s ago); 3 has an hour left.
+    let ndjson = [(1, now - 3_600), (2, now - 61), (3, now)]
+        .map(|(id, at)| json!({"id": id, "created": at}).to_string())
+        .join("\n");
+    assert_eq!(call(&server, "POST", "/api/v1/namespaces/sessions/items", Some(ndjson.as_bytes())).0, 200);
+    let present = |server: &Server, id: i64| {
+        call(server, "GET", &format!("/api/v1/namespaces/sessions/items/{id}"), None).0 == 200
+    };
+    let gone = eventually(std::time::Duration::from_secs(15), || !present(&server, 1) && !present(&server, 2));
+    assert!(gone, "past-due documents are deleted within seconds");
+    assert!(present(&server, 3), "a document with time left stays");
+    server.stop();
+
+    let server = Server::start(dir.path(), &[]);
+    assert!(!present(&server, 1) && !present(&server, 2), "they stay gone after a restart");
+    assert!(present(&server, 3));
+    server.stop();
+}

@@ -405,6 +405,7 @@ fn namespace_calls() -> Vec<Call> {
         {"field": ["city", "year"], "type": ["str", "int"], "index": "hash"},
         {"field": "tags", "type": "string", "index": "hash", "array": true, "sparse": true},
         {"field": "price", "type": "double", "index": "column"},
+        {"field": "seen", "type": "int", "index": "ttl", "expire_after": 86400, "sparse": true},
     ]});
     let create = |body: Value, status, shape| json_call(NAMESPACES, NAMESPACES, body, status, shape);
     // A namespace "x" with one index definition the server refuses.
@@ -425,6 +426,11 @@ fn namespace_calls() -> Vec<Call> {
         refused(json!({"field": "a", "collate": "fr"})),
         refused(json!({"field": "a", "pk": true, "array": true})),
         refused(json!({"field": "a", "pk": true, "index": "-"})),
+        refused(json!({"field": "a", "type": "int", "index": "ttl"})),
+        refused(json!({"field": "a", "type": "string", "index": "ttl", "expire_after": 5})),
+        refused(json!({"field": "a", "type": "int", "index": "tree", "expire_after": 5})),
+        refused(json!({"field": "a", "type": "int", "index": "ttl", "expire_after": -5})),
+        refused(json!({"field": "a", "fields": ["b"], "type": "int"})),
         create(json!({"name": "wide", "indexes": index_definitions(65)}), 413, Fits),
         create(json!({"name": "wide", "indexes": index_definitions(64)}), 201, Fits),
         too_large(NAMESPACES, NAMESPACES),

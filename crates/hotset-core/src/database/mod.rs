@@ -420,6 +420,37 @@ impl Database {
             Ok((rows.len(), journal.filter(|_| !rows.is_empty()).map(|journal| log::docs(journal, data, logged))))
         })
     }
+
+    /// Deletes the documents a TTL index says are due: its field (a Unix time in seconds)
+    /// plus its `expire_after` is at or before `now_secs`. At most `limit` documents per
+    /// index per call, so each call holds a namespace's write lock only briefly; a caller
+    /// that gets `limit` back for an index calls again. Returns how many went. The deletes
+    /// are logged like any other, so a restart does not bring them back.
+    pub fn expire_documents(&self, now_secs: u64, limit: usize) -> Result<usize> {
+        let due: Vec<(String, String, i64)> = self
+            .namespaces
+            .read()
+            .iter()
+            .flat_map(|(name, namespace)| {
+                let defs = namespace.data.read().index_defs();
+                defs.into_iter().filter_map(move |def| {
+                    let cutoff = now_secs.saturating_sub(def.expire_after?);
+                    Some((name.clone(), def.fields[0].clone(), i64::try_from(cutoff).unwrap_or(i64::MAX)))
+                })
+            })
+            .collect();
+        let mut expired = 0;
+        for (namespace, field, cutoff) in due {
+            let query = Query::new(&namespace).where_(&field, crate::query::Op::Le, cutoff).limit(limit);
+            match self.delete_query(&query) {
+                Ok(count) => expired += count,
+                // Dropped since the list was made: nothing left to expire there.
+                Err(Error::UnknownNamespace { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(expired)
+    }
 }
 
 #[cfg(test)]
