@@ -57,6 +57,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/api/v1/sql", post(sql))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::map_response(errors_as_json))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), timed))
         .with_state(state)
 }
@@ -68,6 +69,29 @@ async fn timed(State(state): AppState, request: axum::extract::Request, next: ax
     state.stats.http_requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     state.stats.http_latency.record(started.elapsed());
     response
+}
+
+/// Every error answer is `{"error": ...}`, the ones axum writes itself too (a body over
+/// the limit, a path that is not UTF-8, a query string it cannot read, a method a route
+/// does not have): clients parse one shape. Their text becomes the message.
+async fn errors_as_json(response: Response) -> Response {
+    let status = response.status();
+    let is_json =
+        response.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    // These rejections are a line of text; anything longer is cut, not buffered whole.
+    let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let message = match text.trim() {
+        "" => status.canonical_reason().unwrap_or("error").to_ascii_lowercase(),
+        text => text.to_string(),
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    Response::from_parts(parts, axum::body::Body::from(json!({"error": message}).to_string()))
 }
 
 /// An error answer: status and message.

@@ -160,7 +160,9 @@ fn bodies_over_the_limit_are_refused() {
     let schema = json!({"name": "n", "indexes": [{"field": "id", "type": "int", "index": "hash", "pk": true}]});
     assert_eq!(post(&server, "/api/v1/namespaces", &schema).0, 201);
     let big = format!("{{\"id\": 1, \"pad\": \"{}\"}}", "x".repeat(2000));
-    assert_eq!(call(&server, "POST", "/api/v1/namespaces/n/items", Some(big.as_bytes())).0, 413);
+    let (status, error) = call(&server, "POST", "/api/v1/namespaces/n/items", Some(big.as_bytes()));
+    assert_eq!(status, 413);
+    assert!(error["error"].as_str().unwrap().contains("length limit exceeded"), "{error}");
     assert_eq!(call(&server, "GET", "/health", None).0, 200, "the server goes on");
     server.stop();
 }
@@ -266,5 +268,25 @@ fn ttl_indexes_delete_documents_when_their_time_comes_and_the_deletes_persist() 
     let server = Server::start(dir.path(), &[]);
     assert!(!present(&server, 1) && !present(&server, 2), "they stay gone after a restart");
     assert!(present(&server, 3));
+    server.stop();
+}
+
+#[test]
+fn errors_the_http_layer_writes_are_json_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    for (method, path, status, says) in [
+        ("GET", "/api/v1/namespaces/%ff", 400, "UTF-8"),
+        ("PUT", "/api/v1/namespaces", 405, "method not allowed"),
+        ("DELETE", "/api/v1/sql", 405, "method not allowed"),
+        ("POST", "/api/v1/namespaces/x/items?mode=upsert&mode=insert", 400, "query string"),
+        ("GET", "/no/such/path", 404, ""),
+    ] {
+        let (got, body) = call(&server, method, path, Some(b"{}"));
+        assert_eq!(got, status, "{method} {path}: {body}");
+        let message = body["error"].as_str().unwrap_or_else(|| panic!("{method} {path}: not {{\"error\"}}: {body}"));
+        assert!(message.contains(says), "{method} {path}: {message}");
+    }
+    assert_eq!(call(&server, "GET", "/health", None).0, 200, "the server goes on");
     server.stop();
 }
