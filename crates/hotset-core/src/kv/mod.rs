@@ -88,6 +88,7 @@ pub use error::KvError;
 pub use glob::{Glob, glob_match};
 pub use keys::{TTL_MISSING, TTL_NONE};
 pub use keyspace::Keyspace;
+pub use number::format_i64_inline;
 pub use ops::KvOps;
 pub use options::{ExpireCondition, SetCondition, SetExpiry, SetOptions, SetOutcome};
 pub use registry::Keyspaces;

@@ -115,20 +115,7 @@ impl Reply<'_> {
 
     /// A decimal number and CRLF.
     fn number(&mut self, value: i64) {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut rest = value.unsigned_abs();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
-        if value < 0 {
-            self.out.push(b'-');
-        }
+        let (digits, at) = hotset_core::kv::format_i64_inline(value);
         self.out.extend_from_slice(&digits[at..]);
         self.out.extend_from_slice(b"\r\n");
     }
