@@ -25,14 +25,10 @@ import subprocess
 import sys
 import tempfile
 
+from run_server import cpu_seconds
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "ceiling")
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf(os.sysconf_names["SC_CLK_TCK"])
 
 
 def free_port():
