@@ -16,7 +16,8 @@
 use std::num::NonZeroU64;
 
 use super::field_map::FieldMap;
-use super::number::{format_i64, format_i64_inline, i64_text_len, parse_f64, parse_i64};
+use super::number::{format_i64_inline, i64_text_len, parse_f64, parse_i64};
+use super::small_bytes::InlineBytes;
 
 /// A string value in its cheapest faithful encoding.
 #[derive(Debug, Clone)]
@@ -25,7 +26,7 @@ pub enum StrValue {
     Int(i64),
     /// Other bytes, up to [`StrValue::SHORT`] of them, kept inside the value: a SET of a
     /// short value allocates nothing and a GET follows no pointer.
-    Short { len: u8, bytes: [u8; StrValue::SHORT] },
+    Short(InlineBytes<{ StrValue::SHORT }>),
     /// Any longer bytes. A `Vec` rather than a boxed slice so APPEND grows in
     /// amortised O(1) instead of copying the whole value every time.
     Raw(Vec<u8>),
@@ -34,10 +35,7 @@ pub enum StrValue {
 impl PartialEq for StrValue {
     /// Equal when the strings are: the encoding is not part of the value.
     fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Self::Int(a), Self::Int(b)) => a == b,
-            _ => self.to_bytes() == other.to_bytes(),
-        }
+        self.with_bytes(|mine| other.with_bytes(|theirs| mine == theirs))
     }
 }
 
@@ -49,7 +47,7 @@ impl StrValue {
     pub fn from_bytes(bytes: &[u8]) -> Self {
         match parse_i64(bytes) {
             Some(i) => Self::Int(i),
-            None => Self::short(bytes).unwrap_or_else(|| Self::Raw(bytes.to_vec())),
+            None => InlineBytes::new(bytes).map_or_else(|| Self::Raw(bytes.to_vec()), Self::Short),
         }
     }
 
@@ -57,22 +55,15 @@ impl StrValue {
     pub fn from_vec(bytes: Vec<u8>) -> Self {
         match parse_i64(&bytes) {
             Some(i) => Self::Int(i),
-            None => Self::short(&bytes).unwrap_or(Self::Raw(bytes)),
+            None => InlineBytes::new(&bytes).map_or(Self::Raw(bytes), Self::Short),
         }
-    }
-
-    fn short(source: &[u8]) -> Option<Self> {
-        let len = u8::try_from(source.len()).ok().filter(|&len| usize::from(len) <= Self::SHORT)?;
-        let mut bytes = [0; Self::SHORT];
-        bytes[..source.len()].copy_from_slice(source);
-        Some(Self::Short { len, bytes })
     }
 
     /// The bytes of a string not stored as an integer.
     pub fn text(&self) -> Option<&[u8]> {
         match self {
             Self::Int(_) => None,
-            Self::Short { len, bytes } => Some(&bytes[..usize::from(*len)]),
+            Self::Short(inline) => Some(inline.as_bytes()),
             Self::Raw(bytes) => Some(bytes),
         }
     }
@@ -97,10 +88,7 @@ impl StrValue {
 
     /// The exact bytes of the string.
     pub fn to_bytes(&self) -> Vec<u8> {
-        match self {
-            Self::Int(i) => format_i64(*i),
-            _ => self.text().unwrap_or_default().to_vec(),
-        }
+        self.with_bytes(<[u8]>::to_vec)
     }
 
     /// Calls `f` with the exact bytes of the string, without allocating.
@@ -141,7 +129,7 @@ impl StrValue {
     /// Heap bytes owned by the value.
     pub fn heap_bytes(&self) -> usize {
         match self {
-            Self::Int(_) | Self::Short { .. } => 0,
+            Self::Int(_) | Self::Short(_) => 0,
             Self::Raw(bytes) => bytes.capacity(),
         }
     }
@@ -210,7 +198,7 @@ mod tests {
     #[test]
     fn string_encodings_round_trip() {
         assert_eq!(StrValue::from_bytes(b"-12"), StrValue::Int(-12));
-        assert!(matches!(StrValue::from_bytes(b"012"), StrValue::Short { len: 3, .. }));
+        assert!(matches!(StrValue::from_bytes(b"012"), StrValue::Short(ref b) if b.as_bytes() == b"012"));
         assert_eq!(StrValue::from_bytes(b"012"), StrValue::Raw(b"012".to_vec()), "equal whatever the encoding");
         let mut s = StrValue::from_bytes(b"");
         s.append(b"1");
@@ -225,12 +213,12 @@ mod tests {
     fn short_strings_live_inside_the_value_and_grow_out_of_it() {
         let limit = vec![b'x'; StrValue::SHORT];
         let mut s = StrValue::from_bytes(&limit);
-        assert!(matches!(s, StrValue::Short { .. }));
+        assert!(matches!(s, StrValue::Short(_)));
         assert_eq!((s.to_bytes(), s.len(), s.heap_bytes()), (limit.clone(), StrValue::SHORT, 0));
         s.append(b"y");
         assert!(matches!(s, StrValue::Raw(_)), "one byte over the limit goes to the heap");
         assert_eq!(s.to_bytes(), [&limit[..], b"y"].concat());
-        assert!(matches!(StrValue::from_vec(b"abc".to_vec()), StrValue::Short { len: 3, .. }));
+        assert!(matches!(StrValue::from_vec(b"abc".to_vec()), StrValue::Short(ref b) if b.as_bytes() == b"abc"));
         assert!(matches!(StrValue::from_vec(vec![b'z'; 100]), StrValue::Raw(ref v) if v.len() == 100));
         assert_eq!(StrValue::from_bytes(b"1.5").as_f64(), Some(1.5));
         for text in [&b"-42"[..], b"abc", &limit, b"x".repeat(40).as_slice()] {
