@@ -44,9 +44,9 @@ pub async fn serve(state: Arc<ServerState>, mut stream: TcpStream, addr: SocketA
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
-        let (mut batch, acks) = defer_acks(|| run_batch(&state, &mut session, &input, &mut out, &limits));
+        let (batch, acks) = defer_acks(|| run_batch(&state, &mut session, &input, &mut out, &limits));
         input.drain(..batch.consumed);
-        settle_writes(&state, std::mem::take(&mut batch.writes), &acks, &mut out).await;
+        settle_writes(&state, &batch.writes, &acks, &mut out).await;
         if !out.is_empty() {
             if stream.write_all(&out).await.is_err() {
                 return;
@@ -143,7 +143,7 @@ fn run_batch(
 /// Waits for the log to acknowledge the batch's writes (one wait: records are
 /// acknowledged in order). If it fails, each write's reply becomes the error, since the
 /// client must not believe a write the log could not keep.
-async fn settle_writes(state: &ServerState, writes: Vec<Written>, acks: &DeferredAcks, out: &mut Vec<u8>) {
+async fn settle_writes(state: &ServerState, writes: &[Written], acks: &DeferredAcks, out: &mut Vec<u8>) {
     let Some(last) = writes.iter().map(|w| w.lsn).max() else { return };
     // The log writer wakes this task once the record is acknowledged: no thread waits.
     let waiting = state.store.read().as_ref().map(|store| store.wait_acknowledged(last));
@@ -151,17 +151,23 @@ async fn settle_writes(state: &ServerState, writes: Vec<Written>, acks: &Deferre
         Some(waiting) => waiting.await,
         None => Err(hotset_core::Error::Storage { reason: "the server is shutting down".into() }),
     };
-    let Err(error) = outcome else { return };
+    if let Err(error) = outcome {
+        refuse_unlogged(writes, acks, &error.to_string(), out);
+    }
+}
+
+/// After a log failure: replaces the reply of each write whose record the log did not
+/// keep with `-MISCONF <reason>`; writes acknowledged before the failure keep theirs.
+fn refuse_unlogged(writes: &[Written], acks: &DeferredAcks, reason: &str, out: &mut Vec<u8>) {
     let mut rebuilt = Vec::with_capacity(out.len());
     let mut at = 0;
-    for written in &writes {
+    for written in writes {
         rebuilt.extend_from_slice(&out[at..written.reply.start]);
-        // Each write's own outcome: ones durable before the failure keep their reply.
         match acks.wait_for(written.lsn) {
             Ok(()) => rebuilt.extend_from_slice(&out[written.reply.clone()]),
             Err(_) => {
                 rebuilt.extend_from_slice(b"-MISCONF ");
-                rebuilt.extend(error.to_string().bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+                rebuilt.extend(reason.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
                 rebuilt.extend_from_slice(b"\r\n");
             }
         }
@@ -169,4 +175,43 @@ async fn settle_writes(state: &ServerState, writes: Vec<Written>, acks: &Deferre
     }
     rebuilt.extend_from_slice(&out[at..]);
     *out = rebuilt;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hotset_core::journal::{Journal, JournalSlot};
+
+    /// A log that kept records up to `kept` and failed the rest.
+    struct FailedAfter {
+        kept: u64,
+    }
+
+    impl Journal for FailedAfter {
+        fn writable(&self) -> hotset_core::Result<()> {
+            Ok(())
+        }
+        fn append(&self, _encode: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
+            unreachable!("the test notes lsns itself")
+        }
+        fn wait(&self, lsn: u64) -> hotset_core::Result<()> {
+            if lsn <= self.kept { Ok(()) } else { Err(hotset_core::Error::Storage { reason: "disk full".into() }) }
+        }
+    }
+
+    #[test]
+    fn only_the_writes_the_log_lost_become_misconf() {
+        let slot = JournalSlot::default();
+        assert!(slot.attach(std::sync::Arc::new(FailedAfter { kept: 7 })));
+        let ((), acks) = defer_acks(|| {
+            slot.wait(Some(7)).unwrap();
+            slot.wait(Some(8)).unwrap();
+        });
+        // A read, a write that was kept (lsn 7), a read, a write that was lost (lsn 8).
+        let mut out = b"$1\r\na\r\n+OK\r\n:3\r\n+OK\r\n".to_vec();
+        let writes = [Written { reply: 7..12, lsn: 7 }, Written { reply: 16..21, lsn: 8 }];
+        assert_eq!(&out[7..12], b"+OK\r\n");
+        refuse_unlogged(&writes, &acks, "log failed:\r\ndisk full", &mut out);
+        assert_eq!(out, b"$1\r\na\r\n+OK\r\n:3\r\n-MISCONF log failed:  disk full\r\n");
+    }
 }
