@@ -15,7 +15,7 @@ use tokio::net::TcpListener;
 /// How often active expiry runs (Redis' default `hz 10`), and how many keys with a TTL it
 /// may examine per keyspace each time.
 /// How often TTL indexes are checked (documents go within about this long of their time),
-/// and the most documents one index deletes per check.
+/// and the most documents one index deletes under one lock.
 const TTL_INDEX_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
 const TTL_INDEX_BATCH: usize = 10_000;
 const EXPIRY_PERIOD: Duration = Duration::from_millis(100);
@@ -102,8 +102,19 @@ async fn run(state: Arc<ServerState>) -> Result<(), String> {
             let db = Arc::clone(&ttl_state.db);
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
             // Deleting documents takes namespace write locks and may take a while: off the
-            // I/O threads.
-            match tokio::task::spawn_blocking(move || db.expire_documents(now, TTL_INDEX_BATCH)).await {
+            // I/O threads. Steps of TTL_INDEX_BATCH release the locks in between; a full
+            // step means more may be due, so this goes on until one comes back short.
+            let expire_due = move || {
+                let mut total = 0;
+                loop {
+                    let count = db.expire_documents(now, TTL_INDEX_BATCH)?;
+                    total += count;
+                    if count < TTL_INDEX_BATCH {
+                        return Ok::<_, hotset_core::Error>(total);
+                    }
+                }
+            };
+            match tokio::task::spawn_blocking(expire_due).await {
                 Ok(Ok(0)) => {}
                 Ok(Ok(count)) => tracing::debug!(count, "ttl indexes expired documents"),
                 Ok(Err(error)) => tracing::warn!(%error, "ttl index expiry failed; retrying next second"),
