@@ -16,6 +16,7 @@ pub mod limits;
 pub mod namespace;
 pub mod query;
 pub mod schema;
+pub mod text;
 pub mod value;
 
 pub use collate::Collation;

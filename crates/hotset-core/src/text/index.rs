@@ -1,0 +1,240 @@
+//! The inverted index of a text index, kept in step with rows one row at a time.
+//!
+//! Owns: per-term postings (row, field, term frequency), sorted by row; the forward index
+//! (each row's term ids in text order, per field), which gives field lengths for BM25,
+//! positions for phrases and proximity, and exactly the postings to take out when a row
+//! changes; and the collection statistics. Never: parse queries or score (see `search`).
+//!
+//! Rows are added and removed as their documents are written, so every write is
+//! searchable as soon as the write returns; nothing is rebuilt wholesale. A word that no
+//! row uses any more keeps its term id (ids are never reused) but has no postings.
+
+use super::config::{StopWords, TextConfig};
+use super::fold::words;
+use super::lang::is_builtin_stop_word;
+use super::vocab::{TermId, Vocab};
+
+/// The place of a stop word in the forward index: not a term, but it keeps positions
+/// (and so phrases) true to the text.
+pub const STOP: u32 = u32::MAX - 1;
+/// Between two values of an array field: no phrase runs across it.
+pub const GAP: u32 = u32::MAX;
+
+/// Most fields one text index covers (a field's number is kept in a byte, and query
+/// field masks in a `u64`).
+pub const FIELDS_MAX: usize = 64;
+
+/// One row's occurrences of a term in one field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hit {
+    pub row: u32,
+    pub field: u8,
+    /// Occurrences, saturating at 255.
+    pub tf: u8,
+}
+
+/// A text index's data.
+#[derive(Debug)]
+pub struct TextIndex {
+    pub config: TextConfig,
+    pub fields: Vec<String>,
+    pub vocab: Vocab,
+    postings: Vec<Vec<Hit>>,
+    /// Per row: the end offset of each field's tokens, then the tokens.
+    forward: Vec<Option<Box<[u32]>>>,
+    rows: u32,
+    field_tokens: Vec<u64>,
+    hits: usize,
+    stop: hashbrown::HashSet<String, ahash::RandomState>,
+}
+
+impl TextIndex {
+    pub fn new(fields: Vec<String>, config: TextConfig) -> TextIndex {
+        let stop = match &config.stop_words {
+            StopWords::List(words) => words.iter().cloned().collect(),
+            _ => Default::default(),
+        };
+        TextIndex {
+            field_tokens: vec![0; fields.len()],
+            fields,
+            config,
+            vocab: Vocab::default(),
+            postings: Vec::new(),
+            forward: Vec::new(),
+            rows: 0,
+            hits: 0,
+            stop,
+        }
+    }
+
+    /// Whether a folded word is left out of the index and of queries.
+    pub fn is_stop_word(&self, word: &str) -> bool {
+        match self.config.stop_words {
+            StopWords::None => false,
+            StopWords::Builtin => is_builtin_stop_word(word, &self.config.languages),
+            StopWords::List(_) => self.stop.contains(word),
+        }
+    }
+
+    /// Indexes a row from the string values of each field (in the definition's order).
+    /// The row must not be indexed already.
+    pub fn insert<'a>(&mut self, row: u32, fields: impl Iterator<Item = &'a [crate::value::Scalar]>) {
+        let mut ends: Vec<u32> = Vec::with_capacity(self.fields.len());
+        let mut tokens: Vec<u32> = Vec::new();
+        for values in fields {
+            for (i, value) in values.iter().enumerate() {
+                let crate::value::Scalar::Str(bytes) = value else { continue };
+                let Ok(text) = std::str::from_utf8(bytes) else { continue };
+                if i > 0 {
+                    tokens.push(GAP);
+                }
+                for word in words(text) {
+                    let token = if self.is_stop_word(&word.text) {
+                        STOP
+                    } else {
+                        self.vocab.intern(&word.text, &self.config.languages)
+                    };
+                    tokens.push(token);
+                }
+            }
+            ends.push(u32::try_from(tokens.len()).expect("a row's words fit in u32"));
+        }
+        if tokens.iter().all(|&t| t >= STOP) {
+            return;
+        }
+        let at = row as usize;
+        if self.forward.len() <= at {
+            self.forward.resize(at + 1, None);
+        }
+        assert!(self.forward[at].is_none(), "a row indexed twice");
+        let mut entry = ends.clone();
+        entry.extend_from_slice(&tokens);
+        self.forward[at] = Some(entry.into_boxed_slice());
+        self.rows += 1;
+        let mut start = 0;
+        for (field, &end) in ends.iter().enumerate() {
+            self.field_tokens[field] += u64::from(end - start);
+            start = end;
+        }
+        self.postings.resize_with(self.vocab.len(), Vec::new);
+        for (term, field, tf) in Self::counts(&ends, &tokens) {
+            let list = &mut self.postings[term as usize];
+            let hit = Hit { row, field, tf };
+            match list.last() {
+                Some(last) if (last.row, last.field) > (row, field) => {
+                    let at = list.partition_point(|h| (h.row, h.field) < (row, field));
+                    list.insert(at, hit);
+                }
+                _ => list.push(hit),
+            }
+            self.hits += 1;
+        }
+    }
+
+    /// Removes a row (no-op for a row with no words).
+    pub fn remove(&mut self, row: u32) {
+        let Some(entry) = self.forward.get_mut(row as usize).and_then(Option::take) else { return };
+        let (ends, tokens) = entry.split_at(self.fields.len());
+        self.rows -= 1;
+        let mut start = 0;
+        for (field, &end) in ends.iter().enumerate() {
+            self.field_tokens[field] -= u64::from(end - start);
+            start = end;
+        }
+        for (term, field, _) in Self::counts(ends, tokens) {
+            let list = &mut self.postings[term as usize];
+            let at = list.partition_point(|h| (h.row, h.field) < (row, field));
+            assert!(list.get(at).is_some_and(|h| h.row == row && h.field == field), "removing an unindexed hit");
+            list.remove(at);
+            self.hits -= 1;
+            if list.is_empty() {
+                *list = Vec::new();
+            }
+        }
+    }
+
+    /// Distinct (term, field) pairs of a row with their counts, sorted.
+    fn counts(ends: &[u32], tokens: &[u32]) -> Vec<(TermId, u8, u8)> {
+        let mut pairs: Vec<(TermId, u8)> = Vec::with_capacity(tokens.len());
+        let mut start = 0usize;
+        for (field, &end) in ends.iter().enumerate() {
+            let field = u8::try_from(field).expect("fields fit in a byte");
+            pairs.extend(tokens[start..end as usize].iter().filter(|&&t| t < STOP).map(|&t| (t, field)));
+            start = end as usize;
+        }
+        pairs.sort_unstable();
+        let mut out: Vec<(TermId, u8, u8)> = Vec::with_capacity(pairs.len());
+        for (term, field) in pairs {
+            match out.last_mut() {
+                Some(last) if last.0 == term && last.1 == field => last.2 = last.2.saturating_add(1),
+                _ => out.push((term, field, 1)),
+            }
+        }
+        out
+    }
+
+    /// Called at the end of a bulk load: the vocabulary's ordered views are completed.
+    pub fn finish_load(&mut self) {
+        self.vocab.merge_pending();
+    }
+
+    pub fn postings(&self, term: TermId) -> &[Hit] {
+        self.postings.get(term as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// Rows with at least one word.
+    pub fn rows(&self) -> u32 {
+        self.rows
+    }
+
+    /// Average words per row in a field (at least 1, so an empty field cannot divide by 0).
+    pub fn average_len(&self, field: usize) -> f32 {
+        (self.field_tokens[field] as f32 / self.rows.max(1) as f32).max(1.0)
+    }
+
+    /// A row's tokens per field (`STOP` and `GAP` included), or `None` for a row without
+    /// words.
+    pub fn row_fields(&self, row: u32) -> Option<impl Iterator<Item = &[u32]>> {
+        let entry = self.forward.get(row as usize)?.as_ref()?;
+        let (ends, tokens) = entry.split_at(self.fields.len());
+        let mut start = 0usize;
+        Some(ends.iter().map(move |&end| {
+            let slice = &tokens[start..end as usize];
+            start = end as usize;
+            slice
+        }))
+    }
+
+    /// Words in one field of a row.
+    pub fn field_len(&self, row: u32, field: usize) -> u32 {
+        match self.forward.get(row as usize).and_then(Option::as_ref) {
+            Some(entry) => entry[field] - if field == 0 { 0 } else { entry[field - 1] },
+            None => 0,
+        }
+    }
+
+    /// Approximate bytes held: vocabulary, postings and forward index.
+    pub fn memory_bytes(&self) -> usize {
+        let postings: usize =
+            self.postings.iter().map(|p| p.capacity() * std::mem::size_of::<Hit>() + 24).sum::<usize>();
+        let forward: usize = self.forward.iter().flatten().map(|e| e.len() * 4 + 16).sum::<usize>()
+            + self.forward.capacity() * std::mem::size_of::<Option<Box<[u32]>>>();
+        self.vocab.memory_bytes() + postings + forward
+    }
+
+    /// Numbers for describe and metrics.
+    pub fn stats(&self) -> TextStats {
+        TextStats { rows: self.rows, words: self.vocab.len(), hits: self.hits, memory_bytes: self.memory_bytes() }
+    }
+}
+
+/// What a text index holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextStats {
+    pub rows: u32,
+    /// Distinct words ever seen.
+    pub words: usize,
+    /// (row, field, word) entries in the postings.
+    pub hits: usize,
+    pub memory_bytes: usize,
+}
