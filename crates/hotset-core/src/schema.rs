@@ -7,6 +7,7 @@
 use crate::collate::Collation;
 use crate::doc::FieldPath;
 use crate::error::{Error, Result};
+use crate::text::TextConfig;
 use crate::value::FieldType;
 use serde_json::{Map, Value, json};
 
@@ -19,6 +20,9 @@ pub enum IndexKind {
     Tree,
     /// Store only (`-`): a typed column for fast filtering and sorting, no lookup.
     Store,
+    /// Full-text search over one or more string fields (`text`): matched with
+    /// `Op::Match`, ranked, never used for comparisons.
+    Text,
 }
 
 impl IndexKind {
@@ -27,6 +31,7 @@ impl IndexKind {
             "hash" => Some(IndexKind::Hash),
             "tree" => Some(IndexKind::Tree),
             "-" | "store" | "column" => Some(IndexKind::Store),
+            "text" | "fulltext" => Some(IndexKind::Text),
             _ => None,
         }
     }
@@ -36,6 +41,7 @@ impl IndexKind {
             IndexKind::Hash => "hash",
             IndexKind::Tree => "tree",
             IndexKind::Store => "-",
+            IndexKind::Text => "text",
         }
     }
 }
@@ -60,6 +66,8 @@ pub struct IndexDef {
     /// in seconds; a document is deleted `expire_after` seconds after that time
     /// (`Database::expire_documents`, which the server runs every second).
     pub expire_after: Option<u64>,
+    /// The options of a text index (present exactly when `kind` is `Text`).
+    pub text: Option<Box<TextConfig>>,
 }
 
 impl IndexDef {
@@ -75,6 +83,7 @@ impl IndexDef {
             sparse: false,
             collate: Collation::None,
             expire_after: None,
+            text: None,
         }
     }
 
@@ -88,6 +97,21 @@ impl IndexDef {
 
     pub fn store(field: &str, field_type: FieldType) -> IndexDef {
         IndexDef::new(field, IndexKind::Store, field_type)
+    }
+
+    /// A text index over string fields, named after them (`a+b`) until `named`; each
+    /// field weighs 1 until `text_config` says otherwise.
+    pub fn text(fields: &[&str]) -> IndexDef {
+        IndexDef {
+            text: Some(Box::new(TextConfig::new(fields.len()))),
+            ..IndexDef::composite(fields, IndexKind::Text, FieldType::String)
+        }
+    }
+
+    /// Sets the options of a text index.
+    pub fn text_config(mut self, config: TextConfig) -> Self {
+        self.text = Some(Box::new(config));
+        self
     }
 
     /// A composite index over several fields of one type, named `a+b`.
@@ -142,8 +166,10 @@ impl IndexDef {
         self
     }
 
+    /// Several fields making one key (a text index over several fields is not one: it
+    /// indexes each field's words).
     pub fn is_composite(&self) -> bool {
-        self.fields.len() > 1
+        self.fields.len() > 1 && self.kind != IndexKind::Text
     }
 
     pub fn paths(&self) -> Vec<FieldPath> {
@@ -186,19 +212,39 @@ impl IndexDef {
         }
         let mut seen = std::collections::HashSet::new();
         if !self.fields.iter().all(|f| seen.insert(f)) {
-            return fail("a composite index lists a field twice");
+            return fail("an index lists a field twice");
+        }
+        if self.kind == IndexKind::Text {
+            if self.pk
+                || self.sparse
+                || self.array
+                || self.field_type != FieldType::String
+                || self.collate != Collation::None
+            {
+                return fail(
+                    "a text index is over string fields (or arrays of strings), without pk, array, sparse or collate",
+                );
+            }
+            if self.fields.len() > crate::text::index::FIELDS_MAX {
+                return fail("a text index covers at most 64 fields");
+            }
+            if self.text.as_ref().is_none_or(|t| t.weights.len() != self.fields.len()) {
+                return fail("a text index needs its options, one weight per field");
+            }
+        } else if self.text.is_some() {
+            return fail("\"text\" options apply to a text index only");
         }
         Ok(())
     }
 }
 
 /// The JSON form: `{"name": "a+b", "field": "a" | ["a", "b"], "type": "int" | ["string", "int"],
-/// "index": "hash" | "tree" | "-" | "ttl", "pk": true, "array": true, "sparse": true,
-/// "collate": "utf8_ci", "expire_after": 3600}`. Options that are off are left out; `name`
+/// "index": "hash" | "tree" | "-" | "ttl" | "text", "pk": true, "array": true, "sparse": true,
+/// "collate": "utf8_ci", "expire_after": 3600, "text": {...}}` (`text`: see `text::config`). Options that are off are left out; `name`
 /// defaults to the fields joined by `+`; `ttl` is a tree index with `expire_after` seconds.
 impl IndexDef {
     pub fn to_json(&self) -> Value {
-        let fields = if self.is_composite() { json!(self.fields) } else { json!(self.fields[0]) };
+        let fields = if self.fields.len() > 1 { json!(self.fields) } else { json!(self.fields[0]) };
         let types = if self.field_types.is_empty() {
             json!(self.field_type.name())
         } else {
@@ -224,6 +270,9 @@ impl IndexDef {
         }
         if self.collate != Collation::None {
             object.insert("collate".into(), json!(self.collate.name()));
+        }
+        if let Some(text) = &self.text {
+            object.insert("text".into(), text.to_json(&self.fields));
         }
         Value::Object(object)
     }
@@ -291,12 +340,20 @@ impl IndexDef {
                 Some(_) => Err(bad_def(&name, &format!("\"{key}\" must be true or false"))),
             }
         };
-        const KNOWN: [&str; 10] =
-            ["name", "field", "fields", "type", "index", "pk", "array", "sparse", "collate", "expire_after"];
+        const KNOWN: [&str; 11] =
+            ["name", "field", "fields", "type", "index", "pk", "array", "sparse", "collate", "expire_after", "text"];
         if let Some(unknown) = object.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(bad_def(&name, &format!("unknown key \"{unknown}\"")));
         }
+        let text = match (kind, object.get("text")) {
+            (IndexKind::Text, options) => {
+                Some(Box::new(TextConfig::from_json(options, &fields).map_err(|reason| bad_def(&name, &reason))?))
+            }
+            (_, None) => None,
+            (_, Some(_)) => return Err(bad_def(&name, "\"text\" options apply to a text index only")),
+        };
         let def = IndexDef {
+            text,
             name: name.clone(),
             fields,
             kind,

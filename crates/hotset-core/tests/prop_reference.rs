@@ -76,6 +76,15 @@ fn check_aggregation(
     Ok(())
 }
 
+fn has_match(cond: &hotset_core::Cond) -> bool {
+    use hotset_core::Cond;
+    match cond {
+        Cond::Field { op, .. } => *op == hotset_core::Op::Match,
+        Cond::And(items) | Cond::Or(items) => items.iter().any(has_match),
+        Cond::Not(inner) => has_match(inner),
+    }
+}
+
 fn check_query(db: &Database, model: &RefNamespace, query: &Query) -> Result<(), TestCaseError> {
     let result = db.query(query).map_err(|e| TestCaseError::fail(format!("{query:?} failed: {e}")))?;
     let expected = model.query(query);
@@ -85,8 +94,14 @@ fn check_query(db: &Database, model: &RefNamespace, query: &Query) -> Result<(),
     }
     let start = query.offset.min(total);
     let end = query.limit.map_or(total, |l| (start + l).min(total));
-    let page = result.values();
+    let mut page = result.values();
     prop_assert_eq!(page.len(), end - start, "page size of {:?}", query);
+    // A full-text match gives every item its rank (a number), and only then.
+    let matches_text = query.filter.as_ref().is_some_and(has_match);
+    for doc in &mut page {
+        let rank = doc.as_object_mut().and_then(|d| d.remove("_rank"));
+        prop_assert_eq!(rank.as_ref().is_some_and(Value::is_number), matches_text, "_rank of {} in {:?}", doc, query);
+    }
     let mut seen = std::collections::HashSet::new();
     for (i, doc) in page.iter().enumerate() {
         prop_assert!(seen.insert(doc["id"].to_string()), "duplicate {} in {:?}", doc, query);

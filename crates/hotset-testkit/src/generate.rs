@@ -4,7 +4,8 @@
 //!
 //! Field pool (the type is what indexes declare; `u` is never indexed and mixes kinds):
 //! `id` int pk, `a` int, `b` string, `c` double, `tags` int array, `flag` bool,
-//! `n.x` nested int, `s` string (composites `b+s` and `a+s`), `u` anything.
+//! `n.x` nested int, `s` string (composites `b+s` and `a+s`), `u` anything, `body` text
+//! (words from `TEXT_WORDS`, always under a text index, searched with `MATCH`).
 
 use hotset_core::query::{Aggregation, ArithOp, Cond, Expr, Facet, Op, Query, SetField, SortKey};
 use hotset_core::{Collation, FieldType, IndexDef, IndexKind};
@@ -15,6 +16,9 @@ pub const NAMESPACE: &str = "t";
 const STRINGS: &[&str] =
     &["abc", "ABC", "Abd", "ёлка", "Ёлка", "straße", "STRASSE", "x1", "x10", "x2", "", "a%b", "a_b", "b"];
 const PATTERNS: &[&str] = &["ab%", "A%", "%b%", "x1_", "ЁЛ%", "stra%", "%", "a\\%b", "_", "x%", "abc", "%c"];
+/// Words of `body`: no two share a stem or stand within a typo of each other, so the
+/// text index's matching reduces to the plain word and prefix rules the reference knows.
+pub const TEXT_WORDS: &[&str] = &["Alpha", "bravo", "DELTA", "kilo", "Lima", "oscar", "tango", "zulu", "alps"];
 const QUERY_FIELDS: &[&str] = &["id", "a", "b", "c", "tags", "flag", "n.x", "s", "u", "missing"];
 
 fn collation() -> impl Strategy<Value = Collation> {
@@ -76,8 +80,42 @@ pub fn schema() -> impl Strategy<Value = Vec<IndexDef>> {
             let mut defs: Vec<IndexDef> = order.into_iter().map(|(_, d)| d).collect();
             let pk_at = (shuffle % (defs.len() as u64 + 1)) as usize;
             defs.insert(pk_at, IndexDef::new("id", pk, FieldType::Int).pk());
+            defs.push(text_index());
             defs
         })
+}
+
+/// The text index on `body`, with typo tolerance off (the reference has no typos).
+pub fn text_index() -> IndexDef {
+    let mut config = hotset_core::text::TextConfig::new(1);
+    config.typos = false;
+    IndexDef::text(&["body"]).text_config(config)
+}
+
+/// Text of 0–6 words from `TEXT_WORDS` with assorted separators.
+fn body() -> impl Strategy<Value = String> {
+    proptest::collection::vec(
+        (proptest::sample::select(TEXT_WORDS), proptest::sample::select(&[" ", ", ", "-", ". "][..])),
+        0..7,
+    )
+    .prop_map(|words| words.into_iter().map(|(w, sep)| format!("{w}{sep}")).collect())
+}
+
+/// A full-text query over `TEXT_WORDS`: 1–3 elements, each a word or a prefix, maybe
+/// required or excluded, in any case.
+fn text_query() -> impl Strategy<Value = String> {
+    let element = (proptest::sample::select(TEXT_WORDS), 0u8..3, 0u8..4, any::<bool>()).prop_map(
+        |(word, presence, shape, upper)| {
+            let word = if upper { word.to_uppercase() } else { word.to_lowercase() };
+            let word = match shape {
+                0 => format!("{}*", &word[..2]),
+                1 => format!("{}*", &word[..3]),
+                _ => word,
+            };
+            format!("{}{word}", ["", "+", "-"][presence as usize])
+        },
+    );
+    proptest::collection::vec(element, 1..4).prop_map(|elements| elements.join(" "))
 }
 
 fn maybe<T: std::fmt::Debug + Clone + 'static>(
@@ -124,9 +162,9 @@ pub fn document(ids: i64) -> impl Strategy<Value = Value> {
         maybe(any::<bool>()),
         maybe(-2i64..4),
         maybe(string()),
-        maybe(mixed()),
+        (maybe(mixed()), maybe(body())),
     )
-        .prop_map(|(id, a, b, c, tags, flag, nx, s, u)| {
+        .prop_map(|(id, a, b, c, tags, flag, nx, s, (u, body))| {
             let mut doc = serde_json::Map::new();
             doc.insert("id".into(), json!(id));
             let mut put = |name: &str, value: Option<Option<Value>>| {
@@ -142,6 +180,7 @@ pub fn document(ids: i64) -> impl Strategy<Value = Value> {
             put("n", nx.map(|v| v.map(|x| json!({"x": x}))));
             put("s", s.map(|v| v.map(Value::String)));
             put("u", u);
+            put("body", body.map(|v| v.map(Value::String)));
             Value::Object(doc)
         })
 }
@@ -155,7 +194,8 @@ pub fn bad_document(ids: i64) -> impl Strategy<Value = Value> {
             Just(("b", json!(7))),
             Just(("c", json!("x"))),
             Just(("flag", json!(1))),
-            Just(("a", json!([1, 2])))
+            Just(("a", json!([1, 2]))),
+            Just(("body", json!(5)))
         ],
     )
         .prop_map(|(mut doc, (field, value))| {
@@ -197,7 +237,9 @@ fn leaf() -> impl Strategy<Value = Cond> {
 
 /// Conditions with AND / OR / NOT nested up to three levels.
 pub fn condition() -> impl Strategy<Value = Cond> {
-    leaf().prop_recursive(3, 12, 3, |inner| {
+    let text = text_query().prop_map(|q| Cond::Field { field: "body".into(), op: Op::Match, values: vec![json!(q)] });
+    let leaf = prop_oneof![5 => leaf(), 1 => text];
+    leaf.prop_recursive(3, 12, 3, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 1..4).prop_map(Cond::And),
             proptest::collection::vec(inner.clone(), 1..4).prop_map(Cond::Or),
@@ -271,6 +313,7 @@ fn set_field() -> impl Strategy<Value = SetField> {
         Just(SetField::Drop("c".into())),
         Just(SetField::Drop("u".into())),
         Just(SetField::Set("a".into(), Expr::value("bad"))),
+        body().prop_map(|b| SetField::Set("body".into(), Expr::value(b))),
     ]
 }
 

@@ -50,6 +50,41 @@ pub fn sort_order(a: &Option<RefScalar>, b: &Option<RefScalar>) -> Ordering {
     }
 }
 
+/// Full-text matching reduced to what the generated data needs (see
+/// `generate::TEXT_WORDS`): words are runs of letters and digits, compared in lower case;
+/// an element is `word` or `prefix*`, maybe marked `+` (required) or `-` (excluded). A
+/// document matches when some element that is not excluded matches, every required one
+/// does, and no excluded one does.
+pub fn text_matches(values: &[Value], query: &str) -> bool {
+    let words: Vec<String> = values
+        .iter()
+        .filter_map(Value::as_str)
+        .flat_map(|s| {
+            s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect::<Vec<_>>()
+        })
+        .collect();
+    let mut any = false;
+    for element in query.split_whitespace() {
+        let (presence, rest) = match element.as_bytes()[0] {
+            b'+' => ('+', &element[1..]),
+            b'-' => ('-', &element[1..]),
+            _ => (' ', element),
+        };
+        let rest = rest.to_lowercase();
+        let found = match rest.strip_suffix('*') {
+            Some(prefix) => words.iter().any(|w| w.starts_with(prefix)),
+            None => words.contains(&rest),
+        };
+        match presence {
+            '-' if found => return false,
+            '-' => {}
+            '+' if !found => return false,
+            _ => any |= found,
+        }
+    }
+    any
+}
+
 /// The non-null values a dotted path names (arrays walked and flattened).
 pub fn field_values(doc: &Value, field: &str) -> Vec<Value> {
     fn walk(value: &Value, parts: &[&str], out: &mut Vec<Value>) {
@@ -158,6 +193,7 @@ impl RefNamespace {
             Op::Empty => field_values(doc, field).is_empty(),
             Op::Any => !field_values(doc, field).is_empty(),
             Op::Like => self.like(doc, field, query[0].as_str().unwrap_or_default(), collation),
+            Op::Match => text_matches(&field_values(doc, field), query[0].as_str().unwrap_or_default()),
         }
     }
 

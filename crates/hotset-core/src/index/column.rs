@@ -20,6 +20,9 @@ pub struct ColumnSpec {
     pub field_type: FieldType,
     pub collation: Collation,
     pub array: bool,
+    /// The values pass through to a text index and are not kept: filters and sorts on
+    /// the field read the document (a column of whole texts would double their memory).
+    pub transient: bool,
 }
 
 #[derive(Debug)]
@@ -74,6 +77,9 @@ impl Column {
     /// caller when converting); a non-array column takes at most one.
     pub fn set(&mut self, row: u32, values: Vec<Scalar>) {
         assert!(self.spec.array || values.len() <= 1, "several values in a scalar column");
+        if self.spec.transient {
+            return;
+        }
         self.clear(row);
         let at = row as usize;
         if let Data::Multi(rows) = &mut self.data {
@@ -239,7 +245,7 @@ mod tests {
     use super::*;
 
     fn spec(field_type: FieldType, array: bool) -> ColumnSpec {
-        ColumnSpec { path: FieldPath::new("f"), field_type, collation: Collation::None, array }
+        ColumnSpec { path: FieldPath::new("f"), field_type, collation: Collation::None, array, transient: false }
     }
 
     #[test]

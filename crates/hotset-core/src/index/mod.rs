@@ -13,6 +13,7 @@ pub mod ordered;
 pub mod postings;
 
 use crate::schema::{IndexDef, IndexKind};
+use crate::text::{TextConfig, TextIndex};
 use crate::value::{FieldType, OrdF64, Scalar};
 use column::Column;
 use ordered::{OrderedMap, SortedLayout};
@@ -49,6 +50,8 @@ pub enum Lookup {
     /// A hash primary key over one int field: the key is stored as a bare `i64`.
     UniqueInt(HashMap<i64, u32>),
     Tree(OrderedMap),
+    /// A text index: fed whole rows (`TextIndex::insert`), not keys.
+    Text(Box<TextIndex>),
 }
 
 /// The rows under one key: borrowed postings, or the single row of a unique index.
@@ -89,13 +92,21 @@ impl Index {
             IndexKind::Hash if def.pk => Lookup::Unique(HashMap::default()),
             IndexKind::Hash => Lookup::Hash(HashMap::default()),
             IndexKind::Tree => Lookup::Tree(OrderedMap::new()),
+            IndexKind::Text => {
+                let config = def.text.as_deref().cloned().unwrap_or_else(|| TextConfig::new(def.fields.len()));
+                Lookup::Text(Box::new(TextIndex::new(def.fields.clone(), config)))
+            }
         };
         Index { def, columns, lookup, key_bytes: 0 }
     }
 
-    /// The keys `row` is indexed under, read from its columns.
+    /// The keys `row` is indexed under, read from its columns (none for a text index,
+    /// which is not keyed).
     pub fn row_keys(&self, columns: &[Option<Column>], row: u32) -> SmallVec<[Key; 1]> {
         let mut keys = SmallVec::new();
+        if matches!(self.lookup, Lookup::Text(_)) {
+            return keys;
+        }
         if let [only] = self.columns[..] {
             let values = live(columns, only).values(row);
             if values.is_empty() {
@@ -195,7 +206,7 @@ impl Index {
     pub fn insert(&mut self, key: Key, row: u32) {
         let key_bytes = key_heap_bytes(&key);
         let added = match &mut self.lookup {
-            Lookup::Store => return,
+            Lookup::Store | Lookup::Text(_) => return,
             Lookup::Hash(map) => insert_posting(map.entry(key), row),
             Lookup::Unique(map) => {
                 let previous = map.insert(key, row);
@@ -216,7 +227,7 @@ impl Index {
 
     pub fn remove(&mut self, key: &Key, row: u32) {
         let emptied = match &mut self.lookup {
-            Lookup::Store => return,
+            Lookup::Store | Lookup::Text(_) => return,
             Lookup::Hash(map) => {
                 let postings = map.get_mut(key).expect("removing an unindexed key");
                 postings.remove(row) && map.remove(key).is_some()
@@ -238,7 +249,7 @@ impl Index {
 
     pub fn get(&self, key: &Key) -> Option<Rows<'_>> {
         match &self.lookup {
-            Lookup::Store => None,
+            Lookup::Store | Lookup::Text(_) => None,
             Lookup::Hash(map) => map.get(key).map(Rows::Borrowed),
             Lookup::Unique(map) => map.get(key).map(|&row| Rows::One(Postings::new(row))),
             Lookup::UniqueInt(map) => match key {
@@ -277,8 +288,24 @@ impl Index {
         matches!(self.lookup, Lookup::Tree(_))
     }
 
+    /// Whether the index maps keys to rows (store-only and text indexes do not).
     pub fn has_lookup(&self) -> bool {
-        !matches!(self.lookup, Lookup::Store)
+        !matches!(self.lookup, Lookup::Store | Lookup::Text(_))
+    }
+
+    /// The text index, for a text index.
+    pub fn text(&self) -> Option<&TextIndex> {
+        match &self.lookup {
+            Lookup::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    pub fn text_mut(&mut self) -> Option<&mut TextIndex> {
+        match &mut self.lookup {
+            Lookup::Text(text) => Some(text),
+            _ => None,
+        }
     }
 
     /// Approximate bytes used by the lookup map (columns are counted separately).
@@ -286,6 +313,7 @@ impl Index {
         let entry = std::mem::size_of::<Key>() + std::mem::size_of::<Postings>();
         let postings: usize = match &self.lookup {
             Lookup::Store => 0,
+            Lookup::Text(text) => text.memory_bytes(),
             Lookup::Hash(map) => map.values().map(Postings::heap_bytes).sum::<usize>() + map.capacity() * (entry + 1),
             Lookup::Unique(map) => map.capacity() * (std::mem::size_of::<(Key, u32)>() + 1),
             Lookup::UniqueInt(map) => map.capacity() * (std::mem::size_of::<(i64, u32)>() + 1),

@@ -9,7 +9,7 @@ use crate::doc::FieldPath;
 use crate::error::{Error, Result};
 use crate::index::column::{Column, ColumnSpec};
 use crate::index::{Index, Key};
-use crate::schema::IndexDef;
+use crate::schema::{IndexDef, IndexKind};
 use crate::value::Scalar;
 use roaring::RoaringBitmap;
 use serde_json::Value;
@@ -92,11 +92,14 @@ impl NamespaceData {
             .into_iter()
             .enumerate()
             .map(|(position, path)| {
+                let text = def.kind == IndexKind::Text;
                 let spec = ColumnSpec {
                     path,
                     field_type: def.type_of(position),
                     collation: def.collation_of(position),
-                    array: def.array,
+                    // A text field may hold one string or a list of them.
+                    array: def.array || text,
+                    transient: text,
                 };
                 self.column_for(spec)
             })
@@ -119,7 +122,7 @@ impl NamespaceData {
 
     pub(crate) fn refresh_field_columns(&mut self) {
         self.field_columns.clear();
-        for index in &self.indexes {
+        for index in self.indexes.iter().filter(|i| i.text().is_none()) {
             for (field, &column) in index.def.fields.iter().zip(&index.columns) {
                 self.field_columns.entry(field.clone()).or_insert(column);
             }

@@ -149,8 +149,14 @@ impl NamespaceData {
         old
     }
 
-    /// Takes the values by value: the columns keep them (strings are not copied).
+    /// Takes the values by value: the columns keep them (strings are not copied). Text
+    /// indexes read them first, since their columns keep nothing.
     fn index_row(&mut self, row: u32, values: Extracted) {
+        for index in &mut self.indexes {
+            if let crate::index::Lookup::Text(text) = &mut index.lookup {
+                text.insert(row, index.columns.iter().map(|&c| values[c].as_deref().unwrap_or(&[])));
+            }
+        }
         for (slot, values) in self.columns.iter_mut().zip(values) {
             if let (Some(column), Some(values)) = (slot, values) {
                 column.set(row, values);
@@ -165,6 +171,9 @@ impl NamespaceData {
     }
 
     fn unindex_row(&mut self, row: u32) {
+        for text in self.indexes.iter_mut().filter_map(|i| i.text_mut()) {
+            text.remove(row);
+        }
         let bulk_loading = self.bulk_loading;
         for index in self.indexes.iter_mut().filter(|i| !(bulk_loading && i.deferrable())) {
             for key in index.row_keys(&self.columns, row) {
@@ -194,6 +203,9 @@ impl NamespaceData {
     pub fn finish_bulk_load(&mut self) {
         if !std::mem::replace(&mut self.bulk_loading, false) {
             return;
+        }
+        for text in self.indexes.iter_mut().filter_map(|i| i.text_mut()) {
+            text.finish_load();
         }
         let rows: Vec<u32> = self.live.iter().collect();
         for index in self.indexes.iter_mut().filter(|index| index.deferrable()) {

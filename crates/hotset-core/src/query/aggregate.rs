@@ -118,7 +118,7 @@ impl GroupReader {
     fn keys(&self, view: &RowView<'_>) -> Vec<Scalar> {
         let mut keys = Vec::new();
         match &self.access {
-            Access::Column(_) => {
+            Access::Column(_) | Access::Rank(_) => {
                 view.any(&self.access, |v| {
                     keys.push(group_key(v.to_owned()));
                     false

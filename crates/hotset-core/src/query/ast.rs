@@ -28,6 +28,9 @@ pub enum Op {
     Any,
     /// SQL LIKE: `%` any run of characters, `_` one character, `\` escapes.
     Like,
+    /// Full-text match: one value, the query text (see `text::parse`), on a text index
+    /// named by the field (the index's name, or one of its fields).
+    Match,
 }
 
 impl Op {
@@ -46,6 +49,7 @@ impl Op {
             "empty" | "is null" => Op::Empty,
             "any" | "is not null" => Op::Any,
             "like" => Op::Like,
+            "match" => Op::Match,
             _ => return None,
         })
     }
@@ -64,6 +68,7 @@ impl Op {
             Op::Empty => "EMPTY",
             Op::Any => "ANY",
             Op::Like => "LIKE",
+            Op::Match => "MATCH",
         }
     }
 }
@@ -192,6 +197,10 @@ pub struct Query {
     pub joins: Vec<Join>,
     /// Record the plan and per-step timings in the result.
     pub explain: bool,
+    /// Mark matched words in whole fields (`_highlight` of each item).
+    pub highlight: Option<Highlight>,
+    /// Cut the text around matched words (`_snippet` of each item).
+    pub snippet: Option<Snippet>,
     /// Most time the query may run; past it the query stops and fails with
     /// `Error::Timeout` (`None`: no limit). Checked between rows, so one step that does not
     /// loop over rows (a sort, building an index set) finishes before the check.
@@ -215,6 +224,12 @@ impl Query {
     /// `where field op value` (see `Cond::new`).
     pub fn where_(self, field: &str, op: Op, value: impl Into<Value>) -> Query {
         self.filter(Cond::new(field, op, value))
+    }
+
+    /// `MATCH(field, text)`: full-text search on the text index named `field` or
+    /// covering it, ANDed with the filter so far. Results sort by rank unless sorted.
+    pub fn matching(self, field: &str, text: &str) -> Query {
+        self.filter(Cond::new(field, Op::Match, text))
     }
 
     pub fn sort(mut self, field: &str, desc: bool) -> Query {
@@ -262,6 +277,39 @@ impl Query {
     pub fn explain(mut self) -> Query {
         self.explain = true;
         self
+    }
+}
+
+/// Highlighting of matched words in whole fields.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Highlight {
+    /// Fields to mark (empty: every field of the matched text indexes).
+    pub fields: Vec<String>,
+    pub markers: crate::text::Markers,
+}
+
+/// Snippets: the text around matched words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snippet {
+    /// Fields to cut (empty: every field of the matched text indexes).
+    pub fields: Vec<String>,
+    pub markers: crate::text::Markers,
+    /// Words kept on each side of a match.
+    pub around: usize,
+    /// Most fragments per field.
+    pub fragments: usize,
+    pub separator: String,
+}
+
+impl Default for Snippet {
+    fn default() -> Snippet {
+        Snippet {
+            fields: Vec::new(),
+            markers: crate::text::Markers::default(),
+            around: 5,
+            fragments: 3,
+            separator: " … ".to_string(),
+        }
     }
 }
 

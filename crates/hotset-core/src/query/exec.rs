@@ -337,7 +337,9 @@ impl Run<'_> {
                 let view = RowView::new(self.data, row);
                 let joined =
                     self.joins.iter().map(|join| (join.alias.clone(), join.documents(&join.rows(&view)))).collect();
-                Item { doc, joined }
+                let text = (!self.plan.ranks.is_empty())
+                    .then(|| Box::new(super::fulltext::extras(self.data, &self.plan.ranks, self.query, row, &doc)));
+                Item { doc, joined, text }
             })
             .collect()
     }
@@ -413,6 +415,7 @@ fn direct_scan<'a>(
 pub(crate) fn materialize(data: &NamespaceData, plan: &SetPlan) -> RoaringBitmap {
     match plan {
         SetPlan::Scan(scan) => scan_set(data, scan),
+        SetPlan::Text(text) => text.hits.rows.clone(),
         SetPlan::And(items) => {
             let mut ordered: Vec<&SetPlan> = items.iter().collect();
             let total = data.len();
@@ -468,6 +471,7 @@ fn describe_plan(data: &NamespaceData, plan: &Plan) -> String {
 fn describe_set(data: &NamespaceData, plan: &SetPlan) -> String {
     match plan {
         SetPlan::Scan(scan) => describe_scan(data, scan),
+        SetPlan::Text(text) => text.describe(data),
         SetPlan::And(items) => {
             format!("AND({})", items.iter().map(|p| describe_set(data, p)).collect::<Vec<_>>().join(", "))
         }

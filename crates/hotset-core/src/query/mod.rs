@@ -12,6 +12,7 @@ pub mod ast;
 pub(crate) mod deadline;
 pub mod dsl;
 pub(crate) mod exec;
+pub(crate) mod fulltext;
 pub(crate) mod join;
 pub mod like;
 pub(crate) mod planner;
@@ -21,6 +22,9 @@ pub(crate) mod scan;
 pub(crate) mod sort;
 pub(crate) mod update;
 
-pub use ast::{Aggregation, ArithOp, Cond, Expr, Facet, Join, JoinKind, JoinOn, Op, Query, SetField, SortKey};
+pub use ast::{
+    Aggregation, ArithOp, Cond, Expr, Facet, Highlight, Join, JoinKind, JoinOn, Op, Query, SetField, Snippet, SortKey,
+};
+pub use fulltext::RANK;
 pub use planner::WalkChoice;
-pub use result::{AggregationResult, Explain, ExplainStep, FacetGroup, Item, QueryResult};
+pub use result::{AggregationResult, Explain, ExplainStep, FacetGroup, Item, QueryResult, TextExtras};

@@ -8,15 +8,17 @@
 //! every plan yields exactly the rows its predicates would.
 
 use super::ast::{Cond, Op, Query};
+use super::fulltext::{RANK, Ranks, TextPred};
 use super::pred::{Access, FieldPred, Pred};
 use super::scan::{IndexScan, KeyRange};
 use crate::collate::prefix_successor;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::index::{Index, Key, bound_for_type, key_for_type};
 use crate::namespace::NamespaceData;
 use crate::schema::IndexKind;
 use crate::value::Scalar;
 use std::ops::Bound;
+use std::sync::Arc;
 
 /// A scan that is bigger than the driving one by more than this factor is not
 /// intersected; its condition is checked on the columns of the driver's rows instead.
@@ -38,6 +40,8 @@ pub enum WalkChoice {
 #[derive(Debug, Clone)]
 pub(crate) enum SetPlan {
     Scan(IndexScan),
+    /// The rows a full-text match found.
+    Text(Arc<TextPred>),
     And(Vec<SetPlan>),
     Or(Vec<SetPlan>),
     Not(Box<SetPlan>),
@@ -47,6 +51,7 @@ impl SetPlan {
     pub fn estimate(&self, rows_total: usize) -> usize {
         match self {
             SetPlan::Scan(scan) => scan.estimate,
+            SetPlan::Text(text) => text.hits.rows.len() as usize,
             SetPlan::And(items) => items.iter().map(|p| p.estimate(rows_total)).min().unwrap_or(rows_total),
             SetPlan::Or(items) => items.iter().map(|p| p.estimate(rows_total)).sum::<usize>().min(rows_total),
             SetPlan::Not(inner) => rows_total.saturating_sub(inner.estimate(rows_total)),
@@ -83,6 +88,8 @@ pub(crate) struct Plan {
     pub residual: Vec<Pred>,
     pub sort: Vec<SortSpec>,
     pub walk: Option<Walk>,
+    /// Ranks from the query's full-text matches (empty without one).
+    pub ranks: Ranks,
 }
 
 /// A condition of an AND, with what an index can do for it.
@@ -107,11 +114,10 @@ pub(crate) fn plan(data: &NamespaceData, query: &Query, choice: WalkChoice) -> R
         })
         .collect::<Result<Vec<_>>>()?;
     use_composites(data, &mut conjuncts);
-    let sort: Vec<SortSpec> = query
-        .sort
-        .iter()
-        .map(|key| SortSpec { field: key.field.clone(), access: Access::for_field(data, &key.field), desc: key.desc })
-        .collect();
+    let mut texts = Vec::new();
+    conjuncts.iter().for_each(|c| c.pred.texts(&mut texts));
+    let ranks = Ranks(texts);
+    let sort = sort_specs(data, query, &ranks)?;
     let walk = match choose_walk(data, query, &sort, &mut conjuncts) {
         Some((walk, _)) if choice == WalkChoice::Always => Some(walk),
         Some((walk, _)) if choice == WalkChoice::Cost && walk_pays(query, rows_total, &conjuncts, &walk) => Some(walk),
@@ -124,7 +130,32 @@ pub(crate) fn plan(data: &NamespaceData, query: &Query, choice: WalkChoice) -> R
         None => None,
     };
     let (set, residual) = choose_sets(conjuncts, rows_total);
-    Ok(Plan { set, residual, sort, walk })
+    Ok(Plan { set, residual, sort, walk, ranks })
+}
+
+/// The query's sort keys resolved; `rank()` sorts by full-text rank, which is also the
+/// order of an unsorted query with a match (best first).
+fn sort_specs(data: &NamespaceData, query: &Query, ranks: &Ranks) -> Result<Vec<SortSpec>> {
+    if query.sort.is_empty() && !ranks.is_empty() {
+        return Ok(vec![SortSpec { field: RANK.to_string(), access: Access::Rank(ranks.clone()), desc: true }]);
+    }
+    query
+        .sort
+        .iter()
+        .map(|key| {
+            let access = if key.field == RANK {
+                if ranks.is_empty() {
+                    return Err(Error::InvalidQuery {
+                        reason: "sorting by rank() needs a full-text MATCH condition in the filter".to_string(),
+                    });
+                }
+                Access::Rank(ranks.clone())
+            } else {
+                Access::for_field(data, &key.field)
+            };
+            Ok(SortSpec { field: key.field.clone(), access, desc: key.desc })
+        })
+        .collect()
 }
 
 /// Whether walking the sort index beats sorting the candidates. The walk reads rows of
@@ -156,6 +187,7 @@ fn flatten_and(cond: &Cond) -> Vec<&Cond> {
 fn set_plan(data: &NamespaceData, pred: &Pred) -> Option<(SetPlan, bool)> {
     match pred {
         Pred::Field(field) => field_plan(data, field),
+        Pred::Text(text) => Some((SetPlan::Text(text.clone()), true)),
         Pred::And(items) => {
             let plans: Option<Vec<_>> = items.iter().map(|p| exact_plan(data, p)).collect();
             Some((SetPlan::And(plans?), true))

@@ -12,6 +12,7 @@
 //! kind (a string against a number) never compare, so they never match.
 
 use super::ast::{Cond, Op};
+use super::fulltext::{Ranks, TextPred};
 use super::like::LikePattern;
 use crate::collate::Collation;
 use crate::doc::{self, FieldPath};
@@ -21,12 +22,15 @@ use crate::value::{Scalar, ScalarRef, compare, scalar_natural};
 use serde_json::Value;
 use std::cell::OnceCell;
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// Where a field's values are read from.
 #[derive(Debug, Clone)]
 pub(crate) enum Access {
     Column(usize),
     Doc(FieldPath, Collation),
+    /// `rank()`: the row's full-text rank (sorting only).
+    Rank(Ranks),
 }
 
 impl Access {
@@ -43,6 +47,7 @@ impl Access {
         match self {
             Access::Column(c) => data.column(*c).spec.collation,
             Access::Doc(_, collation) => *collation,
+            Access::Rank(_) => Collation::None,
         }
     }
 }
@@ -72,6 +77,7 @@ impl<'a> RowView<'a> {
                 let (values, _) = doc::field_values(self.doc(), path);
                 values.iter().any(|v| with_natural(v, *collation, &mut f))
             }
+            Access::Rank(ranks) => f(ScalarRef::Double(f64::from(ranks.rank(self.row)))),
         }
     }
 
@@ -79,6 +85,7 @@ impl<'a> RowView<'a> {
         match access {
             Access::Column(c) => self.data.column(*c).is_empty_at(self.row),
             Access::Doc(path, _) => doc::field_values(self.doc(), path).0.is_empty(),
+            Access::Rank(_) => false,
         }
     }
 
@@ -90,6 +97,7 @@ impl<'a> RowView<'a> {
                 let (values, _) = doc::field_values(self.doc(), path);
                 values.iter().find_map(|v| scalar_natural(v, *collation))
             }
+            Access::Rank(ranks) => Some(Scalar::Double(crate::value::OrdF64::new(f64::from(ranks.rank(self.row))))),
         }
     }
 }
@@ -133,6 +141,8 @@ pub(crate) struct FieldPred {
 #[derive(Debug, Clone)]
 pub(crate) enum Pred {
     Field(FieldPred),
+    /// A full-text match, already run: its rows and ranks.
+    Text(Arc<TextPred>),
     And(Vec<Pred>),
     Or(Vec<Pred>),
     Not(Box<Pred>),
@@ -141,11 +151,24 @@ pub(crate) enum Pred {
 impl Pred {
     pub fn compile(data: &NamespaceData, cond: &Cond) -> Result<Pred> {
         Ok(match cond {
+            Cond::Field { field, op: Op::Match, values } => {
+                Pred::Text(Arc::new(TextPred::compile(data, field, values)?))
+            }
             Cond::Field { field, op, values } => Pred::Field(FieldPred::compile(data, field, *op, values)?),
             Cond::And(items) => Pred::And(items.iter().map(|c| Pred::compile(data, c)).collect::<Result<_>>()?),
             Cond::Or(items) => Pred::Or(items.iter().map(|c| Pred::compile(data, c)).collect::<Result<_>>()?),
             Cond::Not(inner) => Pred::Not(Box::new(Pred::compile(data, inner)?)),
         })
+    }
+
+    /// The full-text matches in this condition, in order.
+    pub fn texts(&self, out: &mut Vec<Arc<TextPred>>) {
+        match self {
+            Pred::Field(_) => {}
+            Pred::Text(text) => out.push(text.clone()),
+            Pred::And(items) | Pred::Or(items) => items.iter().for_each(|p| p.texts(out)),
+            Pred::Not(inner) => inner.texts(out),
+        }
     }
 
     /// A short text of the condition, for explain.
@@ -156,6 +179,7 @@ impl Pred {
                 let how = if matches!(f.access, Access::Column(_)) { "column" } else { "document" };
                 format!("{} {} ({how})", f.field, f.op.name())
             }
+            Pred::Text(text) => format!("MATCH({}) ({} hit(s))", text.field, text.hits.rows.len()),
             Pred::And(items) => format!("({})", join(items, " AND ")),
             Pred::Or(items) => format!("({})", join(items, " OR ")),
             Pred::Not(inner) => format!("NOT {}", inner.describe()),
@@ -165,6 +189,7 @@ impl Pred {
     pub fn matches(&self, view: &RowView<'_>) -> bool {
         match self {
             Pred::Field(field) => field.matches(view),
+            Pred::Text(text) => text.hits.rows.contains(view.row),
             Pred::And(items) => items.iter().all(|p| p.matches(view)),
             Pred::Or(items) => items.iter().any(|p| p.matches(view)),
             Pred::Not(inner) => !inner.matches(view),
@@ -177,7 +202,7 @@ impl FieldPred {
     pub fn access_column(&self) -> Option<usize> {
         match self.access {
             Access::Column(column) => Some(column),
-            Access::Doc(..) => None,
+            Access::Doc(..) | Access::Rank(_) => None,
         }
     }
 
@@ -294,6 +319,7 @@ impl FieldPred {
             Op::AllSet => self.values.iter().all(|q| view.any(&self.access, equal_to(q))),
             Op::Empty => view.is_empty(&self.access),
             Op::Any => !view.is_empty(&self.access),
+            Op::Match => unreachable!("full-text matches compile to Pred::Text"),
             Op::Like => {
                 let pattern = self.like.as_ref().expect("LIKE predicates carry a pattern");
                 view.any(&self.access, |v| match v {

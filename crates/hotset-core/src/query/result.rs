@@ -10,11 +10,23 @@ use std::sync::Arc;
 /// The documents one join attached to a result document, under the join's alias.
 pub type Joined = (Arc<str>, Vec<Arc<[u8]>>);
 
-/// One result document and the documents joined to it, by join alias.
+/// What a full-text query adds to a result document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextExtras {
+    pub rank: f32,
+    /// (field, text with matched words marked).
+    pub highlight: Vec<(String, String)>,
+    /// (field, fragments around matched words).
+    pub snippet: Vec<(String, String)>,
+}
+
+/// One result document, the documents joined to it by join alias, and for a full-text
+/// query its rank and marked text (written as `_rank`, `_highlight`, `_snippet`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
     pub doc: Arc<[u8]>,
     pub joined: Vec<Joined>,
+    pub text: Option<Box<TextExtras>>,
 }
 
 impl Item {
@@ -27,7 +39,7 @@ impl Item {
 
     /// Appends the JSON text to `out` (no parse: stored bytes are spliced).
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        if self.joined.is_empty() {
+        if self.joined.is_empty() && self.text.is_none() {
             out.extend_from_slice(&self.doc);
             return;
         }
@@ -49,6 +61,24 @@ impl Item {
                 out.extend_from_slice(doc);
             }
             out.push(b']');
+        }
+        if let Some(text) = &self.text {
+            let mut field = |out: &mut Vec<u8>, key: &str, value: Value| {
+                if !std::mem::replace(&mut first, false) {
+                    out.push(b',');
+                }
+                out.extend_from_slice(format!("\"{key}\":").as_bytes());
+                out.extend_from_slice(value.to_string().as_bytes());
+            };
+            // Ranks are f32: written through f64 they would show float noise digits.
+            let rank = format!("{}", text.rank).parse::<f64>().unwrap_or(0.0);
+            field(out, "_rank", Value::from(rank));
+            for (key, marked) in [("_highlight", &text.highlight), ("_snippet", &text.snippet)] {
+                if !marked.is_empty() {
+                    let object = marked.iter().map(|(f, t)| (f.clone(), Value::from(t.as_str()))).collect();
+                    field(out, key, Value::Object(object));
+                }
+            }
         }
         out.push(b'}');
     }

@@ -5,6 +5,7 @@
 //! selection when the window is small. Never: promise an order between rows whose sort
 //! values are all equal (add the primary key to the sort for a total order).
 
+use super::fulltext::Ranks;
 use super::planner::SortSpec;
 use super::pred::{Access, RowView, sort_order};
 use crate::namespace::NamespaceData;
@@ -29,6 +30,9 @@ pub(crate) fn sort_rows(
         && let Some(keys) = int_keys(data, rows, spec)
     {
         return sort_by_int_keys(rows, keys, spec.desc, start, end);
+    }
+    if let [SortSpec { access: Access::Rank(ranks), desc, .. }] = specs {
+        return sort_by_rank(rows, ranks, *desc, start, end);
     }
     // Sort values of all rows in one flat buffer (row i's at `i * width`), ordered
     // through a permutation: one allocation however many keys there are.
@@ -90,6 +94,19 @@ fn sort_by_int_keys(
     select_window(&mut keys, end, order);
     rows.clear();
     rows.extend(keys.into_iter().map(|(_, _, row)| row));
+    start..end
+}
+
+/// One sort key, `rank()`: plain floats, ties in row order (so equal ranks page stably).
+fn sort_by_rank(rows: &mut Vec<u32>, ranks: &Ranks, desc: bool, start: usize, end: usize) -> Range<usize> {
+    let mut keys: Vec<(f32, u32)> = rows.iter().map(|&row| (ranks.rank(row), row)).collect();
+    let order = move |a: &(f32, u32), b: &(f32, u32)| {
+        let by_rank = a.0.total_cmp(&b.0);
+        (if desc { by_rank.reverse() } else { by_rank }).then(a.1.cmp(&b.1))
+    };
+    select_window(&mut keys, end, order);
+    rows.clear();
+    rows.extend(keys.into_iter().map(|(_, row)| row));
     start..end
 }
 

@@ -331,9 +331,7 @@ mod tests {
         for (i, row) in d.iter_mut().enumerate() {
             row[0] = i;
         }
-        for j in 0..=b.len() {
-            d[0][j] = j;
-        }
+        d[0] = (0..=b.len()).collect();
         for i in 1..=a.len() {
             for j in 1..=b.len() {
                 let cost = usize::from(a[i - 1] != b[j - 1]);
