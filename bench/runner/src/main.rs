@@ -5,6 +5,9 @@
 //!
 //! usage: hotset-bench items ITEMS.jsonl PARAMS.json [--seconds S] [--warmup S]
 //!        hotset-bench users USERS.jsonl PREFIXES.json [--seconds S] [--warmup S]
+//!        hotset-bench fulltext ITEMS.jsonl FTPARAMS.json [--seconds S] [--warmup S]
+//!          (FTPARAMS from bench/fulltext_params.py; the report has the keys of
+//!          bench/fulltext_peers.py so bench/run_fulltext.py lines them up)
 
 use hotset_core::query::{Op, Query};
 use hotset_core::{Collation, Database, FieldType, IndexDef, IndexKind};
@@ -37,9 +40,78 @@ fn main() {
     let report = match args[1].as_str() {
         "items" => items(&lines, &params, &options),
         "users" => users(&lines, &params, &options),
+        "fulltext" => fulltext(&lines, &params, &options),
         other => panic!("unknown data set kind {other}"),
     };
     println!("{}", serde_json::to_string(&report).expect("a report serialises"));
+}
+
+/// Full-text search on the catalogue's descriptions: build time and memory of the text
+/// index, then queries/s of each query type, LIMIT 10 with the total, best rank first.
+fn fulltext(lines: &[String], params: &Value, options: &Options) -> Value {
+    let rss_start = rss_mb();
+    let db = Database::new();
+    db.create_namespace("items", item_indexes()).expect("schema");
+    let load_s = load(&db, "items", lines);
+    let rss_plain = rss_mb();
+    let raw_text: usize = lines
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).ok().and_then(|d| d["description"].as_str().map(str::len)).unwrap_or(0)
+        })
+        .sum();
+    // The text index built over the loaded documents: its build time and memory alone.
+    let start = Instant::now();
+    db.add_index("items", IndexDef::text(&["description"])).expect("text index");
+    let ft_build_s = start.elapsed().as_secs_f64();
+    let rss_loaded = rss_mb();
+    let info = db.describe("items").expect("namespace exists");
+    let index_bytes = info.index_memory.iter().find(|(name, _)| name == "description").map_or(0, |(_, b)| *b);
+    let strings = |key: &str| -> Vec<String> {
+        params[key]
+            .as_array()
+            .map(|l| l.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    let kinds: [(&str, Box<dyn Fn(&str) -> String>); 5] = [
+        ("one_word", Box::new(|w: &str| w.to_string())),
+        (
+            "two_words_and",
+            Box::new(|w: &str| w.split_whitespace().map(|x| format!("+{x}")).collect::<Vec<_>>().join(" ")),
+        ),
+        ("two_words_or", Box::new(|w: &str| w.to_string())),
+        ("prefix", Box::new(|w: &str| format!("{w}*"))),
+        ("typo", Box::new(|w: &str| format!("{w}~"))),
+    ];
+    let (mut qps, mut totals, mut latency) = (Map::new(), Map::new(), Map::new());
+    let mut out = Vec::new();
+    for (kind, shape) in kinds {
+        let source = if kind.starts_with("two_words") { "two_words" } else { kind };
+        let texts: Vec<String> = strings(source).iter().map(|w| shape(w)).collect();
+        if texts.is_empty() {
+            continue;
+        }
+        let query = |text: &String| Query::new("items").matching("description", text).limit(10).with_total();
+        let sample = texts.len().min(500);
+        let total: usize = texts[..sample].iter().map(|t| db.query(&query(t)).expect("valid").total.unwrap_or(0)).sum();
+        totals.insert(kind.into(), json!((total as f64 / sample as f64 * 10.0).round() / 10.0));
+        let report = timed(&texts, options, |text| render(&db, &query(text), &mut out));
+        qps.insert(kind.into(), report["ops_s"].clone());
+        latency.insert(kind.into(), json!({"p50_us": report["p50_us"], "p99_us": report["p99_us"]}));
+    }
+    json!({
+        "system": "hotset",
+        "load_s": round3(load_s),
+        "ft_build_s": round3(ft_build_s),
+        "rss_mb_start": rss_start,
+        "rss_mb_before_text_index": rss_plain,
+        "rss_mb_loaded": rss_loaded,
+        "raw_text_mb": (raw_text as f64 / 1048576.0 * 10.0).round() / 10.0,
+        "text_index_mb": (index_bytes as f64 / 1048576.0 * 10.0).round() / 10.0,
+        "qps": qps,
+        "mean_total": totals,
+        "latency": latency,
+    })
 }
 
 fn round3(seconds: f64) -> f64 {

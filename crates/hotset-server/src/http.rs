@@ -198,14 +198,7 @@ async fn create_namespace(State(state): AppState, body: Bytes) -> Result<(Status
 }
 
 fn describe(state: &ServerState, name: &str) -> ApiResult {
-    let info = state.db.describe(name)?;
-    Ok(Json(json!({
-        "name": info.name,
-        "indexes": info.indexes.iter().map(IndexDef::to_json).collect::<Vec<_>>(),
-        "documents": info.documents,
-        "memory_bytes": info.memory_bytes,
-        "document_bytes": info.document_bytes,
-    })))
+    Ok(Json(state.db.describe(name)?.to_json()))
 }
 
 async fn describe_namespace(State(state): AppState, Path(ns): Path<String>) -> ApiResult {

@@ -186,6 +186,16 @@ pub fn render(state: &ServerState) -> String {
             info.memory_bytes
         );
     }
+    let _ = writeln!(
+        out,
+        "# HELP hotset_index_memory_bytes Approximate bytes per index lookup structure.\n# TYPE hotset_index_memory_bytes gauge"
+    );
+    for info in &namespaces {
+        for (index, bytes) in &info.index_memory {
+            let (ns, index) = (escape(&info.name), escape(index));
+            let _ = writeln!(out, "hotset_index_memory_bytes{{namespace=\"{ns}\",index=\"{index}\"}} {bytes}");
+        }
+    }
     let _ =
         writeln!(out, "# HELP hotset_keyspace_keys Keys per key-value keyspace.\n# TYPE hotset_keyspace_keys gauge");
     let keyspaces = state.db.keyspaces();

@@ -49,7 +49,9 @@ impl Database {
                 // namespace of that name is replaced, as the record's lsn says it was.
                 let mut data = NamespaceData::new(name, indexes)?;
                 data.document_bytes_max = self.limits.document_bytes_max;
-                data.bulk_loading = self.bulk_loading.load(std::sync::atomic::Ordering::Acquire);
+                if self.bulk_loading.load(std::sync::atomic::Ordering::Acquire) {
+                    data.begin_bulk_load();
+                }
                 let old = self.namespaces.write().insert(name.to_string(), Arc::new(Namespace::new(name, data)));
                 if let Some(old) = old {
                     old.mark_dropped();

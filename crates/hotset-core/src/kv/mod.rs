@@ -74,7 +74,7 @@ mod router;
 mod scan;
 mod shard;
 mod slab_map;
-mod small_bytes;
+pub(crate) mod small_bytes;
 mod strings;
 mod txn;
 mod value;

@@ -83,6 +83,19 @@ impl PartialEq for SmallBytes {
 
 impl Eq for SmallBytes {}
 
+/// Hashes as the bytes do, so a map keyed by `SmallBytes` is searched with `&[u8]`.
+impl std::hash::Hash for SmallBytes {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for SmallBytes {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
 impl PartialOrd for SmallBytes {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))

@@ -75,4 +75,34 @@ pub struct NamespaceInfo {
     pub memory_bytes: usize,
     /// Bytes of the stored documents alone (minified JSON).
     pub document_bytes: usize,
+    /// Approximate bytes of each index's lookup structure (columns not included).
+    pub index_memory: Vec<(String, usize)>,
+    /// What each text index holds.
+    pub text: Vec<(String, crate::text::TextStats)>,
+}
+
+impl NamespaceInfo {
+    /// The JSON form describe answers with (HTTP and RESP alike).
+    pub fn to_json(&self) -> serde_json::Value {
+        let index_memory: serde_json::Map<String, serde_json::Value> =
+            self.index_memory.iter().map(|(name, bytes)| (name.clone(), serde_json::json!(bytes))).collect();
+        let text: serde_json::Map<String, serde_json::Value> = self
+            .text
+            .iter()
+            .map(|(name, stats)| {
+                let stats = serde_json::json!({"rows": stats.rows, "words": stats.words, "hits": stats.hits,
+                                               "memory_bytes": stats.memory_bytes});
+                (name.clone(), stats)
+            })
+            .collect();
+        serde_json::json!({
+            "name": self.name,
+            "indexes": self.indexes.iter().map(crate::schema::IndexDef::to_json).collect::<Vec<_>>(),
+            "documents": self.documents,
+            "memory_bytes": self.memory_bytes,
+            "document_bytes": self.document_bytes,
+            "index_memory_bytes": index_memory,
+            "text_indexes": text,
+        })
+    }
 }

@@ -250,6 +250,8 @@ impl NamespaceData {
             documents: self.len(),
             memory_bytes: self.memory_bytes(),
             document_bytes: self.document_bytes,
+            index_memory: self.indexes.iter().map(|i| (i.def.name.clone(), i.memory_bytes())).collect(),
+            text: self.indexes.iter().filter_map(|i| i.text().map(|t| (i.def.name.clone(), t.stats()))).collect(),
         }
     }
 }

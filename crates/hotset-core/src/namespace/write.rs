@@ -191,7 +191,9 @@ impl NamespaceData {
         let (limit, bulk_loading) = (self.document_bytes_max, self.bulk_loading);
         *self = NamespaceData::new(&self.name, defs).expect("the current schema is valid");
         self.document_bytes_max = limit;
-        self.bulk_loading = bulk_loading;
+        if bulk_loading {
+            self.begin_bulk_load();
+        }
     }
 
     /// Starts a bulk load (recovery): deferrable indexes stop being kept up to date.
@@ -257,7 +259,7 @@ impl NamespaceData {
         let mut fresh = NamespaceData::new(&self.name, defs)?;
         fresh.document_bytes_max = self.document_bytes_max;
         // Built in bulk: tree indexes are sorted once instead of searched per row.
-        fresh.bulk_loading = true;
+        fresh.begin_bulk_load();
         fresh.docs = vec![None; self.docs.len()];
         fresh.free_rows = self.free_rows.clone();
         for row in self.live.iter() {

@@ -21,19 +21,37 @@
 //!             "on": [{"left": "author_id", "op": "=", "right": "id"}], "limit": 1}],
 //!  "explain": false, "timeout_ms": 500}
 //! ```
+//! Full-text: a condition `{"field": "description", "op": "match", "value": "query text"}`
+//! (the field, or the text index's name); sort key `"rank()"` (`"-rank()"` best first,
+//! the default with a match); `"highlight": true | {"fields": [..], "pre": "<b>", "post":
+//! "</b>"}` and `"snippet": true | {.., "around": 5, "fragments": 3, "separator": " … "}`.
+//! Items then carry `_rank`, and `_highlight` / `_snippet` objects by field.
 //! `filter` may also be a list (conditions ANDed). A condition takes `value` (one) or
 //! `values` (a list, for `in`, `allset`, `range`); `empty` and `any` take neither. A sort
 //! key may be a string: `"year"`, or `"-year"` for descending. `timeout_ms` sets
 //! `Query::timeout` (a server may lower it to its own limit).
 
-use super::ast::{Aggregation, Cond, Facet, Join, JoinKind, JoinOn, Op, Query, SortKey};
+use super::ast::{Aggregation, Cond, Facet, Highlight, Join, JoinKind, JoinOn, Op, Query, Snippet, SortKey};
 use super::result::{AggregationResult, QueryResult};
 use crate::error::{Error, Result};
+use crate::text::Markers;
 use serde_json::{Map, Value, json};
 
 /// Keys a query object may have; anything else is refused (a typo must not be ignored).
-const QUERY_KEYS: &[&str] =
-    &["namespace", "filter", "sort", "offset", "limit", "total", "aggregations", "joins", "explain", "timeout_ms"];
+const QUERY_KEYS: &[&str] = &[
+    "namespace",
+    "filter",
+    "sort",
+    "offset",
+    "limit",
+    "total",
+    "aggregations",
+    "joins",
+    "explain",
+    "timeout_ms",
+    "highlight",
+    "snippet",
+];
 
 /// Parses a query object. `namespace` may be omitted when the caller supplies it (an
 /// HTTP route that names the namespace).
@@ -68,6 +86,24 @@ pub fn query_from_json(value: &Value, namespace: Option<&str>) -> Result<Query> 
     }
     query.total = flag(object, "total", "")?;
     query.explain = flag(object, "explain", "")?;
+    if let Some(value) = object.get("highlight") {
+        query.highlight = markup(value, "highlight", &[])?.map(|(fields, markers, _)| Highlight { fields, markers });
+    }
+    if let Some(value) = object.get("snippet") {
+        query.snippet = markup(value, "snippet", &["around", "fragments", "separator"])?.map(|(fields, markers, o)| {
+            let mut snippet = Snippet { fields, markers, ..Snippet::default() };
+            if let Some(around) = o.get("around").and_then(Value::as_u64) {
+                snippet.around = around as usize;
+            }
+            if let Some(fragments) = o.get("fragments").and_then(Value::as_u64) {
+                snippet.fragments = fragments as usize;
+            }
+            if let Some(separator) = o.get("separator").and_then(Value::as_str) {
+                snippet.separator = separator.to_string();
+            }
+            snippet
+        });
+    }
     if let Some(timeout) = object.get("timeout_ms") {
         query.timeout = Some(std::time::Duration::from_millis(count(timeout, "timeout_ms")? as u64));
     }
@@ -163,6 +199,47 @@ fn condition(value: &Value, path: &str) -> Result<Cond> {
         return Err(invalid(path, format!("{} takes {wanted}, got {}", op.name(), values.len())));
     }
     Ok(Cond::Field { field, op, values })
+}
+
+/// `true`, `false` or `{"fields": [...], "pre": "<b>", "post": "</b>", ...extra}`: the
+/// fields, markers and the object (for the extra keys, whose types are checked here).
+/// A markup option read: fields, markers and the option's object.
+type MarkupParts = (Vec<String>, Markers, Map<String, Value>);
+
+fn markup(value: &Value, path: &str, extra: &[&str]) -> Result<Option<MarkupParts>> {
+    let object = match value {
+        Value::Bool(false) => return Ok(None),
+        Value::Bool(true) => Map::new(),
+        Value::Object(object) => object.clone(),
+        _ => return Err(invalid(path, "must be true, false or an object")),
+    };
+    let mut known = vec!["fields", "pre", "post"];
+    known.extend_from_slice(extra);
+    known_keys(&object, &known, path)?;
+    let fields = match object.get("fields") {
+        None => Vec::new(),
+        Some(list) => list
+            .as_array()
+            .and_then(|l| l.iter().map(|f| f.as_str().map(str::to_string)).collect::<Option<Vec<_>>>())
+            .ok_or_else(|| invalid(&format!("{path}.fields"), "must be a list of field names"))?,
+    };
+    let mut markers = Markers::default();
+    for (key, slot) in [("pre", &mut markers.pre), ("post", &mut markers.post), ("separator", &mut String::new())] {
+        match object.get(key) {
+            None => {}
+            Some(Value::String(text)) => *slot = text.clone(),
+            Some(_) => return Err(invalid(&format!("{path}.{key}"), "must be a string")),
+        }
+    }
+    for key in ["around", "fragments"] {
+        if let Some(value) = object.get(key) {
+            let n = count(value, &format!("{path}.{key}"))?;
+            if n > 100 {
+                return Err(invalid(&format!("{path}.{key}"), "must be at most 100"));
+            }
+        }
+    }
+    Ok(Some((fields, markers, object)))
 }
 
 fn sort_keys(value: &Value, path: &str) -> Result<Vec<SortKey>> {

@@ -173,9 +173,9 @@ impl TextIndex {
         out
     }
 
-    /// Called at the end of a bulk load: the vocabulary's ordered views are completed.
+    /// Ends a bulk load: spare capacity of the postings is given back.
     pub fn finish_load(&mut self) {
-        self.vocab.merge_pending();
+        self.postings.iter_mut().for_each(Vec::shrink_to_fit);
     }
 
     pub fn postings(&self, term: TermId) -> &[Hit] {

@@ -13,6 +13,7 @@ pub mod lang;
 pub mod markup;
 pub mod parse;
 pub mod search;
+pub mod trie;
 pub mod vocab;
 
 pub use config::{Ranking, StopWords, TextConfig};

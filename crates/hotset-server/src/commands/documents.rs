@@ -26,7 +26,7 @@ use crate::resp::reply::Reply;
 use crate::state::ServerState;
 use hotset_core::query::dsl;
 use hotset_core::{Database, Error, IndexDef};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Runs `DOC.*` command `name` (upper case); `Ok(false)` when it is not one.
 pub fn run(state: &ServerState, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Result<bool, CmdError> {
@@ -60,14 +60,7 @@ pub fn run(state: &ServerState, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> R
         }
         "DOC.NSINFO" => {
             let info = db.describe(&text(a[1])?).map_err(engine)?;
-            let described = json!({
-                "name": info.name,
-                "indexes": info.indexes.iter().map(IndexDef::to_json).collect::<Vec<_>>(),
-                "documents": info.documents,
-                "memory_bytes": info.memory_bytes,
-                "document_bytes": info.document_bytes,
-            });
-            r.bulk(described.to_string().as_bytes());
+            r.bulk(info.to_json().to_string().as_bytes());
         }
         "DOC.INDEXADD" => {
             let def = IndexDef::from_json(&parse_json(a[2], "the index definition")?).map_err(engine)?;

@@ -1,0 +1,151 @@
+//! A character trie of the vocabulary, for the lookups that walk words by their start:
+//! prefixes and edit distance.
+//!
+//! Owns: the trie's nodes (children by character, the term id ending at a node) and the
+//! two walks over it. The edit-distance walk carries one row of the distance table per
+//! depth and goes down a branch only while some word below it can still come within the
+//! limit, so it touches a small part of the trie instead of every word. Never: know what
+//! a term id stands for beyond the characters that lead to it.
+
+use super::vocab::TermId;
+use smallvec::SmallVec;
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Debug, Clone)]
+struct Node {
+    children: SmallVec<[(char, u32); 2]>,
+    term: u32,
+}
+
+/// The trie; node 0 is the root (the empty prefix).
+#[derive(Debug, Clone)]
+pub struct Trie {
+    nodes: Vec<Node>,
+}
+
+impl Default for Trie {
+    fn default() -> Trie {
+        Trie { nodes: vec![Node { children: SmallVec::new(), term: NONE }] }
+    }
+}
+
+impl Trie {
+    pub fn insert(&mut self, word: &str, id: TermId) {
+        let mut at = 0usize;
+        for c in word.chars() {
+            at = match self.nodes[at].children.iter().find(|(k, _)| *k == c) {
+                Some(&(_, child)) => child as usize,
+                None => {
+                    let child = u32::try_from(self.nodes.len()).expect("fewer than 2^32 trie nodes");
+                    self.nodes.push(Node { children: SmallVec::new(), term: NONE });
+                    self.nodes[at].children.push((c, child));
+                    child as usize
+                }
+            };
+        }
+        self.nodes[at].term = id;
+    }
+
+    /// Calls `f` with every word starting with `prefix`.
+    pub fn with_prefix(&self, prefix: &str, mut f: impl FnMut(TermId)) {
+        let mut at = 0usize;
+        for c in prefix.chars() {
+            match self.nodes[at].children.iter().find(|(k, _)| *k == c) {
+                Some(&(_, child)) => at = child as usize,
+                None => return,
+            }
+        }
+        let mut stack = vec![at as u32];
+        while let Some(node) = stack.pop() {
+            let node = &self.nodes[node as usize];
+            if node.term != NONE {
+                f(node.term);
+            }
+            stack.extend(node.children.iter().map(|(_, child)| *child));
+        }
+    }
+
+    /// Calls `f(id, edits)` with every word within `max` edits (optimal string alignment:
+    /// a swap of neighbours is one edit) of `query`.
+    pub fn within_edits(&self, query: &[char], max: u8, f: &mut dyn FnMut(TermId, u8)) {
+        let width = query.len() + 1;
+        let mut walk =
+            Walk { query, max, width, rows: (0..width).map(|j| j.min(255) as u8).collect(), path: Vec::new() };
+        if self.nodes[0].term != NONE && query.len() <= max as usize {
+            f(self.nodes[0].term, query.len() as u8);
+        }
+        self.descend(0, &mut walk, f);
+    }
+
+    fn descend(&self, node: usize, walk: &mut Walk<'_>, f: &mut dyn FnMut(TermId, u8)) {
+        for &(c, child) in &self.nodes[node].children {
+            let low = walk.push(c);
+            let depth = walk.path.len();
+            let term = self.nodes[child as usize].term;
+            let last = walk.rows[depth * walk.width + walk.width - 1];
+            if term != NONE && last <= walk.max {
+                f(term, last);
+            }
+            // A swap reaches back two rows: go on while either of the last two rows
+            // still has a cell within reach.
+            let previous_low = walk.row_min(depth - 1);
+            if low <= walk.max || previous_low < walk.max {
+                self.descend(child as usize, walk, f);
+            }
+            walk.pop();
+        }
+    }
+
+    /// Approximate bytes held.
+    pub fn memory_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.nodes.iter().filter(|n| n.children.spilled()).map(|n| n.children.capacity() * 8).sum::<usize>()
+    }
+}
+
+/// The distance rows of the path walked so far.
+struct Walk<'q> {
+    query: &'q [char],
+    max: u8,
+    width: usize,
+    /// Row `d` holds the distances for the path's first `d` characters.
+    rows: Vec<u8>,
+    path: Vec<char>,
+}
+
+impl Walk<'_> {
+    fn row_min(&self, depth: usize) -> u8 {
+        self.rows[depth * self.width..(depth + 1) * self.width].iter().copied().min().unwrap_or(u8::MAX)
+    }
+
+    /// Steps down by `c`; returns the new row's minimum.
+    fn push(&mut self, c: char) -> u8 {
+        self.path.push(c);
+        let (width, depth) = (self.width, self.path.len());
+        let base = (depth - 1) * width;
+        let mut low = u8::MAX;
+        for j in 0..width {
+            let value = if j == 0 {
+                depth.min(255) as u8
+            } else {
+                let substitute = self.rows[base + j - 1].saturating_add(u8::from(self.query[j - 1] != c));
+                let delete = self.rows[base + j].saturating_add(1);
+                let insert = self.rows[base + width + j - 1].saturating_add(1);
+                let mut best = substitute.min(delete).min(insert);
+                if depth > 1 && j > 1 && c == self.query[j - 2] && self.path[depth - 2] == self.query[j - 1] {
+                    best = best.min(self.rows[base - width + j - 2].saturating_add(1));
+                }
+                best
+            };
+            self.rows.push(value);
+            low = low.min(value);
+        }
+        low
+    }
+
+    fn pop(&mut self) {
+        self.path.pop();
+        self.rows.truncate((self.path.len() + 1) * self.width);
+    }
+}
