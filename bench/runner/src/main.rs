@@ -73,21 +73,21 @@ fn fulltext(lines: &[String], params: &Value, options: &Options) -> Value {
             .map(|l| l.iter().filter_map(|v| v.as_str().map(String::from)).collect())
             .unwrap_or_default()
     };
-    let kinds: [(&str, Box<dyn Fn(&str) -> String>); 5] = [
-        ("one_word", Box::new(|w: &str| w.to_string())),
-        (
-            "two_words_and",
-            Box::new(|w: &str| w.split_whitespace().map(|x| format!("+{x}")).collect::<Vec<_>>().join(" ")),
-        ),
-        ("two_words_or", Box::new(|w: &str| w.to_string())),
-        ("prefix", Box::new(|w: &str| format!("{w}*"))),
-        ("typo", Box::new(|w: &str| format!("{w}~"))),
-    ];
+    /// How each query type writes its parameters as query text.
+    fn shaped(kind: &str, words: &str) -> String {
+        match kind {
+            "two_words_and" => words.split_whitespace().map(|x| format!("+{x}")).collect::<Vec<_>>().join(" "),
+            "prefix" => format!("{words}*"),
+            "typo" => format!("{words}~"),
+            _ => words.to_string(),
+        }
+    }
+    let kinds = ["one_word", "two_words_and", "two_words_or", "prefix", "typo"];
     let (mut qps, mut totals, mut latency) = (Map::new(), Map::new(), Map::new());
     let mut out = Vec::new();
-    for (kind, shape) in kinds {
+    for kind in kinds {
         let source = if kind.starts_with("two_words") { "two_words" } else { kind };
-        let texts: Vec<String> = strings(source).iter().map(|w| shape(w)).collect();
+        let texts: Vec<String> = strings(source).iter().map(|w| shaped(kind, w)).collect();
         if texts.is_empty() {
             continue;
         }
