@@ -161,12 +161,59 @@ pub(crate) fn condition(expr: &Expr, scope: &Scope) -> Result<(Side, Cond), SqlE
             }
             Ok((side, negate(Cond::Field { field: name, op: Op::Like, values: vec![pattern] }, *negated)))
         }
+        Expr::Function(function) if function.name.to_string().eq_ignore_ascii_case("match") => {
+            let args = function_args(expr, function)?;
+            let [target, text] = args.as_slice() else {
+                return Err(error_at(expr.span(), "MATCH takes a field (or text index name) and the query text"));
+            };
+            let (side, name) = field(target, scope)?;
+            let text = literal(text)?;
+            if !text.is_string() {
+                return Err(error_at(expr.span(), "MATCH needs the query text as a string"));
+            }
+            Ok((side, Cond::Field { field: name, op: Op::Match, values: vec![text] }))
+        }
+        Expr::MatchAgainst { columns, match_value, opt_search_modifier: _ } => {
+            let [column] = columns.as_slice() else {
+                return Err(error_at(
+                    expr.span(),
+                    "MATCH (...) AGAINST takes one field or text index name (MATCH(field, 'text') works too)",
+                ));
+            };
+            let name = column.to_string();
+            let text = literal(&Expr::value(match_value.clone()))?;
+            if !text.is_string() {
+                return Err(error_at(expr.span(), "AGAINST needs the query text as a string"));
+            }
+            Ok((Side::Main, Cond::Field { field: name, op: Op::Match, values: vec![text] }))
+        }
         Expr::IsNull(target) | Expr::IsNotNull(target) => {
             let (side, name) = field(target, scope)?;
             let op = if matches!(expr, Expr::IsNull(_)) { Op::Empty } else { Op::Any };
             Ok((side, Cond::Field { field: name, op, values: Vec::new() }))
         }
         other => Err(error_at(other.span(), format!("unsupported condition {other}"))),
+    }
+}
+
+/// The plain arguments of a function call (`f(a, b)`), or an error at the call.
+pub(crate) fn function_args<'a>(
+    expr: &Expr,
+    function: &'a sqlparser::ast::Function,
+) -> Result<Vec<&'a Expr>, SqlError> {
+    use sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+    let name = function.name.to_string();
+    match &function.args {
+        FunctionArguments::None => Ok(Vec::new()),
+        FunctionArguments::List(list) if list.duplicate_treatment.is_none() && list.clauses.is_empty() => list
+            .args
+            .iter()
+            .map(|arg| match arg {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
+                _ => Err(error_at(expr.span(), format!("{name}: unsupported argument {arg}"))),
+            })
+            .collect(),
+        _ => Err(error_at(expr.span(), format!("{name}: unsupported arguments"))),
     }
 }
 

@@ -46,7 +46,7 @@ struct Declaration<'a> {
     array: bool,
 }
 
-/// `CREATE INDEX [IF NOT EXISTS] [name] ON ns [USING BTREE|HASH] (fields) [USING BTREE|HASH]
+/// `CREATE INDEX [IF NOT EXISTS] [name] ON ns [USING BTREE|HASH|TEXT] (fields) [USING ...]
 /// [WITH (type = 'int', collate = 'utf8_ci', array = true, sparse = true)]`.
 pub(crate) fn create_index(index: &CreateIndex) -> Result<Statement, SqlError> {
     let span = index.table_name.span();
@@ -89,7 +89,8 @@ fn unqualified(name: &ObjectName) -> SqlError {
     error_at(name.span(), format!("an index name is one identifier (its namespace follows ON), found {name}"))
 }
 
-/// `USING` before or after the fields: BTREE (the default) or HASH.
+/// `USING` before or after the fields: BTREE (the default), HASH, or TEXT (also FULLTEXT
+/// and GIN) for a full-text index over the fields.
 fn index_kind(index: &CreateIndex) -> Result<IndexKind, SqlError> {
     let span = index.table_name.span();
     let mut using: Vec<&IndexType> = index.using.iter().collect();
@@ -102,7 +103,12 @@ fn index_kind(index: &CreateIndex) -> Result<IndexKind, SqlError> {
     let kind_of = |kind: &IndexType| match kind {
         IndexType::BTree => Ok(IndexKind::Tree),
         IndexType::Hash => Ok(IndexKind::Hash),
-        other => Err(error_at(span, format!("index type {other} is not supported (BTREE or HASH)"))),
+        // GIN is what PostgreSQL users write for full-text search.
+        IndexType::GIN => Ok(IndexKind::Text),
+        IndexType::Custom(name) if ["text", "fulltext"].contains(&name.value.to_ascii_lowercase().as_str()) => {
+            Ok(IndexKind::Text)
+        }
+        other => Err(error_at(span, format!("index type {other} is not supported (BTREE, HASH or TEXT)"))),
     };
     match using.as_slice() {
         [] => Ok(IndexKind::Tree),
@@ -145,6 +151,13 @@ impl IndexSpec {
     /// indexes, in order): each field's type, collation and array flag are its
     /// declaration's; `WITH` may repeat them but not contradict them.
     pub fn resolve(&self, existing: &[IndexDef]) -> hotset_core::Result<IndexDef> {
+        if self.kind == IndexKind::Text {
+            // A text index reads strings, whatever other indexes say of the fields.
+            let fields: Vec<&str> = self.fields.iter().map(String::as_str).collect();
+            let def = IndexDef::text(&fields).named(&self.name);
+            def.validate()?;
+            return Ok(def);
+        }
         let refuse = |reason: String| Error::InvalidIndex { index: self.name.clone(), reason };
         let declarations: Vec<Option<Declaration>> = self.fields.iter().map(|f| declaration(existing, f)).collect();
         // `WITH (type = ...)` types the fields nothing declares; when there are none, it

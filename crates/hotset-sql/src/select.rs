@@ -1,13 +1,15 @@
 //! SELECT into a `Query` and a projection.
 //!
 //! Owns: FROM and JOIN ... ON, WHERE (split per namespace at its top-level ANDs), the
-//! select list (fields, `*`, `COUNT(*)`, aggregate functions), GROUP BY as a facet, ORDER
-//! BY, LIMIT and OFFSET. Never: accept a clause it would ignore (HAVING, DISTINCT, window
+//! select list (fields, `*`, `COUNT(*)`, aggregate functions, and the full-text `rank()`,
+//! `highlight(f)`, `snippet(f)`), GROUP BY as a facet, ORDER BY (`rank()` too), LIMIT and
+//! OFFSET. Never: accept a clause it would ignore (HAVING, DISTINCT, window
 //! functions, subqueries, several FROM tables): each is an error at its position.
 
-use crate::cond::{Scope, Side, comparison, conjuncts, field, literal, turned_around};
+use crate::cond::{Scope, Side, comparison, conjuncts, field, function_args, literal, turned_around};
 use crate::{Projection, Select, SqlError, error_at};
-use hotset_core::query::{Facet, Join, JoinKind, JoinOn, SortKey};
+use hotset_core::query::{Facet, Highlight, Join, JoinKind, JoinOn, RANK, Snippet, SortKey};
+use hotset_core::text::Markers;
 use hotset_core::{Aggregation, Query};
 use sqlparser::ast::{
     BinaryOperator, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
@@ -17,9 +19,24 @@ use sqlparser::ast::{
 /// What one item of the select list asks for.
 enum Item {
     Star,
-    Field { path: String, name: String },
-    CountAll { name: String },
-    Aggregate { aggregation: Aggregation, name: String },
+    Field {
+        path: String,
+        name: String,
+    },
+    CountAll {
+        name: String,
+    },
+    Aggregate {
+        aggregation: Aggregation,
+        name: String,
+    },
+    /// `rank()`, `highlight(f)`, `snippet(f)`: an extra of each row (with the markup to
+    /// ask the query for: kind, field, markers).
+    Text {
+        path: String,
+        name: String,
+        markup: Option<(String, String, Markers)>,
+    },
 }
 
 pub(crate) fn select(statement: &sqlparser::ast::Query) -> Result<Select, SqlError> {
@@ -112,14 +129,19 @@ fn plain(
     query.sort = sort;
     query.limit = limit;
     query.offset = offset;
-    let rows = items.iter().any(|i| matches!(i, Item::Star | Item::Field { .. }));
+    let rows = items.iter().any(|i| matches!(i, Item::Star | Item::Field { .. } | Item::Text { .. }));
     let mut fields = Vec::new();
     let mut aggregates = Vec::new();
     let mut star = false;
+    let mut extras = Vec::new();
     for item in items {
         match item {
             Item::Star => star = true,
             Item::Field { path, name } => fields.push((path, name)),
+            Item::Text { path, name, markup } => {
+                ask_markup(query, markup);
+                extras.push((path, name));
+            }
             Item::CountAll { name } => {
                 query.total = true;
                 aggregates.push((name, None));
@@ -134,12 +156,29 @@ fn plain(
         if star && !fields.is_empty() {
             return Err(error_at(statement.span(), "select either * or a list of fields, not both"));
         }
+        // With `*` the extras come as the documents' `_rank`, `_highlight`, `_snippet`.
+        fields.extend(extras);
         return Ok(if star { Projection::All } else { Projection::Fields(fields) });
     }
     // Only aggregates: one row of them, and no documents.
     query.limit = Some(0);
     query.offset = 0;
     Ok(Projection::Aggregates(aggregates))
+}
+
+/// Asks the query for the highlight or snippet of a field a select item names.
+fn ask_markup(query: &mut Query, markup: Option<(String, String, Markers)>) {
+    let Some((kind, field, markers)) = markup else { return };
+    if kind == "highlight" {
+        let highlight =
+            query.highlight.get_or_insert_with(|| Highlight { fields: Vec::new(), markers: markers.clone() });
+        highlight.fields.push(field);
+        highlight.markers = markers;
+    } else {
+        let snippet = query.snippet.get_or_insert_with(Snippet::default);
+        snippet.fields.push(field);
+        snippet.markers = markers;
+    }
 }
 
 /// The select list of a GROUP BY query: the grouped fields and COUNT(*), as a facet.
@@ -222,6 +261,9 @@ fn select_item(item: &SelectItem, scope: &Scope) -> Result<Item, SqlError> {
         SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
         other => return Err(error_at(other.span(), format!("unsupported select item {other}"))),
     };
+    if let Some(item) = text_item(expr, alias.clone())? {
+        return Ok(item);
+    }
     if let Expr::Function(function) = expr {
         let name = function.name.to_string().to_ascii_lowercase();
         let FunctionArguments::List(list) = &function.args else {
@@ -254,6 +296,40 @@ fn select_item(item: &SelectItem, scope: &Scope) -> Result<Item, SqlError> {
     Ok(Item::Field { name: alias.unwrap_or_else(|| path.clone()), path })
 }
 
+/// `rank()`, `highlight(field [, pre, post])` and `snippet(field [, pre, post])`: the
+/// full-text extras of each row, read from its `_rank`, `_highlight` and `_snippet`.
+fn text_item(expr: &Expr, alias: Option<String>) -> Result<Option<Item>, SqlError> {
+    let Expr::Function(function) = expr else { return Ok(None) };
+    let name = function.name.to_string().to_ascii_lowercase();
+    if !matches!(name.as_str(), "rank" | "highlight" | "snippet") {
+        return Ok(None);
+    }
+    let args = function_args(expr, function)?;
+    let label = alias.unwrap_or_else(|| expr.to_string().to_ascii_lowercase());
+    if name == "rank" {
+        if !args.is_empty() {
+            return Err(error_at(expr.span(), "rank() takes no arguments"));
+        }
+        return Ok(Some(Item::Text { path: "_rank".to_string(), name: label, markup: None }));
+    }
+    let (field, markers) = match args.as_slice() {
+        [field] => (field, None),
+        [field, pre, post] => {
+            let text = |e: &Expr| -> Result<String, SqlError> {
+                literal(e)?.as_str().map(str::to_string).ok_or_else(|| error_at(e.span(), "markers are strings"))
+            };
+            (field, Some(Markers { pre: text(pre)?, post: text(post)? }))
+        }
+        _ => return Err(error_at(expr.span(), format!("{name}(field) or {name}(field, 'pre', 'post')"))),
+    };
+    let (Expr::Identifier(_) | Expr::CompoundIdentifier(_)) = field else {
+        return Err(error_at(field.span(), format!("{name} takes a field name")));
+    };
+    let field = field.to_string();
+    let path = format!("_{name}.{field}");
+    Ok(Some(Item::Text { path, name: label, markup: Some((name, field, markers.unwrap_or_default())) }))
+}
+
 /// A field of the main namespace.
 fn main_field(expr: &Expr, scope: &Scope) -> Result<String, SqlError> {
     match field(expr, scope)? {
@@ -273,6 +349,7 @@ fn order_by(statement: &sqlparser::ast::Query, scope: &Scope) -> Result<Vec<Sort
             let desc = key.options.asc == Some(false);
             let field = match &key.expr {
                 Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("count") => "count".to_string(),
+                Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("rank") => RANK.to_string(),
                 other => main_field(other, scope)?,
             };
             Ok(SortKey { field, desc })

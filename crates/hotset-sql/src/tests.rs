@@ -220,4 +220,55 @@ fn execution_answers_in_the_documented_shape() {
     assert_eq!(error.to_string(), "namespace 'nope' does not exist");
 }
 
+#[test]
+fn full_text_match_rank_and_markup() {
+    let db = sample();
+    assert_eq!(run(&db, "CREATE INDEX search ON items USING TEXT (title, body)")["affected"], 1);
+    let docs = [
+        (1, "Cast iron frying pan", "Heavy pan for searing"),
+        (2, "Pan lid", "Glass lid for a frying or sauce pan"),
+        (3, "Wireless headphones", "Noise cancelling"),
+    ];
+    for (id, title, body) in docs {
+        db.upsert("items", &json!({"id": id, "year": 2001, "title": title, "body": body})).unwrap();
+    }
+    let ids = |answer: &Value| -> Vec<i64> {
+        answer["items"].as_array().unwrap().iter().map(|d| d["id"].as_i64().unwrap()).collect()
+    };
+    // Best rank first by default; rank() selected and sorted on.
+    let ranked = run(&db, "SELECT id, rank() FROM items WHERE MATCH(search, 'frying pan')");
+    assert_eq!(ids(&ranked), [1, 2]);
+    let (first, second) =
+        (ranked["items"][0]["rank()"].as_f64().unwrap(), ranked["items"][1]["rank()"].as_f64().unwrap());
+    assert!(first > second && second > 0.0, "{ranked}");
+    assert_eq!(ids(&run(&db, "SELECT id FROM items WHERE MATCH(search, 'frying pan') ORDER BY rank()")), [2, 1]);
+    // One field of the index; combined with other conditions and a total.
+    let lids = run(&db, "SELECT COUNT(*), id FROM items WHERE MATCH(body, 'lid') AND year = 2001");
+    assert_eq!((ids(&lids), lids["total"].as_i64()), (vec![2], Some(1)));
+    assert_eq!(ids(&run(&db, "SELECT id FROM items WHERE MATCH (title) AGAINST ('headphone')")), [3]);
+    assert_eq!(ids(&run(&db, "SELECT id FROM items WHERE MATCH(search, 'pan') AND NOT MATCH(title, 'lid')")), [1]);
+    let marked =
+        run(&db, "SELECT highlight(title, '[', ']') AS t, snippet(body) FROM items WHERE MATCH(search, 'lid')");
+    assert_eq!(marked["items"][0]["t"], "Pan [lid]");
+    assert_eq!(marked["items"][0]["snippet(body)"], "Glass <b>lid</b> for a frying or sauce");
+    let all = run(&db, "SELECT *, rank() FROM items WHERE MATCH(search, 'headphones')");
+    assert!(all["items"][0]["_rank"].as_f64().unwrap() > 0.0);
+    for (sql, expected) in [
+        ("SELECT * FROM items WHERE MATCH(search)", "MATCH takes a field"),
+        ("SELECT * FROM items WHERE MATCH(search, 5)", "query text as a string"),
+        ("SELECT rank(1) FROM items", "rank() takes no arguments"),
+    ] {
+        let error = parse(sql).expect_err(sql);
+        assert!(error.message.contains(expected), "{sql}: {error}");
+    }
+    for (sql, expected) in [
+        ("SELECT * FROM items WHERE MATCH(year, 'x')", "no text index is named 'year'"),
+        ("SELECT * FROM items WHERE MATCH(search, '\"open')", "not closed"),
+        ("SELECT * FROM items ORDER BY rank()", "needs a full-text MATCH"),
+    ] {
+        let error = execute(&db, &parse(sql).unwrap()).unwrap_err().to_string();
+        assert!(error.contains(expected), "{sql}: {error}");
+    }
+}
+
 mod ddl;

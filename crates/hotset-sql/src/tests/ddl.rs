@@ -180,7 +180,7 @@ fn create_index_refusals_point_at_the_position() {
         ("CREATE INDEX i ON t (a) WHERE a > 1", "partial, INCLUDE", 1, 19),
         ("CREATE INDEX i ON t (a) INCLUDE (b)", "partial, INCLUDE", 1, 19),
         ("CREATE INDEX i ON t (a) NULLS NOT DISTINCT", "NULLS DISTINCT", 1, 19),
-        ("CREATE INDEX i ON t USING gin (a)", "index type GIN is not supported", 1, 19),
+        ("CREATE INDEX i ON t USING brin (a)", "index type BRIN is not supported", 1, 19),
         ("CREATE INDEX i ON t USING HASH (a) USING BTREE", "give USING once", 1, 19),
         ("CREATE INDEX i ON t (a) COMMENT 'x'", "COMMENT is not supported", 1, 19),
         ("CREATE INDEX i ON t (lower(a))", "an index on the expression lower(a) is not supported", 1, 22),
