@@ -20,7 +20,7 @@ pub mod text;
 pub mod value;
 
 pub use collate::Collation;
-pub use database::{Database, Document, Replay, SnapshotCounts, Transaction};
+pub use database::{Database, Document, Replay, Search, SearchResult, SearchTarget, SnapshotCounts, Transaction};
 pub use error::{Error, Result};
 pub use journal::Journal;
 pub use limits::Limits;

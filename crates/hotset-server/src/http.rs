@@ -55,6 +55,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/api/v1/namespaces/{ns}/query", post(query_namespace))
         .route("/api/v1/query", post(query))
         .route("/api/v1/sql", post(sql))
+        .route("/api/v1/search", post(search))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::map_response(errors_as_json))
@@ -335,6 +336,14 @@ async fn run_query(state: Arc<ServerState>, ns: Option<String>, body: Bytes) -> 
         Ok(out)
     })
     .await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
+}
+
+/// Full-text search across namespaces, merged by rank (`hotset_core::Search`).
+async fn search(State(state): AppState, body: Bytes) -> Result<Response, ApiError> {
+    let mut search = hotset_core::Search::from_json(&json_body(&body)?)?;
+    state.limit_search(&mut search);
+    let out = blocking(move || Ok(state.db.search(&search)?.to_json().to_string())).await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
 }
 

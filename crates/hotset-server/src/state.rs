@@ -33,6 +33,11 @@ impl ServerState {
         query.timeout = self.config.query_timeout(query.timeout);
     }
 
+    /// Gives each query of a search the server's time limit.
+    pub fn limit_search(&self, search: &mut hotset_core::Search) {
+        search.timeout = self.config.query_timeout(search.timeout);
+    }
+
     /// Gives the query of a SQL statement, if it has one, the server's time limit.
     pub fn limit_sql(&self, statement: &mut hotset_sql::Statement) {
         use hotset_sql::Statement;

@@ -9,10 +9,12 @@
 
 mod log;
 mod replay;
+mod search;
 mod snapshot;
 mod transaction;
 
 pub use replay::Replay;
+pub use search::{Search, SearchResult, SearchTarget};
 pub use snapshot::SnapshotCounts;
 pub use transaction::Transaction;
 

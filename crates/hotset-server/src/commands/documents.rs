@@ -20,6 +20,7 @@
 //! | `DOC.QUERY query-json` / `DOC.QUERY ns query-json` | JSON result: items, total, aggregations |
 //! | `DOC.EXPLAIN query-json` | the same, with `explain` |
 //! | `DOC.SQL text` | the statement's JSON answer (`hotset_sql`) |
+//! | `DOC.SEARCH search-json` | full-text search across namespaces (`hotset_core::Search`): items with `_namespace` and `_rank`, total |
 
 use super::args::CmdError;
 use crate::resp::reply::Reply;
@@ -112,6 +113,11 @@ pub fn run(state: &ServerState, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> R
             let mut out = Vec::with_capacity(256 + result.items.len() * 128);
             dsl::write_result_json(&result, &mut out);
             r.bulk(&out);
+        }
+        "DOC.SEARCH" => {
+            let mut search = hotset_core::Search::from_json(&parse_json(a[1], "the search")?).map_err(engine)?;
+            state.limit_search(&mut search);
+            r.bulk(db.search(&search).map_err(engine)?.to_json().to_string().as_bytes());
         }
         "DOC.SCAN" => {
             let cursor: u64 = std::str::from_utf8(a[2])

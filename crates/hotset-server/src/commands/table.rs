@@ -72,6 +72,7 @@ pub static COMMANDS: &[Spec] = &[
     doc("DOC.NSTRUNCATE", 2, true, "Removes every document of a namespace, keeping its indexes."),
     doc("DOC.QUERY", -2, false, "Runs a JSON DSL query; returns items, total and aggregations (JSON)."),
     doc("DOC.SCAN", -3, false, "Walks a namespace's documents: [next cursor, [documents]]; cursor 0 starts and ends."),
+    doc("DOC.SEARCH", 2, false, "Full-text search across namespaces, merged by rank (JSON in, JSON out)."),
     doc("DOC.SQL", 2, true, "Runs one SQL statement; returns its JSON answer (items, total, aggregations, affected)."),
     doc("DOC.UPDATE", -3, true, "Updates existing documents (JSON); fails on a missing key; all or nothing."),
     doc("DOC.UPSERT", -3, true, "Inserts or replaces documents (JSON); all or nothing."),
