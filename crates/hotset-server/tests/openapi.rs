@@ -36,6 +36,13 @@ const NOT_TRIGGERED: &[(&str, &str, &str, &str, &str)] = &[
         "application/json",
         "SQL has no timeout_ms: only a statement slower than the server's limit (1 ms at least) gives it, by timing",
     ),
+    (
+        "/api/v1/search",
+        "post",
+        "503",
+        "application/json",
+        "a search has no timeout_ms: only one slower than the server's limit (1 ms at least) gives it, by timing",
+    ),
 ];
 /// Statuses no call triggers on any operation: a failed task is a bug, and a log that
 /// cannot write needs a full disk.
@@ -77,12 +84,13 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-const KEYWORDS: [&str; 23] = [
+const KEYWORDS: [&str; 24] = [
     "$ref",
     "type",
     "const",
     "enum",
     "minimum",
+    "maximum",
     "minLength",
     "minItems",
     "maxItems",
@@ -155,6 +163,11 @@ fn check_scalar(schema: &serde_json::Map<String, Value>, value: &Value, path: &s
         && n < minimum
     {
         return Err(format!("{path}: {n} is below {minimum}"));
+    }
+    if let (Some(maximum), Some(n)) = (schema.get("maximum").and_then(Value::as_f64), value.as_f64())
+        && n > maximum
+    {
+        return Err(format!("{path}: {n} is above {maximum}"));
     }
     if let (Some(least), Some(text)) = (schema.get("minLength").and_then(Value::as_u64), value.as_str())
         && (text.chars().count() as u64) < least
@@ -541,6 +554,41 @@ fn query_calls() -> Vec<Call> {
     ]
 }
 
+const SEARCH: &str = "/api/v1/search";
+
+/// Full-text: a text index with every option, match queries with markup, searches.
+fn text_calls() -> Vec<Call> {
+    use Shape::*;
+    let add = |body: Value, status, shape| json_call(INDEXES, "/api/v1/namespaces/items/indexes", body, status, shape);
+    let search = |body: Value, status, shape| json_call(SEARCH, SEARCH, body, status, shape);
+    let text = json!({"name": "search", "field": ["first", "city"], "index": "text", "text": {
+        "weights": {"first": 2}, "languages": ["en", "ru"], "stop_words": ["the"], "synonyms": [["f1", "first"]],
+        "typos": true, "ranking": {"k1": 1.5, "b": 0.7, "proximity": 1, "stem": 0.9, "prefix": 0.5, "suffix": 0.4,
+                                   "typo": 0.5, "translit": 0.6, "layout": 0.6, "synonym": 0.7}}});
+    let matching = json!({"namespace": "items", "filter": {"field": "search", "op": "match", "value": "f1 c0*"},
+        "sort": "-rank()", "limit": 3, "total": true, "highlight": {"fields": ["first"], "pre": "<em>", "post": "</em>"},
+        "snippet": {"around": 2, "fragments": 1, "separator": "..."}});
+    vec![
+        add(text, 201, Fits),
+        add(json!({"field": "first", "index": "text", "text": {"colour": 1}}), 400, Refused),
+        add(json!({"field": "first", "index": "text", "text": {"ranking": {"typo": 5}}}), 400, Refused),
+        json_call(QUERY, QUERY, matching, 200, Fits),
+        json_call(QUERY, QUERY, json!({"namespace": "items", "highlight": 3}), 400, Refused),
+        search(
+            json!({"query": "f1", "namespaces": ["items", {"name": "items", "field": "first",
+            "filter": {"field": "year", "op": ">", "value": 2000}}], "offset": 0, "limit": 5, "highlight": true,
+            "snippet": true}),
+            200,
+            Fits,
+        ),
+        search(json!({"query": "f1"}), 400, Refused),
+        search(json!({"query": "f1", "namespaces": ["items"], "limt": 1}), 400, Refused),
+        search(json!({"query": "\"open", "namespaces": ["items"]}), 400, Fits),
+        search(json!({"query": "f1", "namespaces": ["nope"]}), 404, Fits),
+        too_large(SEARCH, SEARCH),
+    ]
+}
+
 /// SQL: every answer shape and the refusals.
 fn sql_calls() -> Vec<Call> {
     let wide_table = format!(
@@ -759,10 +807,11 @@ fn the_document_matches_the_router_and_the_real_answers() {
     assert_eq!((served.status, served.content_type.as_str()), (200, "application/json"));
     assert!(served.body == DOCUMENT.as_bytes(), "the server serves openapi.json byte for byte");
 
-    let calls: Vec<Call> = [namespace_calls(), document_calls(), query_calls(), sql_calls(), final_calls()]
-        .into_iter()
-        .flatten()
-        .collect();
+    let calls: Vec<Call> =
+        [namespace_calls(), document_calls(), query_calls(), text_calls(), sql_calls(), final_calls()]
+            .into_iter()
+            .flatten()
+            .collect();
     let seen = run(&root, &server, &calls);
     let documented = documented_answers(&root);
     for documented_answer in &documented {
