@@ -35,14 +35,33 @@ pub fn words(text: &str) -> impl Iterator<Item = Word> + '_ {
     })
 }
 
+/// Calls `f` with each word of `text` folded (into one reused buffer) and its byte range,
+/// in order: `words` without an allocation per word, for indexing.
+pub fn each_word(text: &str, mut f: impl FnMut(&str, usize, usize)) {
+    let mut folded = String::new();
+    for (start, word) in text.unicode_word_indices() {
+        folded.clear();
+        fold_into(word, &mut folded);
+        if !folded.is_empty() && folded.len() <= WORD_BYTES_MAX {
+            f(&folded, start, start + word.len());
+        }
+    }
+}
+
 /// The folded form of a word: lower case, diacritics removed (`café` → `cafe`), `ё` as
 /// `е` and `ß` as `ss`. `й` keeps its breve: in Russian it is a letter of its own, not
 /// an accented `и`. Apostrophes inside words (`don't`) are dropped.
 pub fn fold(word: &str) -> String {
     let mut out = String::with_capacity(word.len());
+    fold_into(word, &mut out);
+    out
+}
+
+/// `fold`, appended to `out`.
+fn fold_into(word: &str, out: &mut String) {
     if word.bytes().all(|b| b.is_ascii_alphanumeric()) {
         out.extend(word.bytes().map(|b| b.to_ascii_lowercase() as char));
-        return out;
+        return;
     }
     for c in word.chars().flat_map(char::to_lowercase) {
         match c {
@@ -54,7 +73,6 @@ pub fn fold(word: &str) -> String {
             c => out.extend(std::iter::once(c).nfd().filter(|c| !is_combining_mark(*c))),
         }
     }
-    out
 }
 
 #[cfg(test)]

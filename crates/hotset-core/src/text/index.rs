@@ -10,7 +10,7 @@
 //! row uses any more keeps its term id (ids are never reused) but has no postings.
 
 use super::config::{StopWords, TextConfig};
-use super::fold::words;
+use super::fold::each_word;
 use super::lang::is_builtin_stop_word;
 use super::vocab::{TermId, Vocab};
 
@@ -88,14 +88,11 @@ impl TextIndex {
                 if i > 0 {
                     tokens.push(GAP);
                 }
-                for word in words(text) {
-                    let token = if self.is_stop_word(&word.text) {
-                        STOP
-                    } else {
-                        self.vocab.intern(&word.text, &self.config.languages)
-                    };
+                each_word(text, |word, _, _| {
+                    let token =
+                        if self.is_stop_word(word) { STOP } else { self.vocab.intern(word, &self.config.languages) };
                     tokens.push(token);
-                }
+                });
             }
             ends.push(u32::try_from(tokens.len()).expect("a row's words fit in u32"));
         }

@@ -8,14 +8,17 @@
 //! a term id stands for beyond the characters that lead to it.
 
 use super::vocab::TermId;
-use smallvec::SmallVec;
 
 const NONE: u32 = u32::MAX;
 
-#[derive(Debug, Clone)]
+/// A node: the character leading to it, the term ending at it, and its children as a
+/// list (first child, next sibling): 16 bytes, where a vector of children costs twice.
+#[derive(Debug, Clone, Copy)]
 struct Node {
-    children: SmallVec<[(char, u32); 2]>,
+    c: char,
     term: u32,
+    first_child: u32,
+    next_sibling: u32,
 }
 
 /// The trie; node 0 is the root (the empty prefix).
@@ -26,20 +29,34 @@ pub struct Trie {
 
 impl Default for Trie {
     fn default() -> Trie {
-        Trie { nodes: vec![Node { children: SmallVec::new(), term: NONE }] }
+        Trie { nodes: vec![Node { c: '\0', term: NONE, first_child: NONE, next_sibling: NONE }] }
     }
 }
 
 impl Trie {
+    fn children(&self, node: usize) -> impl Iterator<Item = (char, usize)> + '_ {
+        let mut at = self.nodes[node].first_child;
+        std::iter::from_fn(move || {
+            let child = (at != NONE).then_some(at as usize)?;
+            at = self.nodes[child].next_sibling;
+            Some((self.nodes[child].c, child))
+        })
+    }
+
+    fn child(&self, node: usize, c: char) -> Option<usize> {
+        self.children(node).find(|(k, _)| *k == c).map(|(_, child)| child)
+    }
+
     pub fn insert(&mut self, word: &str, id: TermId) {
         let mut at = 0usize;
         for c in word.chars() {
-            at = match self.nodes[at].children.iter().find(|(k, _)| *k == c) {
-                Some(&(_, child)) => child as usize,
+            at = match self.child(at, c) {
+                Some(child) => child,
                 None => {
                     let child = u32::try_from(self.nodes.len()).expect("fewer than 2^32 trie nodes");
-                    self.nodes.push(Node { children: SmallVec::new(), term: NONE });
-                    self.nodes[at].children.push((c, child));
+                    let next_sibling = self.nodes[at].first_child;
+                    self.nodes.push(Node { c, term: NONE, first_child: NONE, next_sibling });
+                    self.nodes[at].first_child = child;
                     child as usize
                 }
             };
@@ -51,18 +68,17 @@ impl Trie {
     pub fn with_prefix(&self, prefix: &str, mut f: impl FnMut(TermId)) {
         let mut at = 0usize;
         for c in prefix.chars() {
-            match self.nodes[at].children.iter().find(|(k, _)| *k == c) {
-                Some(&(_, child)) => at = child as usize,
+            match self.child(at, c) {
+                Some(child) => at = child,
                 None => return,
             }
         }
-        let mut stack = vec![at as u32];
+        let mut stack = vec![at];
         while let Some(node) = stack.pop() {
-            let node = &self.nodes[node as usize];
-            if node.term != NONE {
-                f(node.term);
+            if self.nodes[node].term != NONE {
+                f(self.nodes[node].term);
             }
-            stack.extend(node.children.iter().map(|(_, child)| *child));
+            stack.extend(self.children(node).map(|(_, child)| child));
         }
     }
 
@@ -79,10 +95,10 @@ impl Trie {
     }
 
     fn descend(&self, node: usize, walk: &mut Walk<'_>, f: &mut dyn FnMut(TermId, u8)) {
-        for &(c, child) in &self.nodes[node].children {
+        for (c, child) in self.children(node) {
             let low = walk.push(c);
             let depth = walk.path.len();
-            let term = self.nodes[child as usize].term;
+            let term = self.nodes[child].term;
             let last = walk.rows[depth * walk.width + walk.width - 1];
             if term != NONE && last <= walk.max {
                 f(term, last);
@@ -91,7 +107,7 @@ impl Trie {
             // still has a cell within reach.
             let previous_low = walk.row_min(depth - 1);
             if low <= walk.max || previous_low < walk.max {
-                self.descend(child as usize, walk, f);
+                self.descend(child, walk, f);
             }
             walk.pop();
         }
@@ -100,7 +116,6 @@ impl Trie {
     /// Approximate bytes held.
     pub fn memory_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.nodes.iter().filter(|n| n.children.spilled()).map(|n| n.children.capacity() * 8).sum::<usize>()
     }
 }
 
