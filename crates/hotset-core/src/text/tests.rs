@@ -99,9 +99,11 @@ fn exact_forms_beat_stems() {
 
 #[test]
 fn exact_beats_typo() {
-    let index = build(serde_json::json!({}), &[("", "a grey coat"), ("", "a grey goat")]);
+    let index = build(serde_json::json!({}), &[("", "a grey coat"), ("", "a grey cost"), ("", "a grey goat")]);
     assert_eq!(ranked(&index, "coat~1"), [0, 1]);
-    assert_eq!(ranked(&index, "goat~1"), [1, 0]);
+    assert_eq!(ranked(&index, "cost~1"), [1, 0]);
+    // A typo in the first letter counts as two.
+    assert_eq!(ranked(&index, "goat~2"), [2, 0]);
 }
 
 #[test]

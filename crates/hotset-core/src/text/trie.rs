@@ -83,33 +83,50 @@ impl Trie {
     }
 
     /// Calls `f(id, edits)` with every word within `max` edits (optimal string alignment:
-    /// a swap of neighbours is one edit) of `query`.
+    /// a swap of neighbours is one edit) of `query` whose first letter is the query's,
+    /// and every word within `max - 1` edits whose first letter differs: a typo in the
+    /// first letter counts as two. People rarely mistype the first letter, and the rule
+    /// spares the walk most of the trie (every branch but one under the root gets a
+    /// smaller budget).
     pub fn within_edits(&self, query: &[char], max: u8, f: &mut dyn FnMut(TermId, u8)) {
         let width = query.len() + 1;
         let mut walk =
             Walk { query, max, width, rows: (0..width).map(|j| j.min(255) as u8).collect(), path: Vec::new() };
-        if self.nodes[0].term != NONE && query.len() <= max as usize {
+        // The empty word differs in its first letter unless the query is empty too.
+        if self.nodes[0].term != NONE && query.len() + usize::from(!query.is_empty()) <= max as usize {
             f(self.nodes[0].term, query.len() as u8);
         }
-        self.descend(0, &mut walk, f);
+        for (c, child) in self.children(0) {
+            let budget = if query.first() == Some(&c) { max } else { max.saturating_sub(1) };
+            if budget == 0 && query.first() != Some(&c) {
+                continue;
+            }
+            walk.max = budget;
+            self.step(c, child, &mut walk, f);
+        }
+    }
+
+    /// Visits `child` (reached by `c`) and, while within reach, its subtree.
+    fn step(&self, c: char, child: usize, walk: &mut Walk<'_>, f: &mut dyn FnMut(TermId, u8)) {
+        let low = walk.push(c);
+        let depth = walk.path.len();
+        let term = self.nodes[child].term;
+        let last = walk.rows[depth * walk.width + walk.width - 1];
+        if term != NONE && last <= walk.max {
+            f(term, last);
+        }
+        // A swap reaches back two rows: go on while either of the last two rows still
+        // has a cell within reach.
+        let previous_low = walk.row_min(depth - 1);
+        if low <= walk.max || previous_low < walk.max {
+            self.descend(child, walk, f);
+        }
+        walk.pop();
     }
 
     fn descend(&self, node: usize, walk: &mut Walk<'_>, f: &mut dyn FnMut(TermId, u8)) {
         for (c, child) in self.children(node) {
-            let low = walk.push(c);
-            let depth = walk.path.len();
-            let term = self.nodes[child].term;
-            let last = walk.rows[depth * walk.width + walk.width - 1];
-            if term != NONE && last <= walk.max {
-                f(term, last);
-            }
-            // A swap reaches back two rows: go on while either of the last two rows
-            // still has a cell within reach.
-            let previous_low = walk.row_min(depth - 1);
-            if low <= walk.max || previous_low < walk.max {
-                self.descend(child, walk, f);
-            }
-            walk.pop();
+            self.step(c, child, walk, f);
         }
     }
 
@@ -134,14 +151,20 @@ impl Walk<'_> {
         self.rows[depth * self.width..(depth + 1) * self.width].iter().copied().min().unwrap_or(u8::MAX)
     }
 
-    /// Steps down by `c`; returns the new row's minimum.
+    /// Steps down by `c`; returns the new row's minimum. Only the band of cells within
+    /// `max` of the diagonal can come within the limit (a cell `|i - j|` off it costs at
+    /// least that many edits), so the others are written as `max + 1` without work.
     fn push(&mut self, c: char) -> u8 {
         self.path.push(c);
         let (width, depth) = (self.width, self.path.len());
         let base = (depth - 1) * width;
+        let over = self.max.saturating_add(1);
+        let band = depth.saturating_sub(self.max as usize)..=(depth + self.max as usize).min(width - 1);
         let mut low = u8::MAX;
         for j in 0..width {
-            let value = if j == 0 {
+            let value = if !band.contains(&j) {
+                over
+            } else if j == 0 {
                 depth.min(255) as u8
             } else {
                 let substitute = self.rows[base + j - 1].saturating_add(u8::from(self.query[j - 1] != c));
@@ -151,7 +174,7 @@ impl Walk<'_> {
                 if depth > 1 && j > 1 && c == self.query[j - 2] && self.path[depth - 2] == self.query[j - 1] {
                     best = best.min(self.rows[base - width + j - 2].saturating_add(1));
                 }
-                best
+                best.min(over)
             };
             self.rows.push(value);
             low = low.min(value);
