@@ -261,6 +261,11 @@ impl NamespaceData {
     /// row found under each of its keys; tree indexes counting no other row). O(n): for
     /// tests and operator checks, not hot paths.
     pub fn verify_indexes(&self) -> std::result::Result<(), String> {
+        for index in &self.indexes {
+            if let Some(text) = index.text() {
+                text.verify().map_err(|e| format!("{}: text index {}: {e}", self.name, index.def.name))?;
+            }
+        }
         for index in self.indexes.iter().filter(|i| i.has_lookup()) {
             let mut pairs = 0;
             for row in self.live.iter() {

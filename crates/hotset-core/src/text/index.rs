@@ -219,6 +219,31 @@ impl TextIndex {
         self.vocab.memory_bytes() + postings + forward
     }
 
+    /// Checks that the postings hold exactly what the forward index says: each row's
+    /// (word, field) pairs with their counts, and nothing else. O(size): for tests.
+    pub fn verify(&self) -> Result<(), String> {
+        let mut expected = 0usize;
+        for (row, entry) in self.forward.iter().enumerate() {
+            let Some(entry) = entry else { continue };
+            let (ends, tokens) = entry.split_at(self.fields.len());
+            for (term, field, tf) in Self::counts(ends, tokens) {
+                expected += 1;
+                let found = self.postings(term).iter().find(|h| h.row == row as u32 && h.field == field);
+                if found.is_none_or(|h| h.tf != tf) {
+                    return Err(format!(
+                        "row {row}: word {:?} in field {field} is not posted {tf} time(s)",
+                        self.vocab.word(term)
+                    ));
+                }
+            }
+        }
+        let posted: usize = self.postings.iter().map(Vec::len).sum();
+        if posted != expected || posted != self.hits {
+            return Err(format!("{posted} hits posted, {expected} expected, {} counted", self.hits));
+        }
+        Ok(())
+    }
+
     /// Numbers for describe and metrics.
     pub fn stats(&self) -> TextStats {
         TextStats { rows: self.rows, words: self.vocab.len(), hits: self.hits, memory_bytes: self.memory_bytes() }
