@@ -42,6 +42,9 @@ pub struct TextIndex {
     postings: Vec<Vec<Hit>>,
     /// Per row: the end offset of each field's tokens, then the tokens.
     forward: Vec<Option<Box<[u32]>>>,
+    /// Words per (row, field), row-major, saturating: BM25 reads one per hit, and this
+    /// dense table stays in cache where the forward index (a pointer per row) does not.
+    lengths: Vec<u16>,
     rows: u32,
     field_tokens: Vec<u64>,
     hits: usize,
@@ -61,6 +64,7 @@ impl TextIndex {
             vocab: Vocab::default(),
             postings: Vec::new(),
             forward: Vec::new(),
+            lengths: Vec::new(),
             rows: 0,
             hits: 0,
             stop,
@@ -108,9 +112,14 @@ impl TextIndex {
         entry.extend_from_slice(&tokens);
         self.forward[at] = Some(entry.into_boxed_slice());
         self.rows += 1;
+        let width = self.fields.len();
+        if self.lengths.len() < (at + 1) * width {
+            self.lengths.resize((at + 1) * width, 0);
+        }
         let mut start = 0;
         for (field, &end) in ends.iter().enumerate() {
             self.field_tokens[field] += u64::from(end - start);
+            self.lengths[at * width + field] = u16::try_from(end - start).unwrap_or(u16::MAX);
             start = end;
         }
         self.postings.resize_with(self.vocab.len(), Vec::new);
@@ -136,6 +145,7 @@ impl TextIndex {
         let mut start = 0;
         for (field, &end) in ends.iter().enumerate() {
             self.field_tokens[field] -= u64::from(end - start);
+            self.lengths[row as usize * self.fields.len() + field] = 0;
             start = end;
         }
         for (term, field, _) in Self::counts(ends, tokens) {
@@ -202,12 +212,9 @@ impl TextIndex {
         }))
     }
 
-    /// Words in one field of a row.
+    /// Words in one field of a row (at most 65535: a longer field counts as that long).
     pub fn field_len(&self, row: u32, field: usize) -> u32 {
-        match self.forward.get(row as usize).and_then(Option::as_ref) {
-            Some(entry) => entry[field] - if field == 0 { 0 } else { entry[field - 1] },
-            None => 0,
-        }
+        self.lengths.get(row as usize * self.fields.len() + field).map_or(0, |&n| u32::from(n))
     }
 
     /// Approximate bytes held: vocabulary, postings and forward index.
@@ -215,7 +222,8 @@ impl TextIndex {
         let postings: usize =
             self.postings.iter().map(|p| p.capacity() * std::mem::size_of::<Hit>() + 24).sum::<usize>();
         let forward: usize = self.forward.iter().flatten().map(|e| e.len() * 4 + 16).sum::<usize>()
-            + self.forward.capacity() * std::mem::size_of::<Option<Box<[u32]>>>();
+            + self.forward.capacity() * std::mem::size_of::<Option<Box<[u32]>>>()
+            + self.lengths.capacity() * 2;
         self.vocab.memory_bytes() + postings + forward
     }
 

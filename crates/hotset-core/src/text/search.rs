@@ -228,12 +228,16 @@ impl Searcher<'_> {
         }
     }
 
-    /// BM25 of one hit.
-    fn bm25(&self, tf: u8, row: u32, field: usize, documents: usize) -> f32 {
-        let ranking = &self.index.config.ranking;
+    /// The inverse document frequency of a word found in `documents` rows.
+    fn idf(&self, documents: usize) -> f32 {
         let n = self.index.rows() as f32;
         let df = documents as f32;
-        let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// BM25 of one hit, given its word's idf.
+    fn bm25(&self, tf: u8, row: u32, field: usize, idf: f32) -> f32 {
+        let ranking = &self.index.config.ranking;
         let len = self.index.field_len(row, field) as f32;
         let norm = 1.0 - ranking.b + ranking.b * len / self.index.average_len(field);
         let tf = f32::from(tf);
@@ -246,7 +250,7 @@ impl Searcher<'_> {
     /// by being rare (its factor already says how good a match it is).
     fn term(&self, expansion: &Expansion, boosts: &[f32]) -> Map<u32, f32> {
         let weights = &self.index.config.weights;
-        let documents = expansion.keys().map(|&id| self.index.postings(id).len()).max().unwrap_or(0);
+        let idf = self.idf(expansion.keys().map(|&id| self.index.postings(id).len()).max().unwrap_or(0));
         let mut per_field: Map<u64, f32> = Map::default();
         for (&id, &factor) in expansion {
             for hit in self.index.postings(id) {
@@ -255,7 +259,7 @@ impl Searcher<'_> {
                 if boost == 0.0 {
                     continue;
                 }
-                let score = factor * boost * weights[field] * self.bm25(hit.tf, hit.row, field, documents);
+                let score = factor * boost * weights[field] * self.bm25(hit.tf, hit.row, field, idf);
                 let best = per_field.entry(u64::from(hit.row) << 8 | u64::from(hit.field)).or_insert(0.0);
                 *best = best.max(score);
             }
@@ -286,7 +290,7 @@ impl Searcher<'_> {
             return scores;
         };
         let weights = &self.index.config.weights;
-        let documents = candidates.len() as usize;
+        let idf = self.idf(candidates.len() as usize);
         for row in candidates {
             let Some(fields) = self.index.row_fields(row) else { continue };
             let mut sum = 0.0f32;
@@ -300,7 +304,7 @@ impl Searcher<'_> {
                         * boosts[field]
                         * weights[field]
                         * expansions.len() as f32
-                        * self.bm25(count.min(255) as u8, row, field, documents);
+                        * self.bm25(count.min(255) as u8, row, field, idf);
                     sum += score;
                 }
             }
