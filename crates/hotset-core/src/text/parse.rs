@@ -216,10 +216,16 @@ pub fn parse(text: &str) -> Result<TextQuery, ParseError> {
             fields.clear();
             continue;
         }
+        if query.elements.len() == ELEMENTS_MAX {
+            return cursor.fail(format!("a query has at most {ELEMENTS_MAX} words and phrases"));
+        }
         query.elements.push(Element { fields: std::mem::take(&mut fields), ..element });
     }
     Ok(query)
 }
+
+/// Most words and phrases in one query (each is a bit of a mask while matching).
+pub const ELEMENTS_MAX: usize = 64;
 
 fn field_list(spec: &str) -> Result<Vec<(String, f32)>, String> {
     if spec.is_empty() {
@@ -292,5 +298,8 @@ mod tests {
         assert!(parse("@ word").is_err());
         assert!(parse("@title^-1 word").is_err());
         assert_eq!(parse("  ... ").expect("no words is not an error").elements.len(), 0);
+        let many = vec!["w"; ELEMENTS_MAX].join(" ");
+        assert_eq!(parse(&many).expect("the most words").elements.len(), ELEMENTS_MAX);
+        assert!(parse(&format!("{many} one")).unwrap_err().reason.contains("at most 64"));
     }
 }

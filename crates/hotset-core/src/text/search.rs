@@ -46,7 +46,7 @@ pub fn search(index: &TextIndex, query: &TextQuery, fields: u64) -> Result<TextH
     let mut excluded = RoaringBitmap::new();
     let mut hits = TextHits::default();
     let mut positives: Vec<(usize, Vec<Expansion>)> = Vec::new();
-    for (number, element) in query.elements.iter().enumerate().take(64) {
+    for (number, element) in query.elements.iter().enumerate().take(super::parse::ELEMENTS_MAX) {
         if !element.phrase && index.is_stop_word(&element.words[0].text) {
             continue;
         }
