@@ -8,7 +8,7 @@
 //! - `word`: the word, its other forms (same stem), synonyms, its transliteration and
 //!   the same keys on the other keyboard layout; typos when the word itself is unknown;
 //! - `word*` words starting with `word`, `*word` words ending with it, `*word*` both;
-//! - `word~` up to 1 typo (2 from 7 letters), `word~0`..`word~2` an explicit limit;
+//! - `word~` up to 1 typo (2 from 8 letters), `word~0`..`word~2` an explicit limit;
 //! - `"some exact words"` a phrase; `"some words"~3` the words in order with at most 3
 //!   other words between neighbours;
 //! - `+element` required, `-element` excluded;
@@ -71,9 +71,10 @@ impl fmt::Display for ParseError {
     }
 }
 
-/// Typo limit for `word~` without a number: 1, or 2 from 7 letters.
+/// Typo limit for `word~` without a number: 1, or 2 from 8 letters (the automatic
+/// limits, applied to short and known words too).
 pub fn forced_typos(word: &str) -> u8 {
-    if word.chars().count() >= 7 { 2 } else { 1 }
+    if word.chars().count() >= 8 { 2 } else { 1 }
 }
 
 /// Typo limit applied by itself: none up to 3 letters, 1 up to 7, then 2.
@@ -270,7 +271,8 @@ mod tests {
         );
         let e = one("-*phone");
         assert_eq!((e.presence, e.words[0].suffix, e.words[0].prefix), (Presence::Excluded, true, false));
-        assert_eq!(one("wireles~").words[0].typos, Some(2));
+        assert_eq!(one("wireles~").words[0].typos, Some(1));
+        assert_eq!(one("wirelesss~").words[0].typos, Some(2));
         assert_eq!(one("cat~1").words[0].typos, Some(1));
         assert_eq!(one("cat").words[0].typos, None);
         let e = one("\"Frying  Pan\"~2");
