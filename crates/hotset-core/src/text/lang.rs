@@ -246,7 +246,7 @@ pub fn swap_layout(raw: &str) -> Option<String> {
     if cyrillic == latin {
         return None;
     }
-    let swapped = lower
+    let swapped: String = lower
         .chars()
         .map(|c| {
             let found = if cyrillic {
