@@ -40,7 +40,7 @@ RUNNER = os.path.join(ROOT, "target", "release", "hotset-bench")
 KINDS = ["one_word", "two_words_and", "two_words_or", "prefix", "typo"]
 
 
-def make_params(lines, out, seed=11, n=2000):
+def make_params(lines, out, seed=11, n=50_000):
     """Seeded query streams from the descriptions (see the module doc)."""
     rng = random.Random(seed)
     docs = [json.loads(lines[rng.randrange(len(lines))])["description"].split() for _ in range(n)]
