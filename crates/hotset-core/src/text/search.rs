@@ -46,6 +46,8 @@ pub fn search(index: &TextIndex, query: &TextQuery, fields: u64) -> Result<TextH
     let mut excluded = RoaringBitmap::new();
     let mut hits = TextHits::default();
     let mut positives: Vec<(usize, Vec<Expansion>)> = Vec::new();
+    // The common query of one word: its scores are the ranks, no merging needed.
+    let single = query.elements.len() == 1 && query.elements[0].presence != Presence::Excluded;
     for (number, element) in query.elements.iter().enumerate().take(super::parse::ELEMENTS_MAX) {
         if !element.phrase && index.is_stop_word(&element.words[0].text) {
             continue;
@@ -60,10 +62,22 @@ pub fn search(index: &TextIndex, query: &TextQuery, fields: u64) -> Result<TextH
         };
         match element.presence {
             Presence::Excluded => excluded.extend(scores.keys().copied()),
+            _ if single => {
+                hits.terms.extend(expansions.iter().flat_map(|e| e.keys().copied()));
+                let mut rows: Vec<u32> = scores.keys().copied().collect();
+                rows.sort_unstable();
+                hits.rows = RoaringBitmap::from_sorted_iter(rows).expect("sorted above");
+                hits.ranks = scores;
+                if element.boost != 1.0 {
+                    hits.ranks.values_mut().for_each(|rank| *rank *= element.boost);
+                }
+                return Ok(hits);
+            }
             presence => {
                 if presence == Presence::Required {
                     required |= 1 << number;
                 }
+                total.reserve(scores.len());
                 for (row, score) in scores {
                     let entry = total.entry(row).or_insert((0.0, 0));
                     entry.0 += score * element.boost;
@@ -251,7 +265,24 @@ impl Searcher<'_> {
     fn term(&self, expansion: &Expansion, boosts: &[f32]) -> Map<u32, f32> {
         let weights = &self.index.config.weights;
         let idf = self.idf(expansion.keys().map(|&id| self.index.postings(id).len()).max().unwrap_or(0));
-        let mut per_field: Map<u64, f32> = Map::default();
+        let hits: usize = expansion.keys().map(|&id| self.index.postings(id).len()).sum();
+        if let [weight] = weights[..] {
+            // One field: a row's best expansion is its score, no per-field step.
+            let mut scores: Map<u32, f32> = Map::with_capacity_and_hasher(hits, Default::default());
+            if boosts[0] == 0.0 {
+                return scores;
+            }
+            for (&id, &factor) in expansion {
+                let scale = factor * boosts[0] * weight;
+                for hit in self.index.postings(id) {
+                    let score = scale * self.bm25(hit.tf, hit.row, 0, idf);
+                    let best = scores.entry(hit.row).or_insert(0.0);
+                    *best = best.max(score);
+                }
+            }
+            return scores;
+        }
+        let mut per_field: Map<u64, f32> = Map::with_capacity_and_hasher(hits, Default::default());
         for (&id, &factor) in expansion {
             for hit in self.index.postings(id) {
                 let field = hit.field as usize;
