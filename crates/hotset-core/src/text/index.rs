@@ -180,8 +180,10 @@ impl TextIndex {
         out
     }
 
-    /// Ends a bulk load: spare capacity of the postings is given back.
+    /// Ends a bulk load: the trie is laid out for fast walks and spare capacity of the
+    /// postings is given back.
     pub fn finish_load(&mut self) {
+        self.vocab.settle();
         self.postings.iter_mut().for_each(Vec::shrink_to_fit);
     }
 

@@ -105,6 +105,11 @@ impl Vocab {
         self.trie.within_edits(&query, max_edits, &mut f);
     }
 
+    /// Lays the trie out for fast walks (the end of a bulk load).
+    pub fn settle(&mut self) {
+        self.trie.settle();
+    }
+
     pub fn memory_bytes(&self) -> usize {
         // Each word is held three times (by id, in the id map, reversed), and in the trie.
         let words: usize = self.words.iter().map(|w| 3 * (w.len() + 16) + 8).sum::<usize>() + self.trie.memory_bytes();
@@ -189,6 +194,47 @@ mod tests {
         hits.clear();
         v.within_edits("кофеварко", 2, |id, e| hits.push((v.word(id).to_string(), e)));
         assert_eq!(hits, [("кофеварка".to_string(), 1)]);
+    }
+
+    /// Enough words that the trie is laid out again several times while they go in.
+    #[test]
+    fn lookups_agree_with_brute_force_after_the_trie_is_laid_out() {
+        let mut state = 7u64;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        let letters: Vec<char> = "abcdeklmnoprstu".chars().collect();
+        let words: std::collections::BTreeSet<String> =
+            (0..4000).map(|_| (0..3 + next() % 6).map(|_| letters[next() % letters.len()]).collect()).collect();
+        let mut v = Vocab::default();
+        for (i, w) in words.iter().enumerate() {
+            v.intern(w, &[]);
+            if i == 2000 {
+                v.settle();
+            }
+        }
+        let queries: Vec<&String> = words.iter().step_by(97).collect();
+        for query in queries {
+            for max in 0..3u8 {
+                let mut got = Vec::new();
+                v.within_edits(query, max, |id, e| got.push((v.word(id).to_string(), e as usize)));
+                got.sort();
+                let first = query.chars().next();
+                let expected: Vec<(String, usize)> = words
+                    .iter()
+                    .map(|w| (w.clone(), osa(w, query)))
+                    .filter(|(w, d)| *d + usize::from(w.chars().next() != first) <= max as usize)
+                    .collect();
+                assert_eq!(got, expected, "{query} within {max}");
+            }
+            let prefix: String = query.chars().take(2).collect();
+            let mut got: Vec<String> = Vec::new();
+            v.with_prefix(&prefix, |id| got.push(v.word(id).to_string()));
+            got.sort();
+            let expected: Vec<String> = words.iter().filter(|w| w.starts_with(&prefix)).cloned().collect();
+            assert_eq!(got, expected, "prefix {prefix}");
+        }
     }
 
     proptest! {
