@@ -1,6 +1,6 @@
 //! The inverted index of a text index, kept in step with rows one row at a time.
 //!
-//! Owns: per-term postings (row, field, term frequency), sorted by row; the forward index
+//! Owns: per-term postings (row, field, term frequency; `posting_list`), sorted by row; the forward index
 //! (each row's term ids in text order, per field), which gives field lengths for BM25,
 //! positions for phrases and proximity, and exactly the postings to take out when a row
 //! changes; and the collection statistics. Never: parse queries or score (see `search`).
@@ -12,6 +12,8 @@
 use super::config::{StopWords, TextConfig};
 use super::fold::each_word;
 use super::lang::is_builtin_stop_word;
+pub use super::posting_list::Hit;
+use super::posting_list::PostingList;
 use super::vocab::{TermId, Vocab};
 
 /// The place of a stop word in the forward index: not a term, but it keeps positions
@@ -24,22 +26,13 @@ pub const GAP: u32 = u32::MAX;
 /// field masks in a `u64`).
 pub const FIELDS_MAX: usize = 64;
 
-/// One row's occurrences of a term in one field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hit {
-    pub row: u32,
-    pub field: u8,
-    /// Occurrences, saturating at 255.
-    pub tf: u8,
-}
-
 /// A text index's data.
 #[derive(Debug)]
 pub struct TextIndex {
     pub config: TextConfig,
     pub fields: Vec<String>,
     pub vocab: Vocab,
-    postings: Vec<Vec<Hit>>,
+    postings: Vec<PostingList>,
     /// Per row: the end offset of each field's tokens, then the tokens.
     forward: Vec<Option<Box<[u32]>>>,
     /// Words per (row, field), row-major, saturating: BM25 reads one per hit, and this
@@ -122,17 +115,9 @@ impl TextIndex {
             self.lengths[at * width + field] = u16::try_from(end - start).unwrap_or(u16::MAX);
             start = end;
         }
-        self.postings.resize_with(self.vocab.len(), Vec::new);
+        self.postings.resize_with(self.vocab.len(), PostingList::default);
         for (term, field, tf) in Self::counts(&ends, &tokens) {
-            let list = &mut self.postings[term as usize];
-            let hit = Hit { row, field, tf };
-            match list.last() {
-                Some(last) if (last.row, last.field) > (row, field) => {
-                    let at = list.partition_point(|h| (h.row, h.field) < (row, field));
-                    list.insert(at, hit);
-                }
-                _ => list.push(hit),
-            }
+            self.postings[term as usize].insert(Hit { row, field, tf });
             self.hits += 1;
         }
     }
@@ -149,14 +134,9 @@ impl TextIndex {
             start = end;
         }
         for (term, field, _) in Self::counts(ends, tokens) {
-            let list = &mut self.postings[term as usize];
-            let at = list.partition_point(|h| (h.row, h.field) < (row, field));
-            assert!(list.get(at).is_some_and(|h| h.row == row && h.field == field), "removing an unindexed hit");
-            list.remove(at);
+            let removed = self.postings[term as usize].remove(row, field);
+            assert!(removed, "removing an unindexed hit");
             self.hits -= 1;
-            if list.is_empty() {
-                *list = Vec::new();
-            }
         }
     }
 
@@ -184,11 +164,12 @@ impl TextIndex {
     /// postings is given back.
     pub fn finish_load(&mut self) {
         self.vocab.settle();
-        self.postings.iter_mut().for_each(Vec::shrink_to_fit);
+        self.postings.iter_mut().for_each(PostingList::shrink_to_fit);
     }
 
-    pub fn postings(&self, term: TermId) -> &[Hit] {
-        self.postings.get(term as usize).map_or(&[], Vec::as_slice)
+    pub fn postings(&self, term: TermId) -> &PostingList {
+        static EMPTY: PostingList = PostingList::EMPTY;
+        self.postings.get(term as usize).unwrap_or(&EMPTY)
     }
 
     /// Rows with at least one word.
@@ -222,7 +203,7 @@ impl TextIndex {
     /// Approximate bytes held: vocabulary, postings and forward index.
     pub fn memory_bytes(&self) -> usize {
         let postings: usize =
-            self.postings.iter().map(|p| p.capacity() * std::mem::size_of::<Hit>() + 24).sum::<usize>();
+            self.postings.iter().map(|p| p.heap_bytes() + std::mem::size_of::<PostingList>()).sum::<usize>();
         let forward: usize = self.forward.iter().flatten().map(|e| e.len() * 4 + 16).sum::<usize>()
             + self.forward.capacity() * std::mem::size_of::<Option<Box<[u32]>>>()
             + self.lengths.capacity() * 2;
@@ -247,7 +228,7 @@ impl TextIndex {
                 }
             }
         }
-        let posted: usize = self.postings.iter().map(Vec::len).sum();
+        let posted: usize = self.postings.iter().map(PostingList::len).sum();
         if posted != expected || posted != self.hits {
             return Err(format!("{posted} hits posted, {expected} expected, {} counted", self.hits));
         }

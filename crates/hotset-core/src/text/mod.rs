@@ -12,6 +12,7 @@ pub mod index;
 pub mod lang;
 pub mod markup;
 pub mod parse;
+pub mod posting_list;
 pub mod search;
 pub mod trie;
 pub mod vocab;
