@@ -481,6 +481,40 @@ fn document_commands_over_resp() {
     );
     assert!(error_text(cmd("DOC.GET").arg("nope").arg("1").query::<String>(&mut c)).contains("does not exist"));
     assert_eq!(cmd("DOC.DEL").arg("books").arg("1").query::<i64>(&mut c).unwrap(), 1);
+    // DOC.TXN: mixed operations, all or nothing, the failing one named.
+    let failed = error_text(
+        cmd("DOC.TXN")
+            .arg("books")
+            .arg("upsert")
+            .arg(r#"{"id": 5, "year": 2020}"#)
+            .arg("DELETE")
+            .arg("2")
+            .arg("UPDATE")
+            .arg(r#"{"id": 77, "year": 1}"#)
+            .query::<i64>(&mut c),
+    );
+    assert!(failed.starts_with("ERR operation 3: no document with primary key 77"), "{failed}");
+    assert_eq!(cmd("DOC.GET").arg("books").arg("5").query::<Option<String>>(&mut c).unwrap(), None);
+    assert!(cmd("DOC.GET").arg("books").arg("2").query::<Option<String>>(&mut c).unwrap().is_some());
+    let odd = error_text(cmd("DOC.TXN").arg("books").arg("UPSERT").arg("{}").arg("DELETE").query::<i64>(&mut c));
+    assert!(odd.contains("pairs"), "{odd}");
+    let unknown = error_text(cmd("DOC.TXN").arg("books").arg("MERGE").arg("{}").query::<i64>(&mut c));
+    assert_eq!(unknown, "ERR operation 1: unknown operation 'MERGE'");
+    let applied: i64 = cmd("DOC.TXN")
+        .arg("books")
+        .arg("UPSERT")
+        .arg(r#"{"id": 5, "year": 2020, "title": "e"}"#)
+        .arg("DELETE")
+        .arg("5")
+        .arg("INSERT")
+        .arg(r#"{"id": 6, "year": 2021, "title": "f"}"#)
+        .arg("DELETE")
+        .arg("6")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(applied, 4);
+    assert_eq!(cmd("DOC.GET").arg("books").arg("5").query::<Option<String>>(&mut c).unwrap(), None);
+    assert_eq!(cmd("DOC.GET").arg("books").arg("6").query::<Option<String>>(&mut c).unwrap(), None);
     let _: () = cmd("DOC.INDEXADD")
         .arg("books")
         .arg(r#"{"field": "title", "type": "string", "index": "hash"}"#)

@@ -398,6 +398,116 @@ fn invalid(path: &str, reason: impl std::fmt::Display) -> Error {
     Error::InvalidQuery { reason: format!("{path}: {reason}") }
 }
 
+/// Writes a query as the JSON DSL: the inverse of `query_from_json`, so a query built in
+/// one process (a client library's builder) runs the same in another.
+pub fn query_to_json(query: &Query) -> Value {
+    let mut object = Map::new();
+    object.insert("namespace".into(), Value::from(query.namespace.as_str()));
+    parts_to_json(query, &mut object);
+    if !query.aggregations.is_empty() {
+        object.insert("aggregations".into(), query.aggregations.iter().map(aggregation_to_json).collect());
+    }
+    if !query.joins.is_empty() {
+        let joins = query.joins.iter().map(|join| {
+            let mut object = Map::new();
+            let kind = match join.kind {
+                JoinKind::Inner => "inner",
+                JoinKind::Left => "left",
+            };
+            object.insert("type".into(), Value::from(kind));
+            object.insert("namespace".into(), Value::from(join.query.namespace.as_str()));
+            object.insert("as".into(), Value::from(join.alias.as_str()));
+            let on = join
+                .on
+                .iter()
+                .map(|on| json!({"left": on.left_field, "op": on.op.name(), "right": on.right_field}))
+                .collect();
+            object.insert("on".into(), Value::Array(on));
+            parts_to_json(&join.query, &mut object);
+            Value::Object(object)
+        });
+        object.insert("joins".into(), joins.collect());
+    }
+    if query.total {
+        object.insert("total".into(), Value::Bool(true));
+    }
+    if query.explain {
+        object.insert("explain".into(), Value::Bool(true));
+    }
+    if let Some(highlight) = &query.highlight {
+        let markup = markup_to_json(&highlight.fields, &highlight.markers);
+        object.insert("highlight".into(), Value::Object(markup));
+    }
+    if let Some(snippet) = &query.snippet {
+        let mut markup = markup_to_json(&snippet.fields, &snippet.markers);
+        markup.insert("around".into(), Value::from(snippet.around));
+        markup.insert("fragments".into(), Value::from(snippet.fragments));
+        markup.insert("separator".into(), Value::from(snippet.separator.as_str()));
+        object.insert("snippet".into(), Value::Object(markup));
+    }
+    if let Some(timeout) = query.timeout {
+        object.insert("timeout_ms".into(), Value::from(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)));
+    }
+    Value::Object(object)
+}
+
+fn parts_to_json(query: &Query, object: &mut Map<String, Value>) {
+    if let Some(filter) = &query.filter {
+        object.insert("filter".into(), cond_to_json(filter));
+    }
+    if !query.sort.is_empty() {
+        object.insert("sort".into(), sort_to_json(&query.sort));
+    }
+    if query.offset > 0 {
+        object.insert("offset".into(), Value::from(query.offset));
+    }
+    if let Some(limit) = query.limit {
+        object.insert("limit".into(), Value::from(limit));
+    }
+}
+
+fn cond_to_json(cond: &Cond) -> Value {
+    match cond {
+        Cond::Field { field, op, values } => json!({"field": field, "op": op.name(), "values": values}),
+        Cond::And(items) => json!({"and": items.iter().map(cond_to_json).collect::<Vec<_>>()}),
+        Cond::Or(items) => json!({"or": items.iter().map(cond_to_json).collect::<Vec<_>>()}),
+        Cond::Not(inner) => json!({"not": cond_to_json(inner)}),
+    }
+}
+
+fn sort_to_json(keys: &[SortKey]) -> Value {
+    keys.iter().map(|key| json!({"field": key.field, "desc": key.desc})).collect()
+}
+
+fn markup_to_json(fields: &[String], markers: &Markers) -> Map<String, Value> {
+    let mut object = Map::new();
+    object.insert("fields".into(), fields.iter().map(|f| Value::from(f.as_str())).collect());
+    object.insert("pre".into(), Value::from(markers.pre.as_str()));
+    object.insert("post".into(), Value::from(markers.post.as_str()));
+    object
+}
+
+fn aggregation_to_json(aggregation: &Aggregation) -> Value {
+    match aggregation {
+        Aggregation::Count => json!({"type": "count"}),
+        Aggregation::Sum(field) => json!({"type": "sum", "field": field}),
+        Aggregation::Avg(field) => json!({"type": "avg", "field": field}),
+        Aggregation::Min(field) => json!({"type": "min", "field": field}),
+        Aggregation::Max(field) => json!({"type": "max", "field": field}),
+        Aggregation::Distinct(field) => json!({"type": "distinct", "field": field}),
+        Aggregation::Facet(facet) => {
+            let mut object = json!({"type": "facet", "fields": facet.fields, "sort": sort_to_json(&facet.sort)});
+            if facet.offset > 0 {
+                object["offset"] = Value::from(facet.offset);
+            }
+            if let Some(limit) = facet.limit {
+                object["limit"] = Value::from(limit);
+            }
+            object
+        }
+    }
+}
+
 /// Writes a query result as JSON: `items` (documents as stored, joined ones nested),
 /// `total` when asked, `aggregations` when any, `explain` when asked.
 pub fn write_result_json(result: &QueryResult, out: &mut Vec<u8>) {
@@ -478,6 +588,41 @@ mod tests {
             }))
             .join(JoinKind::Inner, Query::new("a").limit(1), &[("aid", Op::Eq, "id")], "author");
         assert_eq!(parsed, expected);
+    }
+
+    #[test]
+    fn a_query_written_as_json_parses_back_to_itself() {
+        let join = Query::new("authors").where_("active", Op::Eq, true).sort("name", false).limit(2);
+        let mut query = Query::new("items")
+            .filter(
+                Cond::new("year", Op::Range, json!([2000, 2010]))
+                    .or(Cond::new("tags", Op::AllSet, json!(["a", "b"])).not())
+                    .and(Cond::new("gone", Op::Empty, Value::Null)),
+            )
+            .matching("description", "red bike~")
+            .sort("rank()", true)
+            .sort("year", false)
+            .offset(3)
+            .limit(7)
+            .with_total()
+            .explain()
+            .aggregate(Aggregation::Count)
+            .aggregate(Aggregation::Avg("price".into()))
+            .aggregate(Aggregation::Distinct("name".into()))
+            .aggregate(Aggregation::Facet(Facet {
+                fields: vec!["year".into(), "name".into()],
+                sort: vec![SortKey { field: "count".into(), desc: true }],
+                offset: 1,
+                limit: Some(4),
+            }))
+            .join(JoinKind::Inner, join, &[("author_id", Op::Eq, "id")], "author");
+        query.highlight = Some(Highlight { fields: vec!["description".into()], markers: Markers::default() });
+        query.snippet = Some(Snippet { around: 2, fragments: 1, separator: " | ".into(), ..Snippet::default() });
+        query.timeout = Some(std::time::Duration::from_millis(250));
+        let written = query_to_json(&query);
+        assert_eq!(query_from_json(&written, None).unwrap(), query, "{written}");
+        let plain = Query::new("n");
+        assert_eq!(query_from_json(&query_to_json(&plain), None).unwrap(), plain);
     }
 
     #[test]

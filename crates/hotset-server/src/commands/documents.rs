@@ -14,6 +14,7 @@
 //! | `DOC.NSINFO ns` | JSON: indexes, documents, memory |
 //! | `DOC.INDEXADD ns index-json` / `DOC.INDEXDROP ns index` | `+OK` |
 //! | `DOC.UPSERT ns json [json ...]` (also `DOC.INSERT`, `DOC.UPDATE`) | count written, all or nothing |
+//! | `DOC.TXN ns op arg [op arg ...]` (`op`: UPSERT, INSERT, UPDATE doc-json; DELETE key) | operations applied, all or nothing |
 //! | `DOC.GET ns key` | the document, or null (`key` is JSON text when it parses) |
 //! | `DOC.DEL ns key` | 1 or 0 |
 //! | `DOC.SCAN ns cursor [COUNT n]` | `[next-cursor, [documents]]`, like SCAN (`Database::scan`; COUNT defaults to 100) |
@@ -85,6 +86,31 @@ pub fn run(state: &ServerState, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> R
             }
             let count = txn.commit_naming_failure().map_err(|(position, error)| match position {
                 Some(position) => CmdError(format!("ERR document {}: {error}", position + 1)),
+                None => engine(error),
+            })?;
+            r.int(count as i64);
+        }
+        "DOC.TXN" => {
+            let operations = &a[2..];
+            if operations.len() % 2 != 0 {
+                return Err(CmdError("ERR DOC.TXN takes pairs of an operation and its argument".into()));
+            }
+            let mut txn = db.transaction(&text(a[1])?).map_err(engine)?;
+            for (i, pair) in operations.chunks(2).enumerate() {
+                let done = match pair[0].to_ascii_uppercase().as_slice() {
+                    b"DELETE" => txn.delete(key(pair[1])),
+                    b"UPSERT" => txn.upsert(parse_json(pair[1], "a document")?),
+                    b"INSERT" => txn.insert(parse_json(pair[1], "a document")?),
+                    b"UPDATE" => txn.update(parse_json(pair[1], "a document")?),
+                    _ => {
+                        let op = String::from_utf8_lossy(pair[0]);
+                        return Err(CmdError(format!("ERR operation {}: unknown operation '{op}'", i + 1)));
+                    }
+                };
+                done.map_err(|e| CmdError(format!("ERR operation {}: {e}", i + 1)))?;
+            }
+            let count = txn.commit_naming_failure().map_err(|(position, error)| match position {
+                Some(position) => CmdError(format!("ERR operation {}: {error}", position + 1)),
                 None => engine(error),
             })?;
             r.int(count as i64);
