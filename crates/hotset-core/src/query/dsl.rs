@@ -32,7 +32,7 @@
 //! `Query::timeout` (a server may lower it to its own limit).
 
 use super::ast::{Aggregation, Cond, Facet, Highlight, Join, JoinKind, JoinOn, Op, Query, Snippet, SortKey};
-use super::result::{AggregationResult, QueryResult};
+use super::result::{AggregationResult, Explain, QueryResult};
 use crate::error::{Error, Result};
 use crate::text::Markers;
 use serde_json::{Map, Value, json};
@@ -528,15 +528,20 @@ pub fn write_result_json(result: &QueryResult, out: &mut Vec<u8>) {
         out.extend_from_slice(Value::Array(aggregations).to_string().as_bytes());
     }
     if let Some(explain) = &result.explain {
-        let steps: Vec<Value> = explain
-            .steps
-            .iter()
-            .map(|s| json!({"step": s.step, "detail": s.detail, "rows": s.rows, "time_ns": s.time_ns}))
-            .collect();
         out.extend_from_slice(b",\"explain\":");
-        out.extend_from_slice(json!({"steps": steps, "total_ns": explain.total_ns}).to_string().as_bytes());
+        out.extend_from_slice(explain_json(explain).to_string().as_bytes());
     }
     out.push(b'}');
+}
+
+/// A query's plan and timings as the `explain` member shows them.
+pub fn explain_json(explain: &Explain) -> Value {
+    let steps: Vec<Value> = explain
+        .steps
+        .iter()
+        .map(|s| json!({"step": s.step, "detail": s.detail, "rows": s.rows, "time_ns": s.time_ns}))
+        .collect();
+    json!({"steps": steps, "total_ns": explain.total_ns})
 }
 
 /// One aggregation result as the `aggregations` list shows it.

@@ -74,7 +74,12 @@ pub static COMMANDS: &[Spec] = &[
     doc("DOC.SCAN", -3, false, "Walks a namespace's documents: [next cursor, [documents]]; cursor 0 starts and ends."),
     doc("DOC.SEARCH", 2, false, "Full-text search across namespaces, merged by rank (JSON in, JSON out)."),
     doc("DOC.SQL", 2, true, "Runs one SQL statement; returns its JSON answer (items, total, aggregations, affected)."),
-    doc("DOC.TXN", -4, true, "Applies UPSERT/INSERT/UPDATE document and DELETE key operations to one namespace, all or nothing."),
+    doc(
+        "DOC.TXN",
+        -4,
+        true,
+        "Applies UPSERT/INSERT/UPDATE document and DELETE key operations to one namespace, all or nothing.",
+    ),
     doc("DOC.UPDATE", -3, true, "Updates existing documents (JSON); fails on a missing key; all or nothing."),
     doc("DOC.UPSERT", -3, true, "Inserts or replaces documents (JSON); all or nothing."),
     conn("ECHO", 2, true, "Returns the given string."),

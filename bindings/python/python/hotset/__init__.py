@@ -1,0 +1,59 @@
+"""Hotset: an in-memory document database, embedded in this process or as a server's client.
+
+    import hotset
+
+    db = hotset.open("data")                 # embedded, on a folder (hotset.open() for memory only)
+    db = hotset.connect("hotset://127.0.0.1:7379")   # or a running server: the same calls
+
+    db.create_namespace("items", indexes=[
+        {"field": "id", "type": "int", "index": "hash", "pk": True},
+        {"field": "year", "type": "int", "index": "tree"},
+        {"field": "description", "index": "text"},
+    ])
+    db.upsert("items", {"id": 1, "year": 2012, "description": "a red bike"})
+    result = (db.query("items").where("year", ">", 2010).match("description", "bike")
+              .sort("year").limit(10).total().execute())
+    result.items, result.total
+
+Every error is a subclass of ``hotset.Error``.
+"""
+
+from ._hotset import (
+    AlreadyExistsError,
+    ClosedError,
+    ConnectionError,
+    Database,
+    DocumentError,
+    Error,
+    LimitError,
+    NotFoundError,
+    Query,
+    QueryError,
+    QueryTimeoutError,
+    Result,
+    SchemaError,
+    StorageError,
+    Transaction,
+    connect,
+    open,
+)
+
+__all__ = [
+    "AlreadyExistsError",
+    "ClosedError",
+    "ConnectionError",
+    "Database",
+    "DocumentError",
+    "Error",
+    "LimitError",
+    "NotFoundError",
+    "Query",
+    "QueryError",
+    "QueryTimeoutError",
+    "Result",
+    "SchemaError",
+    "StorageError",
+    "Transaction",
+    "connect",
+    "open",
+]

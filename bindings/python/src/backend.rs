@@ -1,0 +1,399 @@
+//! Where a `hotset.Database` sends its work: the engine in this process (in memory or on
+//! a folder), or a server over its Redis protocol. Both answer the same calls with the
+//! same shapes, so Python code moves from one to the other by changing how it opens.
+//!
+//! Owns: `Backend` and its calls, which run without the GIL (the Python layer calls them
+//! inside `Python::detach`) and never touch a Python object; `Answer`, what a query gave
+//! back before it becomes Python objects; `Failure`, an error before it becomes a Python
+//! exception. Never: semantics of its own: the embedded side calls the engine, the remote
+//! side sends the `DOC.*` command that calls the same engine function on the server.
+
+use crate::remote::{CallError, Remote, Reply};
+use hotset_core::query::{QueryResult, dsl};
+use hotset_core::{Database, Document, Error as EngineError, IndexDef, Query, Search, SearchResult};
+use hotset_storage::{FsyncPolicy, Store, StoreOptions};
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// A failed call, before it is a Python exception (that needs the GIL).
+#[derive(Debug)]
+pub enum Failure {
+    Engine(EngineError),
+    Sql(hotset_sql::SqlError),
+    /// A server's error line; `sql` when it answered a SQL statement.
+    Server {
+        line: String,
+        sql: bool,
+    },
+    Connection(String),
+    Storage(String),
+    Closed,
+}
+
+impl From<EngineError> for Failure {
+    fn from(error: EngineError) -> Failure {
+        Failure::Engine(error)
+    }
+}
+
+impl From<CallError> for Failure {
+    fn from(error: CallError) -> Failure {
+        match error {
+            CallError::Server(line) => Failure::Server { line, sql: false },
+            CallError::Connection(reason) => Failure::Connection(reason),
+        }
+    }
+}
+
+pub type Outcome<T> = Result<T, Failure>;
+
+/// What a query, SQL statement or search answered, still in Rust.
+pub enum Answer {
+    /// The engine's own result (embedded queries).
+    Local(QueryResult),
+    /// A full-text search across namespaces (embedded).
+    Search(SearchResult),
+    /// JSON text in the DSL's result shape: a server's reply, or an embedded SQL answer.
+    Wire(Vec<u8>),
+}
+
+/// How a write treats an existing primary key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    Insert,
+    Update,
+    Upsert,
+}
+
+impl WriteMode {
+    fn command(self) -> &'static [u8] {
+        match self {
+            WriteMode::Insert => b"DOC.INSERT",
+            WriteMode::Update => b"DOC.UPDATE",
+            WriteMode::Upsert => b"DOC.UPSERT",
+        }
+    }
+}
+
+/// One operation of a transaction.
+pub enum TxOp {
+    Write(WriteMode, Value),
+    Delete(Value),
+}
+
+pub enum Backend {
+    Embedded(Box<Embedded>),
+    Remote(Remote),
+}
+
+pub struct Embedded {
+    db: Arc<Database>,
+    /// The folder the database lives on; `None` in memory or once closed.
+    store: Mutex<Option<Store>>,
+    closed: AtomicBool,
+    pub path: Option<String>,
+}
+
+/// The fsync policy named as the server's `--fsync` names it.
+pub fn fsync_policy(name: &str) -> Option<FsyncPolicy> {
+    match name {
+        "always" => Some(FsyncPolicy::Always),
+        "periodic" | "everysec" => Some(FsyncPolicy::Periodic(Duration::from_secs(1))),
+        "never" | "no" => Some(FsyncPolicy::Never),
+        _ => None,
+    }
+}
+
+impl Backend {
+    /// The engine in memory only.
+    pub fn memory() -> Backend {
+        Backend::Embedded(Box::new(Embedded {
+            db: Arc::new(Database::new()),
+            store: Mutex::new(None),
+            closed: AtomicBool::new(false),
+            path: None,
+        }))
+    }
+
+    /// The engine on a folder: recovers what the folder holds, then logs every write.
+    pub fn open(path: &str, fsync: FsyncPolicy) -> Outcome<Backend> {
+        let mut options = StoreOptions::new(path);
+        options.fsync = fsync;
+        let store = Store::open(options).map_err(|e| Failure::Storage(format!("opening {path}: {e}")))?;
+        Ok(Backend::Embedded(Box::new(Embedded {
+            db: Arc::clone(store.database()),
+            store: Mutex::new(Some(store)),
+            closed: AtomicBool::new(false),
+            path: Some(path.to_string()),
+        })))
+    }
+
+    pub fn connect(url: &str, timeout: Option<Duration>) -> Outcome<Backend> {
+        Ok(Backend::Remote(Remote::connect(url, timeout)?))
+    }
+
+    pub fn describe_self(&self) -> String {
+        match self {
+            Backend::Embedded(embedded) => match &embedded.path {
+                Some(path) => format!("embedded, on {path}"),
+                None => "embedded, in memory".to_string(),
+            },
+            Backend::Remote(remote) => format!("client of hotset://{}", remote.address()),
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        match self {
+            Backend::Embedded(embedded) => embedded.closed.load(Ordering::Acquire),
+            Backend::Remote(_) => false,
+        }
+    }
+
+    /// Closes the database: on a folder, writes and fsyncs the log and releases the folder.
+    pub fn close(&self) -> Outcome<()> {
+        match self {
+            Backend::Embedded(embedded) => {
+                embedded.closed.store(true, Ordering::Release);
+                match embedded.store.lock().take() {
+                    Some(store) => store.close().map_err(|e| Failure::Storage(e.to_string())),
+                    None => Ok(()),
+                }
+            }
+            Backend::Remote(remote) => {
+                remote.close();
+                Ok(())
+            }
+        }
+    }
+
+    fn db(&self) -> Outcome<Option<&Database>> {
+        match self {
+            Backend::Embedded(embedded) if embedded.closed.load(Ordering::Acquire) => Err(Failure::Closed),
+            Backend::Embedded(embedded) => Ok(Some(&embedded.db)),
+            Backend::Remote(_) => Ok(None),
+        }
+    }
+
+    fn remote(&self) -> &Remote {
+        match self {
+            Backend::Remote(remote) => remote,
+            Backend::Embedded(_) => unreachable!("db() answered None only for a remote backend"),
+        }
+    }
+
+    fn call(&self, args: &[&[u8]]) -> Outcome<Reply> {
+        Ok(self.remote().call(args)?)
+    }
+
+    fn call_bulk(&self, args: &[&[u8]]) -> Outcome<Vec<u8>> {
+        match self.call(args)? {
+            Reply::Bulk(bytes) => Ok(bytes),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    fn call_int(&self, args: &[&[u8]]) -> Outcome<i64> {
+        match self.call(args)? {
+            Reply::Int(n) => Ok(n),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub fn create_namespace(&self, name: &str, indexes: &[Value]) -> Outcome<()> {
+        match self.db()? {
+            Some(db) => {
+                let defs = indexes.iter().map(IndexDef::from_json).collect::<Result<Vec<_>, _>>()?;
+                Ok(db.create_namespace(name, defs)?)
+            }
+            None => {
+                let defs = Value::Array(indexes.to_vec()).to_string();
+                self.call(&[b"DOC.NSCREATE", name.as_bytes(), defs.as_bytes()]).map(drop)
+            }
+        }
+    }
+
+    pub fn drop_namespace(&self, name: &str) -> Outcome<()> {
+        match self.db()? {
+            Some(db) => Ok(db.drop_namespace(name)?),
+            None => self.call(&[b"DOC.NSDROP", name.as_bytes()]).map(drop),
+        }
+    }
+
+    pub fn truncate(&self, name: &str) -> Outcome<()> {
+        match self.db()? {
+            Some(db) => Ok(db.truncate(name)?),
+            None => self.call(&[b"DOC.NSTRUNCATE", name.as_bytes()]).map(drop),
+        }
+    }
+
+    pub fn namespaces(&self) -> Outcome<Vec<String>> {
+        match self.db()? {
+            Some(db) => Ok(db.namespace_names()),
+            None => match self.call(&[b"DOC.NSLIST"])? {
+                Reply::Array(items) => items
+                    .into_iter()
+                    .map(|item| match item {
+                        Reply::Bulk(name) => String::from_utf8(name).map_err(|_| protocol("a name that is not UTF-8")),
+                        other => Err(unexpected(&other)),
+                    })
+                    .collect(),
+                other => Err(unexpected(&other)),
+            },
+        }
+    }
+
+    pub fn describe(&self, name: &str) -> Outcome<Value> {
+        match self.db()? {
+            Some(db) => Ok(db.describe(name)?.to_json()),
+            None => {
+                let bytes = self.call_bulk(&[b"DOC.NSINFO", name.as_bytes()])?;
+                serde_json::from_slice(&bytes).map_err(|e| protocol(&format!("namespace info that is not JSON: {e}")))
+            }
+        }
+    }
+
+    pub fn add_index(&self, namespace: &str, index: &Value) -> Outcome<()> {
+        match self.db()? {
+            Some(db) => Ok(db.add_index(namespace, IndexDef::from_json(index)?)?),
+            None => {
+                let def = index.to_string();
+                self.call(&[b"DOC.INDEXADD", namespace.as_bytes(), def.as_bytes()]).map(drop)
+            }
+        }
+    }
+
+    pub fn drop_index(&self, namespace: &str, index: &str) -> Outcome<()> {
+        match self.db()? {
+            Some(db) => Ok(db.drop_index(namespace, index)?),
+            None => self.call(&[b"DOC.INDEXDROP", namespace.as_bytes(), index.as_bytes()]).map(drop),
+        }
+    }
+
+    /// Writes one document.
+    pub fn write(&self, namespace: &str, mode: WriteMode, doc: &Value) -> Outcome<()> {
+        match self.db()? {
+            Some(db) => Ok(match mode {
+                WriteMode::Insert => db.insert(namespace, doc),
+                WriteMode::Update => db.update(namespace, doc),
+                WriteMode::Upsert => db.upsert(namespace, doc),
+            }?),
+            None => {
+                let json = doc.to_string();
+                self.call_int(&[mode.command(), namespace.as_bytes(), json.as_bytes()]).map(drop)
+            }
+        }
+    }
+
+    /// Writes documents all together or not at all; returns how many.
+    pub fn write_many(&self, namespace: &str, mode: WriteMode, docs: Vec<Value>) -> Outcome<usize> {
+        self.transaction(namespace, docs.into_iter().map(|doc| TxOp::Write(mode, doc)).collect())
+    }
+
+    pub fn delete(&self, namespace: &str, key: &Value) -> Outcome<bool> {
+        match self.db()? {
+            Some(db) => Ok(db.delete(namespace, key)?),
+            None => {
+                let key = key.to_string();
+                Ok(self.call_int(&[b"DOC.DEL", namespace.as_bytes(), key.as_bytes()])? > 0)
+            }
+        }
+    }
+
+    pub fn get(&self, namespace: &str, key: &Value) -> Outcome<Option<Document>> {
+        match self.db()? {
+            Some(db) => Ok(db.get(namespace, key)?),
+            None => {
+                let key = key.to_string();
+                match self.call(&[b"DOC.GET", namespace.as_bytes(), key.as_bytes()])? {
+                    Reply::Bulk(bytes) => Ok(Some(Document::from(bytes))),
+                    Reply::Nil => Ok(None),
+                    other => Err(unexpected(&other)),
+                }
+            }
+        }
+    }
+
+    /// Applies the operations to one namespace all together or not at all.
+    pub fn transaction(&self, namespace: &str, ops: Vec<TxOp>) -> Outcome<usize> {
+        match self.db()? {
+            Some(db) => {
+                let mut txn = db.transaction(namespace)?;
+                for op in ops {
+                    match op {
+                        TxOp::Write(WriteMode::Insert, doc) => txn.insert(doc),
+                        TxOp::Write(WriteMode::Update, doc) => txn.update(doc),
+                        TxOp::Write(WriteMode::Upsert, doc) => txn.upsert(doc),
+                        TxOp::Delete(key) => txn.delete(key),
+                    }?;
+                }
+                Ok(txn.commit()?)
+            }
+            None => {
+                let texts: Vec<(&'static [u8], String)> = ops
+                    .iter()
+                    .map(|op| match op {
+                        TxOp::Write(WriteMode::Insert, doc) => (&b"INSERT"[..], doc.to_string()),
+                        TxOp::Write(WriteMode::Update, doc) => (&b"UPDATE"[..], doc.to_string()),
+                        TxOp::Write(WriteMode::Upsert, doc) => (&b"UPSERT"[..], doc.to_string()),
+                        TxOp::Delete(key) => (&b"DELETE"[..], key.to_string()),
+                    })
+                    .collect();
+                if texts.is_empty() {
+                    // Nothing to send; the namespace must still exist, as embedded.
+                    self.describe(namespace)?;
+                    return Ok(0);
+                }
+                let mut args: Vec<&[u8]> = vec![b"DOC.TXN", namespace.as_bytes()];
+                for (op, text) in &texts {
+                    args.push(op);
+                    args.push(text.as_bytes());
+                }
+                Ok(self.call_int(&args)? as usize)
+            }
+        }
+    }
+
+    pub fn query(&self, query: &Query) -> Outcome<Answer> {
+        match self.db()? {
+            Some(db) => Ok(Answer::Local(db.query(query)?)),
+            None => {
+                let json = dsl::query_to_json(query).to_string();
+                Ok(Answer::Wire(self.call_bulk(&[b"DOC.QUERY", json.as_bytes()])?))
+            }
+        }
+    }
+
+    pub fn sql(&self, text: &str) -> Outcome<Answer> {
+        match self.db()? {
+            Some(db) => {
+                let statement = hotset_sql::parse(text).map_err(Failure::Sql)?;
+                Ok(Answer::Wire(hotset_sql::execute(db, &statement)?))
+            }
+            None => match self.call_bulk(&[b"DOC.SQL", text.as_bytes()]) {
+                Err(Failure::Server { line, .. }) => Err(Failure::Server { line, sql: true }),
+                answer => Ok(Answer::Wire(answer?)),
+            },
+        }
+    }
+
+    pub fn search(&self, search: &Value) -> Outcome<Answer> {
+        match self.db()? {
+            Some(db) => Ok(Answer::Search(db.search(&Search::from_json(search)?)?)),
+            None => {
+                let json = search.to_string();
+                Ok(Answer::Wire(self.call_bulk(&[b"DOC.SEARCH", json.as_bytes()])?))
+            }
+        }
+    }
+}
+
+fn protocol(what: &str) -> Failure {
+    Failure::Connection(format!("the server sent {what}"))
+}
+
+fn unexpected(reply: &Reply) -> Failure {
+    protocol(&format!("an unexpected reply: {reply:?}"))
+}

@@ -1,0 +1,68 @@
+//! The `hotset` Python package's native module (`hotset._hotset`): Hotset's engine inside
+//! the Python process, and a client for a Hotset server, behind one `Database` class.
+//!
+//! Owns: the module's functions (`open`, `connect`) and its classes, each in a module of
+//! its own: `database` (the calls), `query` (the builder), `result` (answers as Python
+//! objects), `transaction`, `errors` (exception classes), `convert` (Python values to
+//! and from the engine's), `backend` (embedded or remote), `remote` (the RESP client).
+//! Never: hold the GIL while the engine or the network works.
+
+mod backend;
+mod convert;
+mod database;
+mod errors;
+mod query;
+mod remote;
+mod result;
+mod transaction;
+
+use backend::Backend;
+use database::Database;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// Opens a database in this process: on the folder `path` (created when missing; what it
+/// holds is recovered, and every acknowledged write survives a crash under the fsync
+/// policy: `"always"`, `"periodic"` (the default: fsync every second) or `"never"`), or
+/// in memory only when `path` is None.
+#[pyfunction]
+#[pyo3(signature = (path = None, *, fsync = "periodic"))]
+fn open(py: Python<'_>, path: Option<std::path::PathBuf>, fsync: &str) -> PyResult<Database> {
+    let policy = backend::fsync_policy(fsync)
+        .ok_or_else(|| PyValueError::new_err(format!("fsync '{fsync}' is not 'always', 'periodic' or 'never'")))?;
+    let backend = match path {
+        None => Backend::memory(),
+        Some(path) => {
+            let path = path.to_string_lossy().into_owned();
+            py.detach(|| Backend::open(&path, policy)).map_err(errors::failure)?
+        }
+    };
+    Ok(Database::new(backend))
+}
+
+/// Connects to a running Hotset server: `url` is `hotset://[:password@]host[:port]`
+/// (port 7379 by default). `timeout` (seconds) bounds connecting and each reply; None
+/// waits as long as the server takes.
+#[pyfunction]
+#[pyo3(signature = (url, *, timeout = None))]
+fn connect(py: Python<'_>, url: &str, timeout: Option<f64>) -> PyResult<Database> {
+    let timeout = match timeout {
+        Some(t) if t.is_finite() && t > 0.0 => Some(std::time::Duration::from_secs_f64(t)),
+        Some(t) => return Err(PyValueError::new_err(format!("timeout must be a positive number of seconds, got {t}"))),
+        None => None,
+    };
+    let backend = py.detach(|| Backend::connect(url, timeout)).map_err(errors::failure)?;
+    Ok(Database::new(backend))
+}
+
+#[pymodule]
+fn _hotset(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(open, module)?)?;
+    module.add_function(wrap_pyfunction!(connect, module)?)?;
+    module.add_class::<Database>()?;
+    module.add_class::<query::Query>()?;
+    module.add_class::<result::QueryResult>()?;
+    module.add_class::<transaction::Transaction>()?;
+    errors::register(module)?;
+    Ok(())
+}
