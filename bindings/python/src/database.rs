@@ -152,7 +152,7 @@ impl Database {
     }
 
     /// Full-text search across namespaces, merged by rank: `search` is the dict the
-    /// HTTP API's `/api/v1/search` takes (`{"text": .., "namespaces": [..], "limit": ..}`).
+    /// HTTP API's `/api/v1/search` takes (`{"query": "words", "namespaces": [..], "limit": ..}`).
     fn search(&self, py: Python<'_>, search: &Bound<'_, PyAny>) -> PyResult<QueryResult> {
         let search = to_value(search)?;
         let answer = self.run(py, |b| b.search(&search))?;

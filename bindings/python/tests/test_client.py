@@ -1,0 +1,125 @@
+"""The client mode against a real `hotset serve`: addresses, passwords, a server that goes
+away, connections shared by threads, and data written through the client read back by
+the server's other protocols (and the other way round)."""
+import subprocess
+import tempfile
+import threading
+
+import hotset
+import pytest
+
+from conftest import ITEM_INDEXES, Server, sample_items
+
+
+def test_code_moves_between_embedded_and_server_by_changing_one_line(server, tmp_path):
+    def app(db):
+        for name in db.namespaces():
+            db.drop_namespace(name)
+        db.create_namespace("items", indexes=ITEM_INDEXES)
+        db.upsert_many("items", sample_items(100))
+        with db.transaction("items") as tx:
+            tx.delete(1)
+        r = db.query("items").where("year", ">", 2010).match("description", "red").sort("year").sort("id") \
+            .limit(5).total().execute()
+        return r.items, r.total, db.sql("SELECT COUNT(*) FROM items").items
+
+    embedded = app(hotset.open(tmp_path))
+    remote = app(hotset.connect(server.url))
+    assert embedded == remote and embedded[1] > 0
+
+
+def test_writes_through_the_client_are_seen_by_redis_cli_and_back(server):
+    db = hotset.connect(server.url)
+    db.create_namespace("shared", indexes=[{"field": "id", "type": "int", "index": "hash", "pk": True}])
+    try:
+        db.upsert("shared", {"id": 1, "who": "python"})
+        host, port = server.address.rsplit(":", 1)
+        cli = ["redis-cli", "-h", host, "-p", port]
+        seen = subprocess.run(cli + ["DOC.GET", "shared", "1"], capture_output=True, text=True, check=True)
+        assert '"who":"python"' in seen.stdout
+        subprocess.run(cli + ["DOC.UPSERT", "shared", '{"id": 2, "who": "cli"}'], capture_output=True, check=True)
+        assert db.get("shared", 2) == {"id": 2, "who": "cli"}
+    finally:
+        db.drop_namespace("shared")
+
+
+def test_addresses_are_checked():
+    with pytest.raises(hotset.ConnectionError, match="not a hotset:// address"):
+        hotset.connect("redis://127.0.0.1:7379")
+    with pytest.raises(hotset.ConnectionError, match="not a port number"):
+        hotset.connect("hotset://127.0.0.1:http")
+    with pytest.raises(ValueError, match="timeout"):
+        hotset.connect("hotset://127.0.0.1:1", timeout=-1)
+    # nothing listens on port 1
+    with pytest.raises(hotset.ConnectionError, match="127.0.0.1:1"):
+        hotset.connect("hotset://127.0.0.1:1", timeout=5)
+
+
+def test_a_password_protected_server():
+    with tempfile.TemporaryDirectory() as data:
+        s = Server(data, "--password", "s3cret")
+        try:
+            with pytest.raises(hotset.ConnectionError):
+                hotset.connect(s.url, timeout=10).namespaces()
+            with pytest.raises(hotset.ConnectionError):
+                hotset.connect(f"hotset://:wrong@{s.address}", timeout=10)
+            db = hotset.connect(f"hotset://:s3cret@{s.address}", timeout=10)
+            db.create_namespace("n", indexes=[{"field": "id", "type": "int", "index": "hash", "pk": True}])
+            assert db.namespaces() == ["n"]
+        finally:
+            s.stop()
+
+
+def test_a_stopped_server_raises_connection_error_and_a_restarted_one_serves_again():
+    with tempfile.TemporaryDirectory() as data:
+        s = Server(data)
+        db = hotset.connect(s.url, timeout=10)
+        db.create_namespace("n", indexes=[{"field": "id", "type": "int", "index": "hash", "pk": True}])
+        db.upsert("n", {"id": 1})
+        s.stop()
+        with pytest.raises(hotset.ConnectionError):
+            db.get("n", 1)
+        s = Server(data)  # the data folder comes back on a new port
+        try:
+            assert hotset.connect(s.url).get("n", 1) == {"id": 1}
+        finally:
+            s.stop()
+
+
+def test_threads_share_one_client(server):
+    db = hotset.connect(server.url)
+    db.create_namespace("par", indexes=[{"field": "id", "type": "int", "index": "hash", "pk": True},
+                                        {"field": "g", "type": "int", "index": "tree"}])
+    try:
+        db.upsert_many("par", [{"id": i, "g": i % 10} for i in range(1000)])
+        errors = []
+
+        def worker(k):
+            try:
+                for i in range(100):
+                    g = (k + i) % 10
+                    r = db.query("par").where("g", "=", g).limit(0).total().execute()
+                    assert r.total == 100
+                    db.upsert("par", {"id": 5000 + k * 100 + i, "g": 99})
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert db.query("par").where("g", "=", 99).total().limit(0).execute().total == 600
+    finally:
+        db.drop_namespace("par")
+
+
+def test_server_errors_keep_the_connection_usable(server):
+    db = hotset.connect(server.url)
+    for _ in range(3):
+        with pytest.raises(hotset.QueryError):
+            db.sql("SELEKT * FROM items")
+        with pytest.raises(hotset.NotFoundError):
+            db.get("nowhere", 1)
+    assert isinstance(db.namespaces(), list)
