@@ -17,6 +17,13 @@ mod result;
 mod transaction;
 
 use backend::Backend;
+
+/// The engine's own allocations (documents, indexes, a transaction's collected writes)
+/// go through mimalloc: glibc malloc spent a large share of a bulk load in frees, and
+/// kept freed memory in the process long after a large transaction. Python's objects
+/// stay with Python's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use database::Database;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

@@ -103,6 +103,68 @@ fn writes_of_every_kind_are_searchable_at_once() {
 }
 
 #[test]
+fn updates_that_keep_the_text_keep_it_searchable_and_updates_that_change_it_move_it() {
+    let db = catalogue();
+    let search = |text: &str| {
+        let mut found = ids(&db, &Query::new("items").matching("search", text));
+        found.sort();
+        found
+    };
+    let hits_before = db.describe("items").unwrap().text[0].1.hits;
+    // Same title and tags, other fields changed: the postings stay as they were.
+    for round in 0..3 {
+        db.upsert("items", &json!({"id": 1, "year": 2000 + round, "brand": round, "title": "Wireless headphones", "tags": ["audio", "bluetooth"]})).unwrap();
+    }
+    assert_eq!(search("wireless"), [1]);
+    assert_eq!(ids(&db, &Query::new("items").matching("search", "wireless").where_("year", Op::Eq, 2002)), [1]);
+    assert_eq!(db.describe("items").unwrap().text[0].1.hits, hits_before);
+    // Dropping a tag is a change.
+    db.upsert("items", &json!({"id": 1, "year": 2019, "title": "Wireless headphones", "tags": ["audio"]})).unwrap();
+    assert_eq!(search("bluetooth"), [4]);
+    db.upsert("items", &json!({"id": 1, "year": 2019, "title": "Wireless headphones bluetooth", "tags": ["audio"]}))
+        .unwrap();
+    assert_eq!(search("bluetooth"), [1, 4]);
+    // A rolled back transaction that rewrote the same text leaves it indexed.
+    let mut txn = db.transaction("items").unwrap();
+    txn.upsert(json!({"id": 1, "year": 1, "title": "Wireless headphones bluetooth", "tags": ["audio"]})).unwrap();
+    txn.insert(json!({"id": 2, "year": 1})).unwrap();
+    assert!(txn.commit().is_err());
+    assert_eq!(search("wireless"), [1]);
+    db.verify_indexes().unwrap();
+}
+
+#[test]
+fn large_transactions_post_their_words_in_one_batch_and_roll_back_whole() {
+    let db = catalogue();
+    let title = |i: i64| format!("batch item{} {}", i % 13, if i % 2 == 0 { "even" } else { "odd" });
+    let mut txn = db.transaction("items").unwrap();
+    for i in 100..1100 {
+        txn.upsert(json!({"id": i, "year": 2000, "title": title(i)})).unwrap();
+    }
+    // Updates and deletes inside the batch, of rows written in it and before it.
+    txn.upsert(json!({"id": 100, "year": 2000, "title": "renamed"})).unwrap();
+    txn.delete(json!(101)).unwrap();
+    txn.delete(json!(2)).unwrap();
+    assert_eq!(txn.commit().unwrap(), 1003);
+    db.verify_indexes().unwrap();
+    let count = |text: &str| db.query(&Query::new("items").matching("search", text).with_total()).unwrap().total;
+    assert_eq!(count("batch"), Some(998));
+    assert_eq!(count("item7"), Some((100..1100).filter(|i| i % 13 == 7 && *i != 101).count()));
+    assert_eq!(count("renamed"), Some(1));
+    assert_eq!(count("wired"), Some(0));
+    // A large transaction that fails leaves the index exactly as it was.
+    let mut txn = db.transaction("items").unwrap();
+    for i in 2000..2600 {
+        txn.insert(json!({"id": i, "year": 2001, "title": "doomed words"})).unwrap();
+    }
+    txn.insert(json!({"id": 100, "year": 2001})).unwrap();
+    assert!(txn.commit().is_err());
+    db.verify_indexes().unwrap();
+    assert_eq!(count("doomed"), Some(0));
+    assert_eq!(count("batch"), Some(998));
+}
+
+#[test]
 fn text_indexes_come_and_go_on_live_namespaces() {
     let db = catalogue();
     db.add_index("items", IndexDef::text(&["title"]).named("titles")).unwrap();

@@ -49,7 +49,17 @@ pub(super) fn docs<'a>(journal: &dyn Journal, data: &NamespaceData, rows: impl I
             Logged::Deleted(old) => Some(Entry::Delete(key_json(&doc::decode(old), &pk_paths).to_string())),
         })
         .collect();
+    // The record of a large transaction runs to megabytes: size the buffer once rather
+    // than doubling it (each doubling copies the record and touches fresh pages).
+    let size: usize = rows
+        .iter()
+        .map(|entry| match entry {
+            Entry::Put(doc) => doc.len(),
+            Entry::Delete(key) => key.len(),
+        } + 9)
+        .sum();
     journal.append(&mut |out| {
+        out.reserve(size + data.name().len() + 16);
         encode_docs_head(out, data.name());
         for entry in &rows {
             match entry {

@@ -11,6 +11,9 @@ use crate::namespace::Undo;
 use crate::namespace::write::WriteMode;
 use serde_json::Value;
 
+/// Operations from which a commit posts text-index hits in one batch (`begin_text_batch`).
+const TEXT_BATCH_MIN: usize = 256;
+
 /// Operations collected for one atomic commit.
 pub struct Transaction<'a> {
     database: &'a Database,
@@ -71,6 +74,11 @@ impl<'a> Transaction<'a> {
         self.database
             .write_namespace(&self.namespace, |_, data, journal| {
                 let mut undo: Vec<Undo> = Vec::with_capacity(operations.len());
+                let batch = operations.len() >= TEXT_BATCH_MIN;
+                if batch {
+                    data.begin_text_batch(operations.len());
+                }
+                let mut failure = None;
                 for (position, operation) in operations.iter().enumerate() {
                     let applied = match operation {
                         Operation::Write(doc, mode) => data.write(doc, *mode).map(Some),
@@ -79,11 +87,18 @@ impl<'a> Transaction<'a> {
                     match applied {
                         Ok(record) => undo.extend(record),
                         Err(error) => {
-                            data.rollback(undo);
-                            failed_at = Some(position);
-                            return Err(error);
+                            failure = Some((position, error));
+                            break;
                         }
                     }
+                }
+                if batch {
+                    data.end_text_batch();
+                }
+                if let Some((position, error)) = failure {
+                    data.rollback(undo);
+                    failed_at = Some(position);
+                    return Err(error);
                 }
                 let lsn = journal
                     .filter(|_| !undo.is_empty())

@@ -126,22 +126,33 @@ impl NamespaceData {
         self.document_bytes += bytes.len();
         self.docs[row as usize] = Some(bytes);
         self.live.insert(row);
-        self.index_row(row, values);
+        self.index_row(row, values, 0);
         row
     }
 
     /// Replaces the document of a live row (same primary key); returns the old one.
     pub(crate) fn replace_row(&mut self, row: u32, bytes: Arc<[u8]>, values: Extracted) -> Arc<[u8]> {
-        self.unindex_row(row);
+        // A text index whose fields read as before keeps the row's postings: re-indexing
+        // unchanged text is most of the cost of an update that changes other fields.
+        let mut keep_text = 0u64;
+        for (i, index) in self.indexes.iter().enumerate().take(64) {
+            if let Some(text) = index.text() {
+                let hash = text.content_hash(index.columns.iter().map(|&c| values[c].as_deref().unwrap_or(&[])));
+                if text.holds(row, hash) {
+                    keep_text |= 1 << i;
+                }
+            }
+        }
+        self.unindex_row(row, keep_text);
         self.document_bytes += bytes.len();
         let old = self.docs[row as usize].replace(bytes).expect("replacing a live row");
         self.document_bytes -= old.len();
-        self.index_row(row, values);
+        self.index_row(row, values, keep_text);
         old
     }
 
     pub(crate) fn delete_row(&mut self, row: u32) -> Arc<[u8]> {
-        self.unindex_row(row);
+        self.unindex_row(row, 0);
         let old = self.docs[row as usize].take().expect("deleting a live row");
         self.document_bytes -= old.len();
         self.live.remove(row);
@@ -151,8 +162,12 @@ impl NamespaceData {
 
     /// Takes the values by value: the columns keep them (strings are not copied). Text
     /// indexes read them first, since their columns keep nothing.
-    fn index_row(&mut self, row: u32, values: Extracted) {
-        for index in &mut self.indexes {
+    /// `keep_text`: bit i set when text index i already holds this row's text.
+    fn index_row(&mut self, row: u32, values: Extracted, keep_text: u64) {
+        for (i, index) in self.indexes.iter_mut().enumerate() {
+            if i < 64 && keep_text & (1 << i) != 0 {
+                continue;
+            }
             if let crate::index::Lookup::Text(text) = &mut index.lookup {
                 text.insert(row, index.columns.iter().map(|&c| values[c].as_deref().unwrap_or(&[])));
             }
@@ -170,9 +185,14 @@ impl NamespaceData {
         }
     }
 
-    fn unindex_row(&mut self, row: u32) {
-        for text in self.indexes.iter_mut().filter_map(|i| i.text_mut()) {
-            text.remove(row);
+    fn unindex_row(&mut self, row: u32, keep_text: u64) {
+        for (i, index) in self.indexes.iter_mut().enumerate() {
+            if i < 64 && keep_text & (1 << i) != 0 {
+                continue;
+            }
+            if let Some(text) = index.text_mut() {
+                text.remove(row);
+            }
         }
         let bulk_loading = self.bulk_loading;
         for index in self.indexes.iter_mut().filter(|i| !(bulk_loading && i.deferrable())) {
@@ -199,6 +219,19 @@ impl NamespaceData {
     /// Starts a bulk load (recovery): deferrable indexes stop being kept up to date.
     pub fn begin_bulk_load(&mut self) {
         self.bulk_loading = true;
+        self.begin_text_batch(0);
+    }
+
+    /// Starts a batch of writes under one write lock (a large transaction, a load): text
+    /// indexes post their hits together at `end_text_batch`, which must follow before the
+    /// lock is released.
+    /// `rows_hint`: about how many rows the batch writes (0: unknown).
+    pub fn begin_text_batch(&mut self, rows_hint: usize) {
+        self.indexes.iter_mut().filter_map(|i| i.text_mut()).for_each(|t| t.begin_batch(rows_hint));
+    }
+
+    pub fn end_text_batch(&mut self) {
+        self.indexes.iter_mut().filter_map(|i| i.text_mut()).for_each(|t| t.end_batch());
     }
 
     /// Ends a bulk load: builds every deferrable index from the live rows in one sort.
@@ -207,6 +240,7 @@ impl NamespaceData {
             return;
         }
         for text in self.indexes.iter_mut().filter_map(|i| i.text_mut()) {
+            text.end_batch();
             text.finish_load();
         }
         let rows: Vec<u32> = self.live.iter().collect();
@@ -268,7 +302,7 @@ impl NamespaceData {
             fresh.document_bytes += bytes.len();
             fresh.docs[row as usize] = Some(bytes);
             fresh.live.insert(row);
-            fresh.index_row(row, values);
+            fresh.index_row(row, values, 0);
         }
         if !self.bulk_loading {
             fresh.finish_bulk_load();

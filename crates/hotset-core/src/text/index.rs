@@ -42,6 +42,16 @@ pub struct TextIndex {
     field_tokens: Vec<u64>,
     hits: usize,
     stop: hashbrown::HashSet<String, ahash::RandomState>,
+    /// Per row: a hash of the indexed text (0: not indexed), so a write that leaves the
+    /// text as it was keeps the row's postings (`holds`). Keyed at random per index, so
+    /// text cannot be crafted to collide.
+    content: Vec<u64>,
+    hasher: ahash::RandomState,
+    /// While `batching`: the hits of rows inserted since `begin_batch`, posted together
+    /// by `end_batch` (sorted by word first: each list then grows once, in order, instead
+    /// of every row reaching into fifty lists scattered over memory).
+    pending: Vec<(TermId, Hit)>,
+    batching: bool,
 }
 
 impl TextIndex {
@@ -61,7 +71,84 @@ impl TextIndex {
             rows: 0,
             hits: 0,
             stop,
+            content: Vec::new(),
+            hasher: ahash::RandomState::new(),
+            pending: Vec::new(),
+            batching: false,
         }
+    }
+
+    /// Starts a batch of inserts (a large transaction, a load): their hits are posted
+    /// together at `end_batch`. The caller holds the namespace's write lock for the whole
+    /// batch, so no search sees the postings in between.
+    pub fn begin_batch(&mut self, rows_hint: usize) {
+        self.batching = true;
+        // Room for the batch's hits up front, at the index's words per row so far (or a
+        // generous guess for a new index): growing a vector of millions of hits by
+        // doubling copies it and touches twice the memory.
+        let per_row = if self.rows > 0 { (self.hits / self.rows as usize) * 5 / 4 + 1 } else { 64 };
+        self.pending.reserve(rows_hint.saturating_mul(per_row).min(1 << 28));
+    }
+
+    /// Posts the batch's hits and ends the batch.
+    pub fn end_batch(&mut self) {
+        self.batching = false;
+        self.flush();
+        self.pending = Vec::new();
+    }
+
+    /// Posts pending hits: a counting sort by word keeps each word's hits in the order
+    /// they were added (rows ascending in a load), so most lists just grow at the end.
+    fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let mut starts = vec![0usize; self.postings.len() + 1];
+        for (term, _) in &pending {
+            starts[*term as usize + 1] += 1;
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut next = starts.clone();
+        let mut sorted = vec![Hit { row: 0, field: 0, tf: 0 }; pending.len()];
+        for (term, hit) in pending {
+            let at = &mut next[term as usize];
+            sorted[*at] = hit;
+            *at += 1;
+        }
+        for (term, list) in self.postings.iter_mut().enumerate() {
+            let hits = &sorted[starts[term]..starts[term + 1]];
+            if !hits.is_empty() {
+                list.extend(hits);
+            }
+        }
+    }
+
+    /// A hash of a row's indexed text: the string values of each field, in order.
+    pub fn content_hash<'a>(&self, fields: impl Iterator<Item = &'a [crate::value::Scalar]>) -> u64 {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = self.hasher.build_hasher();
+        for values in fields {
+            hasher.write_usize(values.len());
+            for value in values {
+                match value {
+                    crate::value::Scalar::Str(bytes) => {
+                        hasher.write_usize(bytes.len());
+                        hasher.write(bytes);
+                    }
+                    _ => hasher.write_usize(usize::MAX),
+                }
+            }
+        }
+        hasher.finish() | 1
+    }
+
+    /// Whether row `row` is indexed with text whose `content_hash` is `hash`: writing
+    /// the same text again would change nothing.
+    pub fn holds(&self, row: u32, hash: u64) -> bool {
+        self.content.get(row as usize) == Some(&hash)
     }
 
     /// Whether a folded word is left out of the index and of queries.
@@ -76,6 +163,8 @@ impl TextIndex {
     /// Indexes a row from the string values of each field (in the definition's order).
     /// The row must not be indexed already.
     pub fn insert<'a>(&mut self, row: u32, fields: impl Iterator<Item = &'a [crate::value::Scalar]>) {
+        let fields: smallvec::SmallVec<[&[crate::value::Scalar]; 4]> = fields.collect();
+        let hash = self.content_hash(fields.iter().copied());
         let mut ends: Vec<u32> = Vec::with_capacity(self.fields.len());
         let mut tokens: Vec<u32> = Vec::new();
         for values in fields {
@@ -104,6 +193,10 @@ impl TextIndex {
         let mut entry = ends.clone();
         entry.extend_from_slice(&tokens);
         self.forward[at] = Some(entry.into_boxed_slice());
+        if self.content.len() <= at {
+            self.content.resize(at + 1, 0);
+        }
+        self.content[at] = hash;
         self.rows += 1;
         let width = self.fields.len();
         if self.lengths.len() < (at + 1) * width {
@@ -117,14 +210,22 @@ impl TextIndex {
         }
         self.postings.resize_with(self.vocab.len(), PostingList::default);
         for (term, field, tf) in Self::counts(&ends, &tokens) {
-            self.postings[term as usize].insert(Hit { row, field, tf });
+            let hit = Hit { row, field, tf };
+            if self.batching {
+                self.pending.push((term, hit));
+            } else {
+                self.postings[term as usize].insert(hit);
+            }
             self.hits += 1;
         }
     }
 
     /// Removes a row (no-op for a row with no words).
     pub fn remove(&mut self, row: u32) {
+        // A row taken out in a batch (an update, a rollback) may have pending hits.
+        self.flush();
         let Some(entry) = self.forward.get_mut(row as usize).and_then(Option::take) else { return };
+        self.content[row as usize] = 0;
         let (ends, tokens) = entry.split_at(self.fields.len());
         self.rows -= 1;
         let mut start = 0;
@@ -168,6 +269,7 @@ impl TextIndex {
     }
 
     pub fn postings(&self, term: TermId) -> &PostingList {
+        debug_assert!(self.pending.is_empty(), "postings read during a batch");
         static EMPTY: PostingList = PostingList::EMPTY;
         self.postings.get(term as usize).unwrap_or(&EMPTY)
     }
@@ -206,7 +308,8 @@ impl TextIndex {
             self.postings.iter().map(|p| p.heap_bytes() + std::mem::size_of::<PostingList>()).sum::<usize>();
         let forward: usize = self.forward.iter().flatten().map(|e| e.len() * 4 + 16).sum::<usize>()
             + self.forward.capacity() * std::mem::size_of::<Option<Box<[u32]>>>()
-            + self.lengths.capacity() * 2;
+            + self.lengths.capacity() * 2
+            + self.content.capacity() * 8;
         self.vocab.memory_bytes() + postings + forward
     }
 

@@ -77,6 +77,29 @@ impl PostingList {
         }
     }
 
+    /// Adds hits, none of them present. Sorted hits past the last one (a load) fill the
+    /// last block and then whole new blocks, each allocated once; others go one by one.
+    pub fn extend(&mut self, hits: &[Hit]) {
+        let after_last = match self.blocks.last().and_then(|b| b.last()) {
+            Some(last) => hits.first().is_some_and(|h| last.key() < h.key()),
+            None => true,
+        };
+        if !after_last || !hits.windows(2).all(|w| w[0].key() < w[1].key()) {
+            hits.iter().for_each(|&hit| self.insert(hit));
+            return;
+        }
+        self.len += hits.len();
+        let mut rest = hits;
+        if let Some(last) = self.blocks.last_mut() {
+            let room = BLOCK_MAX.saturating_sub(last.len()).min(rest.len());
+            last.extend_from_slice(&rest[..room]);
+            rest = &rest[room..];
+        }
+        for chunk in rest.chunks(BLOCK_MAX) {
+            self.blocks.push(chunk.to_vec());
+        }
+    }
+
     /// Removes the hit of (row, field); false when there is none.
     pub fn remove(&mut self, row: u32, field: u8) -> bool {
         if self.blocks.is_empty() {
@@ -129,7 +152,13 @@ mod tests {
             let mut list = PostingList::default();
             let mut model = std::collections::BTreeSet::new();
             for (add, row, field) in ops {
-                if add {
+                if add && row % 7 == 0 {
+                    // A run of hits through `extend`: in order past the end, or not.
+                    let run: Vec<Hit> = (row..row + 40).map(|r| Hit { row: r, field, tf: 1 })
+                        .filter(|h| !model.contains(&(h.row, h.field))).collect();
+                    list.extend(&run);
+                    model.extend(run.iter().map(|h| (h.row, h.field)));
+                } else if add {
                     if model.insert((row, field)) {
                         list.insert(Hit { row, field, tf: 1 });
                     }

@@ -92,7 +92,7 @@ pub fn run(state: &ServerState, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> R
         }
         "DOC.TXN" => {
             let operations = &a[2..];
-            if operations.len() % 2 != 0 {
+            if !operations.len().is_multiple_of(2) {
                 return Err(CmdError("ERR DOC.TXN takes pairs of an operation and its argument".into()));
             }
             let mut txn = db.transaction(&text(a[1])?).map_err(engine)?;
