@@ -320,7 +320,7 @@ impl Backend {
     pub fn transaction(&self, namespace: &str, ops: Vec<TxOp>) -> Outcome<usize> {
         match self.db()? {
             Some(db) => {
-                let large = ops.len() >= LARGE_TRANSACTION;
+                let _give_back = (ops.len() >= LARGE_TRANSACTION).then_some(GiveBackFreeMemory);
                 let mut txn = db.transaction(namespace)?;
                 for op in ops {
                     match op {
@@ -330,11 +330,7 @@ impl Backend {
                         TxOp::Delete(key) => txn.delete(key),
                     }?;
                 }
-                let committed = txn.commit();
-                if large {
-                    give_back_free_memory();
-                }
-                Ok(committed?)
+                Ok(txn.commit()?)
             }
             None => {
                 let texts: Vec<(&'static [u8], String)> = ops
@@ -395,16 +391,21 @@ impl Backend {
     }
 }
 
-/// Operations from which a transaction's collected documents are worth handing back to
-/// the system at once after the commit (they can be a few hundred MB).
+/// Operations from which a transaction's freed memory is worth handing back to the
+/// system at once after the commit (its collected documents alone can be a few hundred MB).
 const LARGE_TRANSACTION: usize = 10_000;
 
-/// Returns memory freed by the allocator to the system now instead of over the next
-/// seconds, so a process that just loaded data does not look (and stay) twice its size.
-fn give_back_free_memory() {
-    // SAFETY: mi_collect only walks mimalloc's own heaps (the global allocator here); it
-    // takes no pointers and is safe to call from any thread at any time.
-    unsafe { libmimalloc_sys::mi_collect(true) };
+/// After a large commit, returns what the allocator holds free to the system now instead
+/// of over the next seconds, so a process that just loaded data is not left twice its
+/// size.
+struct GiveBackFreeMemory;
+
+impl Drop for GiveBackFreeMemory {
+    fn drop(&mut self) {
+        // SAFETY: mi_collect only walks mimalloc's own heaps (the global allocator here);
+        // it takes no pointers and may be called from any thread at any time.
+        unsafe { libmimalloc_sys::mi_collect(true) };
+    }
 }
 
 fn protocol(what: &str) -> Failure {

@@ -12,6 +12,7 @@
 mod extract;
 pub(crate) mod prepare;
 mod store;
+mod text_batch;
 pub(crate) mod write;
 
 pub use extract::{Extracted, column_values, key_json};

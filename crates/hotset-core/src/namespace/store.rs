@@ -36,6 +36,8 @@ pub struct NamespaceData {
     /// While set (recovery), deferrable indexes are left empty and built once, in bulk,
     /// by `finish_bulk_load`; nothing may query the namespace meanwhile.
     pub(crate) bulk_loading: bool,
+    /// Text indexes being filled on their own threads during a large batch.
+    pub(crate) text_workers: super::text_batch::TextWorkers,
 }
 
 impl NamespaceData {
@@ -52,6 +54,7 @@ impl NamespaceData {
             document_bytes: 0,
             document_bytes_max: usize::MAX,
             bulk_loading: false,
+            text_workers: Default::default(),
         };
         let pk_count = defs.iter().filter(|d| d.pk).count();
         if pk_count == 0 {

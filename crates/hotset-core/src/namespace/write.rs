@@ -8,6 +8,7 @@
 use super::extract::Extracted;
 use super::prepare::Prepared;
 use super::store::NamespaceData;
+use super::text_batch::{self, Job, TextWorkers};
 use crate::doc;
 use crate::error::{Error, Result};
 use crate::schema::IndexDef;
@@ -135,7 +136,9 @@ impl NamespaceData {
         // A text index whose fields read as before keeps the row's postings: re-indexing
         // unchanged text is most of the cost of an update that changes other fields.
         let mut keep_text = 0u64;
-        for (i, index) in self.indexes.iter().enumerate().take(64) {
+        // (Text indexes on workers are not here to ask: they are rewritten.)
+        let text_here = self.text_workers.is_empty();
+        for (i, index) in self.indexes.iter().enumerate().take(if text_here { 64 } else { 0 }) {
             if let Some(text) = index.text() {
                 let hash = text.content_hash(index.columns.iter().map(|&c| values[c].as_deref().unwrap_or(&[])));
                 if text.holds(row, hash) {
@@ -169,6 +172,12 @@ impl NamespaceData {
                 continue;
             }
             if let crate::index::Lookup::Text(text) = &mut index.lookup {
+                if !self.text_workers.is_empty() {
+                    let fields = index.columns.iter().map(|&c| values[c].clone().unwrap_or_default()).collect();
+                    if self.text_workers.send(i, Job::Insert(row, fields)) {
+                        continue;
+                    }
+                }
                 text.insert(row, index.columns.iter().map(|&c| values[c].as_deref().unwrap_or(&[])));
             }
         }
@@ -190,7 +199,9 @@ impl NamespaceData {
             if i < 64 && keep_text & (1 << i) != 0 {
                 continue;
             }
-            if let Some(text) = index.text_mut() {
+            if let Some(text) = index.text_mut()
+                && (self.text_workers.is_empty() || !self.text_workers.send(i, Job::Remove(row)))
+            {
                 text.remove(row);
             }
         }
@@ -227,10 +238,16 @@ impl NamespaceData {
     /// lock is released.
     /// `rows_hint`: about how many rows the batch writes (0: unknown).
     pub fn begin_text_batch(&mut self, rows_hint: usize) {
+        if rows_hint >= text_batch::THREAD_MIN_ROWS && self.text_workers.is_empty() {
+            // Many rows: each text index takes them on a thread of its own.
+            self.text_workers = TextWorkers::start(&mut self.indexes, rows_hint);
+            return;
+        }
         self.indexes.iter_mut().filter_map(|i| i.text_mut()).for_each(|t| t.begin_batch(rows_hint));
     }
 
     pub fn end_text_batch(&mut self) {
+        std::mem::take(&mut self.text_workers).finish(&mut self.indexes);
         self.indexes.iter_mut().filter_map(|i| i.text_mut()).for_each(|t| t.end_batch());
     }
 

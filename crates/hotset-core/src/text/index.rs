@@ -22,6 +22,11 @@ pub const STOP: u32 = u32::MAX - 1;
 /// Between two values of an array field: no phrase runs across it.
 pub const GAP: u32 = u32::MAX;
 
+/// Most hits a batch holds before posting them (12 MB): a long batch reuses one warm
+/// buffer rather than filling hundreds of MB of fresh memory, and each flush still
+/// brings a word's hits from some thousands of rows to its list together.
+const PENDING_MAX: usize = 1 << 20;
+
 /// Most fields one text index covers (a field's number is kept in a byte, and query
 /// field masks in a `u64`).
 pub const FIELDS_MAX: usize = 64;
@@ -87,7 +92,7 @@ impl TextIndex {
         // generous guess for a new index): growing a vector of millions of hits by
         // doubling copies it and touches twice the memory.
         let per_row = if self.rows > 0 { (self.hits / self.rows as usize) * 5 / 4 + 1 } else { 64 };
-        self.pending.reserve(rows_hint.saturating_mul(per_row).min(1 << 28));
+        self.pending.reserve(rows_hint.saturating_mul(per_row).min(PENDING_MAX));
     }
 
     /// Posts the batch's hits and ends the batch.
@@ -103,23 +108,24 @@ impl TextIndex {
         if self.pending.is_empty() {
             return;
         }
-        let pending = std::mem::take(&mut self.pending);
-        let mut starts = vec![0usize; self.postings.len() + 1];
-        for (term, _) in &pending {
+        let mut starts = vec![0u32; self.postings.len() + 1];
+        for (term, _) in &self.pending {
             starts[*term as usize + 1] += 1;
         }
         for i in 1..starts.len() {
             starts[i] += starts[i - 1];
         }
         let mut next = starts.clone();
-        let mut sorted = vec![Hit { row: 0, field: 0, tf: 0 }; pending.len()];
-        for (term, hit) in pending {
+        let mut sorted = vec![Hit { row: 0, field: 0, tf: 0 }; self.pending.len()];
+        for &(term, hit) in &self.pending {
             let at = &mut next[term as usize];
-            sorted[*at] = hit;
+            sorted[*at as usize] = hit;
             *at += 1;
         }
+        // Emptied, not freed: a long batch fills the same (warm) buffer again.
+        self.pending.clear();
         for (term, list) in self.postings.iter_mut().enumerate() {
-            let hits = &sorted[starts[term]..starts[term + 1]];
+            let hits = &sorted[starts[term] as usize..starts[term + 1] as usize];
             if !hits.is_empty() {
                 list.extend(hits);
             }
@@ -213,6 +219,9 @@ impl TextIndex {
             let hit = Hit { row, field, tf };
             if self.batching {
                 self.pending.push((term, hit));
+                if self.pending.len() >= PENDING_MAX {
+                    self.flush();
+                }
             } else {
                 self.postings[term as usize].insert(hit);
             }

@@ -8,7 +8,6 @@
 
 use super::lang::{Language, stem};
 use super::trie::Trie;
-use crate::kv::small_bytes::SmallBytes;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -19,10 +18,15 @@ type Map<K, V> = hashbrown::HashMap<K, V, ahash::RandomState>;
 /// Distinct words with their stems and ordered views.
 #[derive(Debug, Default)]
 pub struct Vocab {
-    words: Vec<Box<str>>,
-    /// Short words sit inside the table's slots: the lookup per indexed word reads no
-    /// other memory.
-    ids: Map<SmallBytes, TermId>,
+    /// Every word's bytes, one after another: word `i` ends at `ends[i]` and starts where
+    /// word `i - 1` ends. One block instead of an allocation per word.
+    text: String,
+    ends: Vec<u32>,
+    /// Term ids by the hash of their word. Four bytes a slot: the table of a 100k-word
+    /// vocabulary stays in the core's cache, where one holding the words themselves (32
+    /// bytes a slot) did not, and indexing looks a word up for every word of every row.
+    ids: hashbrown::HashTable<TermId>,
+    hasher: ahash::RandomState,
     stem_of: Vec<u32>,
     stems: Map<Box<str>, u32>,
     stem_terms: Vec<Vec<TermId>>,
@@ -32,27 +36,29 @@ pub struct Vocab {
 
 impl Vocab {
     pub fn len(&self) -> usize {
-        self.words.len()
+        self.ends.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.words.is_empty()
+        self.ends.is_empty()
     }
 
     pub fn word(&self, id: TermId) -> &str {
-        &self.words[id as usize]
+        word_in(&self.text, &self.ends, id)
     }
 
     pub fn get(&self, word: &str) -> Option<TermId> {
-        self.ids.get(word.as_bytes()).copied()
+        let hash = self.hasher.hash_one(word.as_bytes());
+        self.ids.find(hash, |&id| self.word(id) == word).copied()
     }
 
     /// The id of `word`, added (and stemmed under `languages`) when new.
     pub fn intern(&mut self, word: &str, languages: &[Language]) -> TermId {
-        if let Some(&id) = self.ids.get(word.as_bytes()) {
+        let hash = self.hasher.hash_one(word.as_bytes());
+        if let Some(&id) = self.ids.find(hash, |&id| self.word(id) == word) {
             return id;
         }
-        let id = TermId::try_from(self.words.len()).expect("fewer than 2^32 distinct words");
+        let id = TermId::try_from(self.ends.len()).expect("fewer than 2^32 distinct words");
         let stemmed = stem(word, languages);
         let stem_id = match self.stems.get(stemmed.as_str()) {
             Some(&s) => s,
@@ -65,8 +71,10 @@ impl Vocab {
         };
         self.stem_terms[stem_id as usize].push(id);
         self.stem_of.push(stem_id);
-        self.words.push(word.into());
-        self.ids.insert(SmallBytes::from(word.as_bytes()), id);
+        self.text.push_str(word);
+        self.ends.push(u32::try_from(self.text.len()).expect("under 4 GiB of distinct words"));
+        let (text, ends, hasher) = (&self.text, &self.ends, &self.hasher);
+        self.ids.insert_unique(hash, id, |&id| hasher.hash_one(word_in(text, ends, id).as_bytes()));
         self.trie.insert(word, id);
         self.reversed.insert(word.chars().rev().collect::<String>().into_boxed_str(), id);
         id
@@ -111,15 +119,22 @@ impl Vocab {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        // Each word is held three times (by id, in the id map, reversed), and in the trie.
-        let words: usize = self.words.iter().map(|w| 3 * (w.len() + 16) + 8).sum::<usize>() + self.trie.memory_bytes();
+        // Each word is held twice (by id, reversed), and in the trie.
+        let words: usize = self.text.capacity()
+            + self.ends.capacity() * 4
+            + self.reversed.keys().map(|w| w.len() + 16 + 8).sum::<usize>()
+            + self.trie.memory_bytes();
         let stems: usize = self.stems.keys().map(|s| s.len() + 16 + 4).sum::<usize>()
             + self.stem_terms.iter().map(|t| t.capacity() * 4 + 24).sum::<usize>();
-        words
-            + self.ids.capacity() * (std::mem::size_of::<(SmallBytes, TermId)>() + 1)
-            + stems
-            + self.stem_of.capacity() * 4
+        words + self.ids.capacity() * (std::mem::size_of::<TermId>() + 1) + stems + self.stem_of.capacity() * 4
     }
+}
+
+/// Word `id` of the packed words.
+fn word_in<'a>(text: &'a str, ends: &[u32], id: TermId) -> &'a str {
+    let end = ends[id as usize] as usize;
+    let start = if id == 0 { 0 } else { ends[id as usize - 1] as usize };
+    &text[start..end]
 }
 
 /// The ids of the keys of `map` starting with `prefix`.
