@@ -100,7 +100,7 @@ def main():
         ratios[key] = round(ratio, 2)
         print(f"{key:24s} {h:12.1f} {x:12.1f} {ratio:6.2f}x")
     out = {"bench": "python_compare", "date": datetime.date.today().isoformat(), "runs": a.runs,
-           "seconds": a.seconds, "hotset_mode": "memory" if a.memory else "folder", "median": median,
+           "seconds": a.seconds, "hotset_mode": "memory" if a.memory else "folder", "runs_figures": runs, "median": median,
            "ratios": ratios, "sanity_rows": sanity}
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", f"{out['date']}-python.json"), "w") as f:

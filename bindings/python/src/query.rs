@@ -235,34 +235,28 @@ impl Query {
 
     /// Counts every match (an aggregation: `{"type": "count", "value": n}`).
     fn aggregate_count<'py>(slf: Bound<'py, Self>) -> Bound<'py, Self> {
-        slf.borrow_mut().query.aggregations.push(Aggregation::Count);
-        slf
+        aggregate(slf, Aggregation::Count)
     }
 
     fn aggregate_sum<'py>(slf: Bound<'py, Self>, field: &str) -> Bound<'py, Self> {
-        slf.borrow_mut().query.aggregations.push(Aggregation::Sum(field.to_string()));
-        slf
+        aggregate(slf, Aggregation::Sum(field.to_string()))
     }
 
     fn aggregate_avg<'py>(slf: Bound<'py, Self>, field: &str) -> Bound<'py, Self> {
-        slf.borrow_mut().query.aggregations.push(Aggregation::Avg(field.to_string()));
-        slf
+        aggregate(slf, Aggregation::Avg(field.to_string()))
     }
 
     fn aggregate_min<'py>(slf: Bound<'py, Self>, field: &str) -> Bound<'py, Self> {
-        slf.borrow_mut().query.aggregations.push(Aggregation::Min(field.to_string()));
-        slf
+        aggregate(slf, Aggregation::Min(field.to_string()))
     }
 
     fn aggregate_max<'py>(slf: Bound<'py, Self>, field: &str) -> Bound<'py, Self> {
-        slf.borrow_mut().query.aggregations.push(Aggregation::Max(field.to_string()));
-        slf
+        aggregate(slf, Aggregation::Max(field.to_string()))
     }
 
     /// The distinct values of `field` among the matches.
     fn distinct<'py>(slf: Bound<'py, Self>, field: &str) -> Bound<'py, Self> {
-        slf.borrow_mut().query.aggregations.push(Aggregation::Distinct(field.to_string()));
-        slf
+        aggregate(slf, Aggregation::Distinct(field.to_string()))
     }
 
     /// Counts per distinct combination of `fields`' values; `sort` names `"count"` or a
@@ -357,6 +351,12 @@ impl Query {
     fn __repr__(&self) -> String {
         format!("Query({})", dsl::query_to_json(&self.query))
     }
+}
+
+/// Adds an aggregation and returns the builder.
+fn aggregate(slf: Bound<'_, Query>, aggregation: Aggregation) -> Bound<'_, Query> {
+    slf.borrow_mut().query.aggregations.push(aggregation);
+    slf
 }
 
 /// ANDs `cond` with the builder's filter so far.

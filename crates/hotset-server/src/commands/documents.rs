@@ -84,11 +84,7 @@ pub fn run(state: &ServerState, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> R
                 };
                 written.map_err(|e| CmdError(format!("ERR document {}: {e}", i + 1)))?;
             }
-            let count = txn.commit_naming_failure().map_err(|(position, error)| match position {
-                Some(position) => CmdError(format!("ERR document {}: {error}", position + 1)),
-                None => engine(error),
-            })?;
-            r.int(count as i64);
+            r.int(commit(txn, "document")? as i64);
         }
         "DOC.TXN" => {
             let operations = &a[2..];
@@ -109,11 +105,7 @@ pub fn run(state: &ServerState, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> R
                 };
                 done.map_err(|e| CmdError(format!("ERR operation {}: {e}", i + 1)))?;
             }
-            let count = txn.commit_naming_failure().map_err(|(position, error)| match position {
-                Some(position) => CmdError(format!("ERR operation {}: {error}", position + 1)),
-                None => engine(error),
-            })?;
-            r.int(count as i64);
+            r.int(commit(txn, "operation")? as i64);
         }
         "DOC.GET" => {
             let doc = db.get(&text(a[1])?, &key(a[2])).map_err(engine)?;
@@ -178,6 +170,15 @@ pub fn run(state: &ServerState, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> R
 /// Documents a `DOC.SCAN` returns when COUNT is not given, and the most it returns.
 const SCAN_COUNT_DEFAULT: usize = 100;
 const SCAN_COUNT_MAX: usize = 100_000;
+
+/// Commits a transaction; a refused operation is named by its place (`ERR document 2:
+/// ...`, counting from 1).
+fn commit(txn: hotset_core::Transaction<'_>, what: &str) -> Result<usize, CmdError> {
+    txn.commit_naming_failure().map_err(|(position, error)| match position {
+        Some(position) => CmdError(format!("ERR {what} {}: {error}", position + 1)),
+        None => engine(error),
+    })
+}
 
 /// An engine error as a Redis error line: `ERR` and the engine's message, except a log
 /// that cannot write, which Redis clients know as `MISCONF`.
