@@ -78,9 +78,9 @@ impl WriteMode {
     }
 }
 
-/// One operation of a transaction.
+/// One operation of a transaction; documents as JSON text (`convert::to_json`).
 pub enum TxOp {
-    Write(WriteMode, Value),
+    Write(WriteMode, Vec<u8>),
     Delete(Value),
 }
 
@@ -287,8 +287,8 @@ impl Backend {
         }
     }
 
-    /// Writes documents all together or not at all; returns how many.
-    pub fn write_many(&self, namespace: &str, mode: WriteMode, docs: Vec<Value>) -> Outcome<usize> {
+    /// Writes documents (JSON text) all together or not at all; returns how many.
+    pub fn write_many(&self, namespace: &str, mode: WriteMode, docs: Vec<Vec<u8>>) -> Outcome<usize> {
         self.transaction(namespace, docs.into_iter().map(|doc| TxOp::Write(mode, doc)).collect())
     }
 
@@ -324,22 +324,30 @@ impl Backend {
                 let mut txn = db.transaction(namespace)?;
                 for op in ops {
                     match op {
-                        TxOp::Write(WriteMode::Insert, doc) => txn.insert(doc),
-                        TxOp::Write(WriteMode::Update, doc) => txn.update(doc),
-                        TxOp::Write(WriteMode::Upsert, doc) => txn.upsert(doc),
+                        TxOp::Write(WriteMode::Insert, doc) => txn.insert_json(doc),
+                        TxOp::Write(WriteMode::Update, doc) => txn.update_json(doc),
+                        TxOp::Write(WriteMode::Upsert, doc) => txn.upsert_json(doc),
                         TxOp::Delete(key) => txn.delete(key),
                     }?;
                 }
                 Ok(txn.commit()?)
             }
             None => {
-                let texts: Vec<(&'static [u8], String)> = ops
+                let keys: Vec<Option<String>> = ops
                     .iter()
                     .map(|op| match op {
-                        TxOp::Write(WriteMode::Insert, doc) => (&b"INSERT"[..], doc.to_string()),
-                        TxOp::Write(WriteMode::Update, doc) => (&b"UPDATE"[..], doc.to_string()),
-                        TxOp::Write(WriteMode::Upsert, doc) => (&b"UPSERT"[..], doc.to_string()),
-                        TxOp::Delete(key) => (&b"DELETE"[..], key.to_string()),
+                        TxOp::Delete(key) => Some(key.to_string()),
+                        TxOp::Write(..) => None,
+                    })
+                    .collect();
+                let texts: Vec<(&'static [u8], &[u8])> = ops
+                    .iter()
+                    .zip(&keys)
+                    .map(|(op, key)| match op {
+                        TxOp::Write(WriteMode::Insert, doc) => (&b"INSERT"[..], doc.as_slice()),
+                        TxOp::Write(WriteMode::Update, doc) => (&b"UPDATE"[..], doc.as_slice()),
+                        TxOp::Write(WriteMode::Upsert, doc) => (&b"UPSERT"[..], doc.as_slice()),
+                        TxOp::Delete(_) => (&b"DELETE"[..], key.as_deref().unwrap_or_default().as_bytes()),
                     })
                     .collect();
                 if texts.is_empty() {
@@ -350,7 +358,7 @@ impl Backend {
                 let mut args: Vec<&[u8]> = vec![b"DOC.TXN", namespace.as_bytes()];
                 for (op, text) in &texts {
                     args.push(op);
-                    args.push(text.as_bytes());
+                    args.push(text);
                 }
                 Ok(self.call_int(&args)? as usize)
             }

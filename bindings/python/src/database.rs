@@ -7,14 +7,13 @@
 //! a call here is the same call on the backend.
 
 use crate::backend::{Backend, Outcome, WriteMode};
-use crate::convert::{json_to_py, to_value, value_to_py};
+use crate::convert::{json_to_py, to_json, to_value, value_to_py};
 use crate::errors::failure;
 use crate::query::Query;
 use crate::result::QueryResult;
 use crate::transaction::Transaction;
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
-use serde_json::Value;
 use std::sync::Arc;
 
 /// A Hotset database: embedded (`hotset.open`) or a server (`hotset.connect`); the same
@@ -41,7 +40,7 @@ impl Database {
     }
 
     fn write_many(&self, py: Python<'_>, namespace: &str, mode: WriteMode, docs: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let docs: Vec<Value> = docs.try_iter()?.map(|doc| to_value(&doc?)).collect::<PyResult<_>>()?;
+        let docs: Vec<Vec<u8>> = docs.try_iter()?.map(|doc| to_json(&doc?)).collect::<PyResult<_>>()?;
         self.run(py, |b| b.write_many(namespace, mode, docs))
     }
 }

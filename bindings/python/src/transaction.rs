@@ -7,7 +7,7 @@
 //! all of it after), or let a finished transaction take more operations.
 
 use crate::backend::{Backend, TxOp, WriteMode};
-use crate::convert::to_value;
+use crate::convert::{to_json, to_value};
 use crate::errors::{Error, failure};
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
@@ -52,17 +52,17 @@ impl Transaction {
 impl Transaction {
     /// Adds an insert (fails at commit if the key exists).
     fn insert(&mut self, doc: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.push(TxOp::Write(WriteMode::Insert, to_value(doc)?))
+        self.push(TxOp::Write(WriteMode::Insert, to_json(doc)?))
     }
 
     /// Adds an update (fails at commit if the key does not exist).
     fn update(&mut self, doc: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.push(TxOp::Write(WriteMode::Update, to_value(doc)?))
+        self.push(TxOp::Write(WriteMode::Update, to_json(doc)?))
     }
 
     /// Adds an insert-or-replace.
     fn upsert(&mut self, doc: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.push(TxOp::Write(WriteMode::Upsert, to_value(doc)?))
+        self.push(TxOp::Write(WriteMode::Upsert, to_json(doc)?))
     }
 
     /// Adds a delete by primary key (a missing key is not an error).

@@ -133,6 +133,18 @@ def test_bad_documents_are_refused_and_nothing_stored_is_lost(db, items):
         db.upsert("items", {"id": 1, "loop": loop})
     with pytest.raises(hotset.NotFoundError):
         db.upsert("nowhere", {"id": 1})
+    # The same refusals through many-document writes and transactions, all or nothing.
+    with pytest.raises(hotset.DocumentError, match="must be a JSON object"):
+        db.insert_many("items", [{"id": 5000}, ["x"]])
+    with pytest.raises(TypeError, match="keys must be strings"):
+        db.upsert_many("items", [{"id": 5001}, {"id": 5002, 1: 2}])
+    with pytest.raises(ValueError, match="no JSON form"):
+        with db.transaction("items") as tx:
+            tx.upsert({"id": 5003})
+            tx.upsert({"id": 5004, "x": float("inf")})
+    with pytest.raises(hotset.DocumentError, match="expects"):
+        db.upsert_many("items", [{"id": 5005}, {"id": 5006, "year": "x"}])
+    assert all(db.get("items", k) is None for k in range(5000, 5007))
     assert db.query("items").total().limit(0).execute().total == before
     assert db.get("items", 1) == items[1]
 

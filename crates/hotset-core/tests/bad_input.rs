@@ -244,6 +244,27 @@ fn oversize_documents_and_failed_transactions() {
         },
         |e| matches!(e, Error::DuplicateKey { .. }),
     );
+    // Documents given as JSON text: bad text or an oversize one fails the whole commit.
+    for bad in [b"{oops".to_vec(), b"[1, 2]".to_vec(), big.to_string().into_bytes()] {
+        refused(
+            &db,
+            |db| {
+                let mut tx = db.transaction("items")?;
+                tx.upsert_json(br#"{"id": 21, "year": 2021}"#.to_vec())?;
+                tx.insert_json(bad)?;
+                tx.commit().map(|_| ())
+            },
+            |e| matches!(e, Error::InvalidJson { .. } | Error::NotAnObject { .. } | Error::LimitExceeded { .. }),
+        );
+    }
+    let mut tx = db.transaction("items").unwrap();
+    tx.insert_json(br#"{"id": 22, "year": 2022, "name": "json"}"#.to_vec()).unwrap();
+    tx.update_json(br#"{"id": 22, "year": 2023, "name": "json"}"#.to_vec()).unwrap();
+    tx.upsert_json(br#"{"id": 23, "year": 2022}"#.to_vec()).unwrap();
+    assert_eq!(tx.commit().unwrap(), 3);
+    assert_eq!(db.query(&Query::new("items").where_("name", Op::Eq, "json")).unwrap().values()[0]["year"], 2023);
+    db.delete("items", &json!(22)).unwrap();
+    db.delete("items", &json!(23)).unwrap();
     // An update by query that fails for one document changes none.
     use hotset_core::query::{ArithOp, Expr, SetField};
     db.upsert("items", &json!({"id": 4, "year": 2004, "name": "n4", "score": "high"})).unwrap();
