@@ -49,10 +49,12 @@ enum Command {
         #[command(flatten)]
         server: ServerAddr,
     },
-    /// Upserts every line of a JSON Lines file into a namespace of a running server, in
-    /// batches of 1,000 (each all or nothing), with a progress bar.
+    /// Upserts every document of a JSON Lines file (or of a file holding one JSON array)
+    /// into a namespace of a running server, in batches of 1,000 (each all or nothing),
+    /// with a progress bar.
     Import {
-        /// The JSON Lines file (one document a line; blank lines are skipped).
+        /// The file: JSON Lines (one document a line; blank lines are skipped), or one JSON
+        /// array of documents (when its first non-blank character is `[`).
         file: PathBuf,
         /// The namespace.
         #[arg(long)]
@@ -85,7 +87,40 @@ struct ServerAddr {
     /// Its password, if it has one.
     #[arg(long, env = "HOTSET_PASSWORD")]
     password: Option<String>,
+    /// Seconds to wait for the connection and for each reply (0: no limit) [default: 10
+    /// for status, 30 for sql (longer than the server's own query limit), 60 per reply for
+    /// import and export].
+    #[arg(long, env = "HOTSET_TIMEOUT", value_name = "SECONDS", value_parser = parse_timeout)]
+    timeout: Option<Timeout>,
 }
+
+/// A `--timeout`: `None` inside is no limit.
+#[derive(Clone, Copy)]
+struct Timeout(Option<std::time::Duration>);
+
+fn parse_timeout(text: &str) -> Result<Timeout, String> {
+    let seconds: f64 = text.parse().map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    if !(0.0..=1e9).contains(&seconds) {
+        return Err(format!("{seconds} seconds is out of range (0 to 1e9; 0: no limit)"));
+    }
+    Ok(Timeout((seconds > 0.0).then(|| std::time::Duration::from_secs_f64(seconds))))
+}
+
+impl ServerAddr {
+    /// The server to talk to, with this command's default timeout unless one was given.
+    fn target(&self, default_seconds: u64) -> client::Target<'_> {
+        let timeout = match self.timeout {
+            Some(Timeout(given)) => given,
+            None => Some(std::time::Duration::from_secs(default_seconds)),
+        };
+        client::Target { addr: &self.addr, password: self.password.as_deref(), timeout }
+    }
+}
+
+/// Default `--timeout` of each client subcommand, in seconds.
+const STATUS_TIMEOUT_SECONDS: u64 = 10;
+const SQL_TIMEOUT_SECONDS: u64 = 30;
+const TRANSFER_TIMEOUT_SECONDS: u64 = 60;
 
 /// Each flag overrides the config file; each has an environment variable too.
 #[derive(Args)]
@@ -155,14 +190,23 @@ impl ServeArgs {
 
 /// `hotset export`: to a file written whole under a temporary name, then renamed, so a
 /// failed export never leaves a partial file under the name asked for.
+/// To standard output, a reader that goes away (`hotset export | head`) ends the export
+/// quietly with success, as it does for other Unix tools.
 fn export(ns: &str, out: Option<&std::path::Path>, server: &ServerAddr) -> Result<(), String> {
-    let mut client = client::Client::connect(&server.addr, server.password.as_deref())?;
+    let mut client = client::Client::connect(&server.target(TRANSFER_TIMEOUT_SECONDS))?;
     let count = match out.filter(|path| path.as_os_str() != "-") {
-        None => transfer::export(&mut client, ns, &mut std::io::BufWriter::new(std::io::stdout().lock()))?,
+        None => match transfer::export(&mut client, ns, &mut std::io::BufWriter::new(std::io::stdout().lock()))? {
+            transfer::Exported::All(count) => count,
+            transfer::Exported::OutputClosed => return Ok(()),
+        },
         Some(path) => {
             let partial = path.with_extension("partial");
             let file = std::fs::File::create(&partial).map_err(|e| format!("{}: {e}", partial.display()))?;
-            let count = transfer::export(&mut client, ns, &mut std::io::BufWriter::new(file));
+            let count = match transfer::export(&mut client, ns, &mut std::io::BufWriter::new(file)) {
+                Ok(transfer::Exported::All(count)) => Ok(count),
+                Ok(transfer::Exported::OutputClosed) => Err(format!("{}: the output was closed", partial.display())),
+                Err(error) => Err(error),
+            };
             let count = count.and_then(|count| {
                 std::fs::rename(&partial, path).map_err(|e| format!("{}: {e}", path.display())).map(|()| count)
             });
@@ -176,23 +220,40 @@ fn export(ns: &str, out: Option<&std::path::Path>, server: &ServerAddr) -> Resul
     Ok(())
 }
 
-fn main() {
+/// Prints a reply on standard output; a reader that went away is no error.
+fn print_reply(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing: {error}")),
+        _ => Ok(()),
+    }
+}
+
+/// Logs on standard error, in colour only on a terminal and when `NO_COLOR` is not set
+/// (<https://no-color.org>), so a log redirected to a file holds no escape codes.
+fn init_logging() {
+    use std::io::IsTerminal;
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("HOTSET_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && !no_color)
         .init();
+}
+
+fn main() {
+    init_logging();
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Serve(args) => args.config().and_then(server::serve),
-        Command::Sql { text, server } => {
-            client::call(&server.addr, server.password.as_deref(), &["DOC.SQL", &text]).map(|reply| println!("{reply}"))
-        }
-        Command::Status { server } => {
-            client::call(&server.addr, server.password.as_deref(), &["INFO"]).map(|reply| print!("{reply}"))
-        }
+        Command::Sql { text, server } => client::call(&server.target(SQL_TIMEOUT_SECONDS), &["DOC.SQL", &text])
+            .and_then(|reply| print_reply(&format!("{reply}\n"))),
+        Command::Status { server } => client::call(&server.target(STATUS_TIMEOUT_SECONDS), &["INFO"])
+            .and_then(|reply| print_reply(&reply.to_string())),
         Command::Import { file, ns, create_pk, server } => {
             let job = transfer::Import { file: &file, namespace: &ns, create_pk: create_pk.as_deref() };
-            client::Client::connect(&server.addr, server.password.as_deref())
+            client::Client::connect(&server.target(TRANSFER_TIMEOUT_SECONDS))
                 .and_then(|mut client| transfer::import(&mut client, &job))
                 .map(|count| eprintln!("hotset: imported {count} documents into '{ns}'"))
         }
