@@ -36,6 +36,8 @@ pub struct Session {
     pub closing: bool,
     /// Commands queued since MULTI, with whether one was refused while queueing.
     pub multi: Option<Multi>,
+    /// `DOC.ERRORS JSON`: `DOC.*` errors as `-CODE {json}` instead of `-ERR message`.
+    pub errors_json: bool,
 }
 
 /// A transaction being queued.
@@ -55,6 +57,7 @@ impl Session {
             authenticated: state.config.password.is_none(),
             closing: false,
             multi: None,
+            errors_json: false,
         }
     }
 }
@@ -102,7 +105,7 @@ fn dispatch(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], r: 
     match spec.kind {
         Kind::Kv => run_kv(state, &*session.keyspace, spec, args, r),
         Kind::Document => {
-            let handled = documents::run(state, spec.name, args, r)?;
+            let handled = documents::run(state, session, spec.name, args, r)?;
             assert!(handled, "every document command in the table has a handler: {}", spec.name);
             Ok(())
         }

@@ -60,6 +60,7 @@ pub static COMMANDS: &[Spec] = &[
     kv("DEL", -2, true, "generic", "Deletes keys."),
     conn("DISCARD", 1, false, "Discards a transaction."),
     doc("DOC.DEL", 3, true, "Deletes a document by primary key; 1 if it existed."),
+    doc("DOC.ERRORS", -1, false, "Sets the connection's DOC.* error form: TEXT (-ERR message) or JSON (-CODE {json})."),
     doc("DOC.EXPLAIN", -2, false, "Runs a JSON DSL query and returns its result with the plan and timings."),
     doc("DOC.GET", 3, false, "A document by primary key (JSON), or null."),
     doc("DOC.INDEXADD", 3, true, "Adds an index (JSON definition) to a namespace and builds it."),
