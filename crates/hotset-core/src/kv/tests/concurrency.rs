@@ -55,13 +55,8 @@ fn spawn_pair_writers(ks: &Arc<Keyspace>, pairs: &[(Vec<u8>, Vec<u8>)]) -> Vec<J
         .collect()
 }
 
-/// Readers run until `stop` and at least 1 000 checks; each returns its
-/// number of checks.
-fn spawn_pair_readers(
-    ks: &Arc<Keyspace>,
-    pairs: &[(Vec<u8>, Vec<u8>)],
-    stop: &Arc<AtomicBool>,
-) -> Vec<JoinHandle<usize>> {
+/// Readers run until `stop` and at least 1 000 checks.
+fn spawn_pair_readers(ks: &Arc<Keyspace>, pairs: &[(Vec<u8>, Vec<u8>)], stop: &Arc<AtomicBool>) -> Vec<JoinHandle<()>> {
     (0..2)
         .map(|_| {
             let (ks, pairs, stop) = (Arc::clone(ks), pairs.to_vec(), Arc::clone(stop));
@@ -73,7 +68,6 @@ fn spawn_pair_readers(
                     assert_eq!(got[0], got[1], "MGET saw a torn MSET");
                     checks += 1;
                 }
-                checks
             })
         })
         .collect()
@@ -93,8 +87,10 @@ fn concurrent_incr_loses_nothing_and_pairs_stay_consistent() {
         h.join().unwrap();
     }
     stop.store(true, Ordering::Relaxed);
+    // A reader that saw a torn pair panicked; joining surfaces it. (Each ran at least
+    // 1,000 checks by its loop condition, so there is nothing to assert about the count.)
     for r in readers {
-        assert!(r.join().unwrap() >= 1_000);
+        r.join().unwrap();
     }
     let mut expected = vec![0i64; counters.len()];
     for t in 0..THREADS {
@@ -105,7 +101,6 @@ fn concurrent_incr_loses_nothing_and_pairs_stay_consistent() {
     for (c, want) in counters.iter().zip(&expected) {
         assert_eq!(parse(ks.get(c).unwrap()), *want);
     }
-    assert_eq!(expected.iter().sum::<i64>(), (THREADS * ITERS) as i64);
 }
 
 #[test]
