@@ -1,8 +1,12 @@
-//! Running the server: open the store, bind the listeners, serve until a signal, close.
+//! Running the server: bind every listener, open the store (recovery), serve until a
+//! signal, close.
 //!
 //! Owns: the tokio runtime, the accept loops, the active-expiry task, the ready line and
-//! shutdown order (stop accepting, then close the store so everything acknowledged is
-//! fsynced). Never: handle a request itself.
+//! the order of start-up and shutdown. Start-up binds before it recovers, so a port in use
+//! is reported at once, not after replaying the log; connections
+//! made during recovery wait in the listen backlog and are served once the data is
+//! loaded. Shutdown stops accepting, then closes the store so everything acknowledged is
+//! fsynced. Never: handle a request itself.
 
 use crate::config::Config;
 use crate::state::ServerState;
@@ -24,6 +28,30 @@ const EXPIRY_BUDGET: usize = 200;
 /// Serves until SIGINT or SIGTERM; returns the process exit code.
 pub fn serve(config: Config) -> Result<(), String> {
     config.validate()?;
+    let threads =
+        if config.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { config.threads };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("hotset-io")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the runtime: {e}"))?;
+    let listeners = runtime.block_on(Listeners::bind(&config))?;
+    let store = open_store(&config)?;
+    let state = ServerState::new(store, config);
+    let served = runtime.block_on(run(Arc::clone(&state), listeners));
+    // Connections still open are dropped with the runtime; then the log is closed, so
+    // every write that was acknowledged is on disk.
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    if let Some(store) = state.store.write().take() {
+        store.close().map_err(|e| format!("closing the store: {e}"))?;
+    }
+    tracing::info!("stopped");
+    served
+}
+
+/// Opens the data folder and recovers it: the long part of start-up.
+fn open_store(config: &Config) -> Result<Store, String> {
     let mut options = StoreOptions::new(&config.data);
     options.fsync = config.fsync_policy()?;
     options.recovery = config.recovery_mode()?;
@@ -36,41 +64,50 @@ pub fn serve(config: Config) -> Result<(), String> {
         ms = report.duration_ms,
         "recovered"
     );
-    let threads =
-        if config.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { config.threads };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .thread_name("hotset-io")
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the runtime: {e}"))?;
-    let state = ServerState::new(store, config);
-    let served = runtime.block_on(run(Arc::clone(&state)));
-    // Connections still open are dropped with the runtime; then the log is closed, so
-    // every write that was acknowledged is on disk.
-    runtime.shutdown_timeout(Duration::from_secs(5));
-    if let Some(store) = state.store.write().take() {
-        store.close().map_err(|e| format!("closing the store: {e}"))?;
-    }
-    tracing::info!("stopped");
-    served
+    Ok(store)
 }
 
-async fn run(state: Arc<ServerState>) -> Result<(), String> {
-    let config = &state.config;
-    let resp_addr = format!("{}:{}", config.bind, config.resp_port);
-    let http_addr = format!("{}:{}", config.bind, config.http_port);
-    let resp_listener = TcpListener::bind(&resp_addr).await.map_err(|e| format!("binding RESP {resp_addr}: {e}"))?;
-    let http_listener = TcpListener::bind(&http_addr).await.map_err(|e| format!("binding HTTP {http_addr}: {e}"))?;
-    let resp_local = resp_listener.local_addr().map_err(|e| e.to_string())?;
-    let http_local = http_listener.local_addr().map_err(|e| e.to_string())?;
+/// Both listeners, bound (the kernel queues connections from then on) but not yet
+/// accepting.
+struct Listeners {
+    resp: TcpListener,
+    http: TcpListener,
+}
 
-    let accept_state = Arc::clone(&state);
+impl Listeners {
+    async fn bind(config: &Config) -> Result<Listeners, String> {
+        Ok(Listeners {
+            resp: bind(config, "resp_port", config.resp_port).await?,
+            http: bind(config, "http_port", config.http_port).await?,
+        })
+    }
+}
+
+async fn bind(config: &Config, setting: &str, port: u16) -> Result<TcpListener, String> {
+    let addr = format!("{}:{port}", config.bind);
+    TcpListener::bind(&addr).await.map_err(|e| format!("binding {addr} ({setting}): {e}"))
+}
+
+/// The ready line tools wait for: `hotset ready: resp ADDR http ADDR data DIR`.
+fn ready_line(listeners: &Listeners, config: &Config) -> Result<String, String> {
+    let shown =
+        |listener: &TcpListener| listener.local_addr().map_err(|e| format!("reading a listener's address: {e}"));
+    Ok(format!(
+        "hotset ready: resp {} http {} data {}",
+        shown(&listeners.resp)?,
+        shown(&listeners.http)?,
+        config.data.display()
+    ))
+}
+
+/// Accepts RESP connections, each served by a task of its own.
+fn accept_resp(state: &Arc<ServerState>, listener: TcpListener) {
+    let state = Arc::clone(state);
     tokio::spawn(async move {
         loop {
-            match resp_listener.accept().await {
+            match listener.accept().await {
                 Ok((stream, addr)) => {
-                    tokio::spawn(resp::conn::serve(Arc::clone(&accept_state), stream, addr));
+                    tokio::spawn(resp::conn::serve(Arc::clone(&state), stream, addr));
                 }
                 // Out of descriptors and the like: log, pause briefly, go on accepting.
                 Err(error) => {
@@ -80,9 +117,14 @@ async fn run(state: Arc<ServerState>) -> Result<(), String> {
             }
         }
     });
+}
+
+async fn run(state: Arc<ServerState>, listeners: Listeners) -> Result<(), String> {
+    let ready = ready_line(&listeners, &state.config)?;
+    accept_resp(&state, listeners.resp);
     let app = http::router(Arc::clone(&state));
     tokio::spawn(async move {
-        if let Err(error) = axum::serve(http_listener, app).await {
+        if let Err(error) = axum::serve(listeners.http, app).await {
             tracing::error!(%error, "the HTTP listener stopped");
         }
     });
@@ -123,19 +165,38 @@ async fn run(state: Arc<ServerState>) -> Result<(), String> {
         }
     });
 
+    // The handlers go in before the ready line: a tool that stops the server as soon as
+    // it has seen the line must get a clean shutdown, not the signal's default (death).
+    let mut signals = ShutdownSignals::install()?;
     // Tools wait for this line (and for /health) before they connect.
-    println!("hotset ready: resp {resp_local} http {http_local} data {}", state.config.data.display());
-    tracing::info!(%resp_local, %http_local, "ready");
-    shutdown_signal().await;
+    println!("{ready}");
+    tracing::info!(listeners = %ready.trim_start_matches("hotset ready: "), "ready");
+    signals.wait().await;
     tracing::info!("shutting down");
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("installing a SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
+/// SIGINT and SIGTERM, caught from `install` on.
+struct ShutdownSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    fn install() -> Result<ShutdownSignals, String> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let handler =
+            |kind: SignalKind, name: &str| signal(kind).map_err(|e| format!("installing the {name} handler: {e}"));
+        Ok(ShutdownSignals {
+            interrupt: handler(SignalKind::interrupt(), "SIGINT")?,
+            terminate: handler(SignalKind::terminate(), "SIGTERM")?,
+        })
+    }
+
+    async fn wait(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
     }
 }
