@@ -5,11 +5,12 @@
 //! expression it cannot map exactly (a function call, a subquery, a comparison of two
 //! fields): those are errors pointing at the expression.
 
-use crate::{SqlError, error_at};
+use crate::{SqlError, error_at, shown, start};
+use hotset_core::limits::{CONDITION_DEPTH_MAX, EXPRESSION_DEPTH_MAX};
 use hotset_core::query::{ArithOp, Expr as Computed};
 use hotset_core::{Cond, Op};
 use serde_json::Value;
-use sqlparser::ast::{BinaryOperator, Expr, Spanned, UnaryOperator, Value as Literal};
+use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value as Literal};
 
 /// The names a statement's fields may be qualified with.
 #[derive(Debug, Default)]
@@ -44,7 +45,7 @@ pub(crate) fn field(expr: &Expr, scope: &Scope) -> Result<(Side, String), SqlErr
             }
         }
         Expr::Nested(inner) => field(inner, scope),
-        other => Err(error_at(other.span(), format!("expected a field name, found {other}"))),
+        other => Err(error_at(start(other), format!("expected a field name, found {}", shown(other)))),
     }
 }
 
@@ -58,18 +59,18 @@ pub(crate) fn literal(expr: &Expr) -> Result<Value, SqlError> {
             Literal::SingleQuotedString(text) | Literal::EscapedStringLiteral(text) => Ok(Value::String(text.clone())),
             Literal::Boolean(b) => Ok(Value::Bool(*b)),
             Literal::Null => Ok(Value::Null),
-            other => Err(error_at(value.span, format!("unsupported literal {other}"))),
+            other => Err(error_at(value.span, format!("unsupported literal {}", shown(other)))),
         },
         Expr::UnaryOp { op: UnaryOperator::Minus, expr: inner } => match literal(inner)? {
             Value::Number(n) => match (n.as_i64(), n.as_f64()) {
                 (Some(i), _) if i != i64::MIN => Ok(Value::from(-i)),
                 (_, Some(f)) => Ok(Value::from(-f)),
-                _ => Err(error_at(expr.span(), "invalid number")),
+                _ => Err(error_at(start(expr), "invalid number")),
             },
-            _ => Err(error_at(expr.span(), "only numbers can be negative")),
+            _ => Err(error_at(start(expr), "only numbers can be negative")),
         },
         Expr::Nested(inner) => literal(inner),
-        other => Err(error_at(other.span(), format!("expected a literal value, found {other}"))),
+        other => Err(error_at(start(other), format!("expected a literal value, found {}", shown(other)))),
     }
 }
 
@@ -81,65 +82,92 @@ fn number(text: &str) -> Option<Value> {
     text.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::from)
 }
 
-/// The top-level AND-ed parts of a condition, each with the side its fields are on.
-pub(crate) fn conjuncts(expr: &Expr, scope: &Scope, out: &mut Vec<(Side, Cond)>) -> Result<(), SqlError> {
-    match expr {
-        Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
-            conjuncts(left, scope, out)?;
-            conjuncts(right, scope, out)
-        }
-        Expr::Nested(inner) if matches!(**inner, Expr::BinaryOp { op: BinaryOperator::And, .. }) => {
-            conjuncts(inner, scope, out)
-        }
-        other => {
-            out.push(condition(other, scope)?);
-            Ok(())
+/// The operands of a chain of one operator (`a OR b OR c`, also through parentheses around
+/// the same operator), in order, collected without recursion. sqlparser builds such a chain
+/// as a left-deep tree, one level per operator: a generated filter with 100,000 `OR`s is
+/// 100,000 levels deep there, and one flat list here.
+pub(crate) fn chain<'a>(expr: &'a Expr, op: &BinaryOperator) -> Vec<&'a Expr> {
+    let mut operands = Vec::new();
+    let mut pending = vec![expr];
+    while let Some(expr) = pending.pop() {
+        match expr {
+            Expr::BinaryOp { left, op: this, right } if this == op => {
+                // The right operand goes on the stack first so the left one comes out first.
+                pending.push(right);
+                pending.push(left);
+            }
+            Expr::Nested(inner) if matches!(&**inner, Expr::BinaryOp { op: this, .. } if this == op) => {
+                pending.push(inner)
+            }
+            other => operands.push(other),
         }
     }
+    operands
+}
+
+/// The top-level AND-ed parts of a condition, each with the side its fields are on.
+pub(crate) fn conjuncts(expr: &Expr, scope: &Scope, out: &mut Vec<(Side, Cond)>) -> Result<(), SqlError> {
+    for part in chain(expr, &BinaryOperator::And) {
+        out.push(condition(part, scope)?);
+    }
+    Ok(())
 }
 
 /// One condition; every field in it must be on the same side.
 pub(crate) fn condition(expr: &Expr, scope: &Scope) -> Result<(Side, Cond), SqlError> {
+    condition_at(expr, scope, 1)
+}
+
+/// A condition `depth` levels down: AND/OR chains are one level however long they are,
+/// each NOT or differently-grouped bracket another, up to the engine's own bound.
+fn condition_at(expr: &Expr, scope: &Scope, depth: usize) -> Result<(Side, Cond), SqlError> {
+    if depth > CONDITION_DEPTH_MAX {
+        return Err(error_at(
+            start(expr),
+            format!("conditions nest deeper than condition_depth_max ({CONDITION_DEPTH_MAX} levels)"),
+        ));
+    }
     let combine = |parts: Vec<(Side, Cond)>, make: fn(Vec<Cond>) -> Cond| -> Result<(Side, Cond), SqlError> {
         let side = parts[0].0;
         if parts.iter().any(|(s, _)| *s != side) {
             return Err(error_at(
-                expr.span(),
+                start(expr),
                 "conditions on different namespaces can only be combined with AND at the top of WHERE",
             ));
         }
         Ok((side, make(parts.into_iter().map(|(_, c)| c).collect())))
     };
     match expr {
-        Expr::Nested(inner) => condition(inner, scope),
-        Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
-            combine(vec![condition(left, scope)?, condition(right, scope)?], Cond::And)
-        }
-        Expr::BinaryOp { left, op: BinaryOperator::Or, right } => {
-            combine(vec![condition(left, scope)?, condition(right, scope)?], Cond::Or)
+        Expr::Nested(inner) => condition_at(inner, scope, depth + 1),
+        Expr::BinaryOp { op: op @ (BinaryOperator::And | BinaryOperator::Or), .. } => {
+            let parts = chain(expr, op)
+                .into_iter()
+                .map(|part| condition_at(part, scope, depth + 1))
+                .collect::<Result<Vec<_>, _>>()?;
+            combine(parts, if *op == BinaryOperator::And { Cond::And } else { Cond::Or })
         }
         Expr::UnaryOp { op: UnaryOperator::Not, expr: inner } => {
-            let (side, cond) = condition(inner, scope)?;
+            let (side, cond) = condition_at(inner, scope, depth + 1)?;
             Ok((side, Cond::Not(Box::new(cond))))
         }
         Expr::BinaryOp { left, op, right } => {
-            let op = comparison(op).ok_or_else(|| error_at(expr.span(), format!("unsupported operator {op}")))?;
+            let op = comparison(op).ok_or_else(|| error_at(start(expr), format!("unsupported operator {op}")))?;
             // `field op literal`, or `literal op field` with the operator turned around.
             let (side, field, op, value) = match (field(left, scope), literal(right)) {
                 (Ok((side, name)), Ok(value)) => (side, name, op, value),
                 _ => {
                     let (side, name) = field(right, scope).map_err(|_| {
-                        error_at(expr.span(), "a comparison needs a field on one side and a literal on the other")
+                        error_at(start(expr), "a comparison needs a field on one side and a literal on the other")
                     })?;
                     let flipped = turned_around(op);
                     let value = literal(left).map_err(|_| {
-                        error_at(expr.span(), "a comparison needs a field on one side and a literal on the other")
+                        error_at(start(expr), "a comparison needs a field on one side and a literal on the other")
                     })?;
                     (side, name, flipped, value)
                 }
             };
             if value.is_null() {
-                return Err(error_at(expr.span(), "compare with NULL using IS NULL or IS NOT NULL"));
+                return Err(error_at(start(expr), "compare with NULL using IS NULL or IS NOT NULL"));
             }
             Ok((side, Cond::Field { field, op, values: vec![value] }))
         }
@@ -157,33 +185,33 @@ pub(crate) fn condition(expr: &Expr, scope: &Scope) -> Result<(Side, Cond), SqlE
             let (side, name) = field(target, scope)?;
             let pattern = literal(pattern)?;
             if !pattern.is_string() {
-                return Err(error_at(expr.span(), "LIKE needs a string pattern"));
+                return Err(error_at(start(expr), "LIKE needs a string pattern"));
             }
             Ok((side, negate(Cond::Field { field: name, op: Op::Like, values: vec![pattern] }, *negated)))
         }
         Expr::Function(function) if function.name.to_string().eq_ignore_ascii_case("match") => {
             let args = function_args(expr, function)?;
             let [target, text] = args.as_slice() else {
-                return Err(error_at(expr.span(), "MATCH takes a field (or text index name) and the query text"));
+                return Err(error_at(start(expr), "MATCH takes a field (or text index name) and the query text"));
             };
             let (side, name) = field(target, scope)?;
             let text = literal(text)?;
             if !text.is_string() {
-                return Err(error_at(expr.span(), "MATCH needs the query text as a string"));
+                return Err(error_at(start(expr), "MATCH needs the query text as a string"));
             }
             Ok((side, Cond::Field { field: name, op: Op::Match, values: vec![text] }))
         }
         Expr::MatchAgainst { columns, match_value, opt_search_modifier: _ } => {
             let [column] = columns.as_slice() else {
                 return Err(error_at(
-                    expr.span(),
+                    start(expr),
                     "MATCH (...) AGAINST takes one field or text index name (MATCH(field, 'text') works too)",
                 ));
             };
             let name = column.to_string();
             let text = literal(&Expr::value(match_value.clone()))?;
             if !text.is_string() {
-                return Err(error_at(expr.span(), "AGAINST needs the query text as a string"));
+                return Err(error_at(start(expr), "AGAINST needs the query text as a string"));
             }
             Ok((Side::Main, Cond::Field { field: name, op: Op::Match, values: vec![text] }))
         }
@@ -192,7 +220,7 @@ pub(crate) fn condition(expr: &Expr, scope: &Scope) -> Result<(Side, Cond), SqlE
             let op = if matches!(expr, Expr::IsNull(_)) { Op::Empty } else { Op::Any };
             Ok((side, Cond::Field { field: name, op, values: Vec::new() }))
         }
-        other => Err(error_at(other.span(), format!("unsupported condition {other}"))),
+        other => Err(error_at(start(other), format!("unsupported condition {}", shown(other)))),
     }
 }
 
@@ -210,10 +238,10 @@ pub(crate) fn function_args<'a>(
             .iter()
             .map(|arg| match arg {
                 FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
-                _ => Err(error_at(expr.span(), format!("{name}: unsupported argument {arg}"))),
+                _ => Err(error_at(start(expr), format!("{name}: unsupported argument {}", shown(arg)))),
             })
             .collect(),
-        _ => Err(error_at(expr.span(), format!("{name}: unsupported arguments"))),
+        _ => Err(error_at(start(expr), format!("{name}: unsupported arguments"))),
     }
 }
 
@@ -247,21 +275,31 @@ fn negate(cond: Cond, negated: bool) -> Cond {
 
 /// A SET expression: literals and fields of the document combined with `+ - * /`.
 pub(crate) fn computed(expr: &Expr, scope: &Scope) -> Result<Computed, SqlError> {
+    computed_at(expr, scope, 1)
+}
+
+fn computed_at(expr: &Expr, scope: &Scope, depth: usize) -> Result<Computed, SqlError> {
+    if depth > EXPRESSION_DEPTH_MAX {
+        return Err(error_at(
+            start(expr),
+            format!("the expression nests deeper than expression_depth_max ({EXPRESSION_DEPTH_MAX} levels)"),
+        ));
+    }
     match expr {
-        Expr::Nested(inner) => computed(inner, scope),
+        Expr::Nested(inner) => computed_at(inner, scope, depth + 1),
         Expr::BinaryOp { left, op, right } => {
             let op = match op {
                 BinaryOperator::Plus => ArithOp::Add,
                 BinaryOperator::Minus => ArithOp::Sub,
                 BinaryOperator::Multiply => ArithOp::Mul,
                 BinaryOperator::Divide => ArithOp::Div,
-                other => return Err(error_at(expr.span(), format!("unsupported operator {other} in SET"))),
+                other => return Err(error_at(start(expr), format!("unsupported operator {other} in SET"))),
             };
-            Ok(computed(left, scope)?.binary(op, computed(right, scope)?))
+            Ok(computed_at(left, scope, depth + 1)?.binary(op, computed_at(right, scope, depth + 1)?))
         }
         Expr::Identifier(_) | Expr::CompoundIdentifier(_) => match field(expr, scope)? {
             (Side::Main, name) => Ok(Computed::field(&name)),
-            (Side::Join(_), _) => Err(error_at(expr.span(), "SET can only read the updated document's fields")),
+            (Side::Join(_), _) => Err(error_at(start(expr), "SET can only read the updated document's fields")),
         },
         other => literal(other).map(Computed::value),
     }

@@ -15,7 +15,7 @@
 //! as they come. `NOT NULL` is accepted; the engine enforces it for the primary key only
 //! (every document needs its key), other fields may be absent.
 
-use crate::{SqlError, Statement, error_at};
+use crate::{SqlError, Statement, error_at, shown, start};
 use hotset_core::{Collation, FieldType, IndexDef, IndexKind};
 use sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use sqlparser::ast::{
@@ -232,7 +232,7 @@ pub(crate) fn collation(name: &str, span: Span) -> Result<Collation, SqlError> {
 /// The field an index or key column names: `a`, a nested `a.b`, or a quoted `"a.b"`.
 /// Expressions, ASC/DESC, NULLS FIRST/LAST and operator classes are refused.
 pub(crate) fn field_path(column: &IndexColumn) -> Result<String, SqlError> {
-    let span = column.span();
+    let span = start(&column.column.expr);
     let order = &column.column;
     if order.options.asc.is_some() || order.options.nulls_first.is_some() || order.with_fill.is_some() {
         return Err(error_at(
@@ -246,7 +246,9 @@ pub(crate) fn field_path(column: &IndexColumn) -> Result<String, SqlError> {
     match &order.expr {
         Expr::Identifier(ident) => Ok(ident.value.clone()),
         Expr::CompoundIdentifier(parts) => Ok(parts.iter().map(|p| p.value.as_str()).collect::<Vec<_>>().join(".")),
-        other => Err(error_at(span, format!("an index on the expression {other} is not supported: name a field"))),
+        other => {
+            Err(error_at(span, format!("an index on the expression {} is not supported: name a field", shown(other))))
+        }
     }
 }
 
@@ -267,7 +269,11 @@ pub(crate) fn statement_span(statement: &sqlparser::ast::Statement) -> Span {
         sqlparser::ast::Statement::Truncate { table_names, .. } => {
             table_names.first().map_or(Span::empty(), |t| t.name.span())
         }
-        other => other.span(),
+        sqlparser::ast::Statement::CreateTable(table) => table.name.span(),
+        sqlparser::ast::Statement::AlterTable { name, .. } => name.span(),
+        // The first token of whatever else it is (`Spanned::span` of a whole statement
+        // recurses through every expression in it).
+        _ => Span::empty(),
     }
 }
 

@@ -148,18 +148,56 @@ pub(crate) fn error_at(span: Span, message: impl Into<String>) -> SqlError {
     SqlError { message: message.into(), line: span.start.line, column: span.start.column }
 }
 
+/// Longest SQL text `parse` takes (bulk loads go through the document API, not SQL).
+pub const SQL_BYTES_MAX: usize = 16 << 20;
+
+/// Stack a parse may need per byte of SQL text. sqlparser builds a chain of operators
+/// (`a OR b OR ...`, `1+1+...`, `x IS NULL IS NULL ...`) as a left-deep tree, one level per
+/// operator, and building, translating and dropping that tree each recurse once per level:
+/// measured here at about 70 bytes a level in a release build (twice that is budgeted), and
+/// a level can cost as little as two bytes of text (`+1`). Debug builds use several times more per frame.
+const STACK_BYTES_PER_SQL_BYTE: usize = if cfg!(debug_assertions) { 512 } else { 128 };
+/// Stack kept free for what runs on top of the deepest level.
+const STACK_BYTES_BASE: usize = 256 << 10;
+
 /// Parses one SQL statement.
+///
+/// Whatever the text, this never exhausts the caller's stack: when the thread it runs on
+/// has less stack left than the text could need, the parse runs on a stack allocated for
+/// it (`stacker`), sized by the text's length (memory is committed only as deep as the
+/// tree actually goes). The tree's depth is then bounded again where it becomes an
+/// engine query (`condition_depth_max`, `expression_depth_max`).
 pub fn parse(sql: &str) -> Result<Statement, SqlError> {
-    let statements = Parser::parse_sql(&GenericDialect {}, sql).map_err(parser_error)?;
+    if sql.len() > SQL_BYTES_MAX {
+        return Err(SqlError {
+            message: format!("the SQL text is {} bytes, over the limit sql_bytes_max ({SQL_BYTES_MAX})", sql.len()),
+            line: 0,
+            column: 0,
+        });
+    }
+    let needed = STACK_BYTES_BASE + sql.len() * STACK_BYTES_PER_SQL_BYTE;
+    stacker::maybe_grow(needed, needed, || parse_on_this_stack(sql))
+}
+
+fn parse_on_this_stack(sql: &str) -> Result<Statement, SqlError> {
+    let statements = Parser::parse_sql(&GenericDialect {}, sql).map_err(|error| parser_error(error, sql))?;
     let statement = match statements.as_slice() {
         [one] => one,
         [] => return Err(SqlError { message: "no SQL statement".into(), line: 0, column: 0 }),
         _ => return Err(SqlError { message: "one statement at a time".into(), line: 0, column: 0 }),
     };
-    translate(statement, false)
+    translate(statement, false, sql).map_err(|error| match error.line {
+        // A refusal of the statement as a whole points at its first word.
+        0 => {
+            let (line, column) = start_of(sql);
+            SqlError { line, column, ..error }
+        }
+        _ => error,
+    })
 }
 
-fn translate(statement: &sqlparser::ast::Statement, explain: bool) -> Result<Statement, SqlError> {
+/// The statement as the engine's; `sql` is its text, for naming what is not supported.
+fn translate(statement: &sqlparser::ast::Statement, explain: bool, sql: &str) -> Result<Statement, SqlError> {
     use sqlparser::ast::Statement as S;
     match statement {
         S::Query(query) => {
@@ -167,7 +205,7 @@ fn translate(statement: &sqlparser::ast::Statement, explain: bool) -> Result<Sta
             select.query.explain = explain;
             Ok(Statement::Select(select))
         }
-        S::Explain { statement, .. } if !explain => translate(statement, true),
+        S::Explain { statement, .. } if !explain => translate(statement, true, sql),
         S::Insert(insert) if !explain => write::insert(insert),
         S::Update { table, assignments, from, selection, returning, limit, .. } if !explain => {
             write::update(table, assignments, from.is_some(), selection.as_ref(), returning.is_some(), limit.as_ref())
@@ -183,14 +221,72 @@ fn translate(statement: &sqlparser::ast::Statement, explain: bool) -> Result<Sta
             format!(
                 "unsupported statement: {} (supported: SELECT, INSERT, UPDATE, DELETE, EXPLAIN SELECT, \
                  CREATE TABLE, CREATE INDEX, DROP TABLE, DROP INDEX, TRUNCATE)",
-                other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+                // The text's own first words: displaying the statement could recurse as
+                // deep as the statement nests.
+                shown(sql.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
             ),
         )),
     }
 }
 
+/// An expression or value as error messages show it: its SQL text, cut short (a refused
+/// expression may be a generated chain of thousands of terms).
+pub(crate) fn shown(what: impl std::fmt::Display) -> String {
+    const SHOWN_CHARS_MAX: usize = 96;
+    let text = what.to_string();
+    match text.char_indices().nth(SHOWN_CHARS_MAX) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
+}
+
+/// Where an expression starts, found without recursion. `Spanned::span` unions the spans
+/// of a whole subtree recursively, so on a generated chain of 100,000 operators it alone
+/// would need megabytes of stack; the start of a chain is the start of its first operand.
+pub(crate) fn start(expr: &sqlparser::ast::Expr) -> Span {
+    use sqlparser::ast::{Expr, Spanned};
+    let mut expr = expr;
+    loop {
+        expr = match expr {
+            Expr::BinaryOp { left, .. } => left,
+            Expr::IsNull(inner)
+            | Expr::IsNotNull(inner)
+            | Expr::IsTrue(inner)
+            | Expr::IsFalse(inner)
+            | Expr::IsNotTrue(inner)
+            | Expr::IsNotFalse(inner)
+            | Expr::IsUnknown(inner)
+            | Expr::IsNotUnknown(inner) => inner,
+            Expr::Cast { expr, .. }
+            | Expr::Collate { expr, .. }
+            | Expr::InList { expr, .. }
+            | Expr::Between { expr, .. }
+            | Expr::Like { expr, .. }
+            | Expr::ILike { expr, .. } => expr,
+            Expr::Function(function) => return function.name.span(),
+            other => return other.span(),
+        };
+    }
+}
+
+/// The position of the first character of `sql` that is not white space (1-based).
+fn start_of(sql: &str) -> (u64, u64) {
+    let skipped = &sql[..sql.len() - sql.trim_start().len()];
+    let line = skipped.matches('\n').count() as u64 + 1;
+    let column = skipped.rsplit('\n').next().unwrap_or("").chars().count() as u64 + 1;
+    (line, column)
+}
+
+/// The position just past the last character of `sql` (1-based line and column).
+fn end_of(sql: &str) -> (u64, u64) {
+    let line = sql.lines().count().max(1) as u64 + u64::from(sql.ends_with('\n'));
+    let last = if sql.ends_with('\n') { "" } else { sql.lines().last().unwrap_or("") };
+    (line, last.chars().count() as u64 + 1)
+}
+
 /// sqlparser's error text carries "at Line: L, Column: C"; keep the position as numbers.
-fn parser_error(error: sqlparser::parser::ParserError) -> SqlError {
+/// Errors at the end of the text ("found: EOF") carry none: they point past its end.
+fn parser_error(error: sqlparser::parser::ParserError, sql: &str) -> SqlError {
     let text = error.to_string();
     let text = text.strip_prefix("sql parser error: ").unwrap_or(&text).to_string();
     let number_after = |label: &str| -> u64 {
@@ -199,7 +295,10 @@ fn parser_error(error: sqlparser::parser::ParserError) -> SqlError {
             .and_then(|digits| digits.parse().ok())
             .unwrap_or(0)
     };
-    let (line, column) = (number_after("Line: "), number_after("Column: "));
+    let (line, column) = match (number_after("Line: "), number_after("Column: ")) {
+        (0, _) => end_of(sql),
+        position => position,
+    };
     let message = match text.find(" at Line: ") {
         Some(at) => text[..at].to_string(),
         None => text.clone(),

@@ -6,8 +6,8 @@
 //! OFFSET. Never: accept a clause it would ignore (HAVING, DISTINCT, window
 //! functions, subqueries, several FROM tables): each is an error at its position.
 
-use crate::cond::{Scope, Side, comparison, conjuncts, field, function_args, literal, turned_around};
-use crate::{Projection, Select, SqlError, error_at};
+use crate::cond::{Scope, Side, chain, comparison, conjuncts, field, function_args, literal, turned_around};
+use crate::{Projection, Select, SqlError, error_at, shown, start};
 use hotset_core::query::{Facet, Highlight, Join, JoinKind, JoinOn, RANK, Snippet, SortKey};
 use hotset_core::text::Markers;
 use hotset_core::{Aggregation, Query};
@@ -15,6 +15,7 @@ use sqlparser::ast::{
     BinaryOperator, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
     JoinConstraint, JoinOperator, LimitClause, OrderByKind, SelectItem, SetExpr, Spanned, TableFactor,
 };
+use sqlparser::tokenizer::Span;
 
 /// What one item of the select list asks for.
 enum Item {
@@ -39,8 +40,17 @@ enum Item {
     },
 }
 
+/// Where a query starts: its SELECT keyword (`Spanned::span` would walk every expression
+/// in it). Other bodies point nowhere, and the caller names the statement's first word.
+fn query_start(statement: &sqlparser::ast::Query) -> Span {
+    match &*statement.body {
+        SetExpr::Select(select) => select.select_token.0.span,
+        _ => Span::empty(),
+    }
+}
+
 pub(crate) fn select(statement: &sqlparser::ast::Query) -> Result<Select, SqlError> {
-    let unsupported = |what: &str| error_at(statement.span(), format!("{what} is not supported"));
+    let unsupported = |what: &str| error_at(query_start(statement), format!("{what} is not supported"));
     if statement.with.is_some() {
         return Err(unsupported("WITH"));
     }
@@ -48,16 +58,22 @@ pub(crate) fn select(statement: &sqlparser::ast::Query) -> Result<Select, SqlErr
         return Err(unsupported("FETCH / FOR UPDATE"));
     }
     let SetExpr::Select(select) = &*statement.body else {
-        return Err(error_at(statement.body.span(), "only a plain SELECT is supported (no UNION, VALUES, subquery)"));
+        return Err(error_at(query_start(statement), "only a plain SELECT is supported (no UNION, VALUES, subquery)"));
     };
     if select.distinct.is_some() {
-        return Err(error_at(select.span(), "SELECT DISTINCT is not supported; use GROUP BY or COUNT(DISTINCT field)"));
+        return Err(error_at(
+            select.select_token.0.span,
+            "SELECT DISTINCT is not supported; use GROUP BY or COUNT(DISTINCT field)",
+        ));
     }
     if let Some(having) = &select.having {
-        return Err(error_at(having.span(), "HAVING is not supported"));
+        return Err(error_at(start(having), "HAVING is not supported"));
     }
     let [from] = select.from.as_slice() else {
-        return Err(error_at(select.span(), "SELECT needs exactly one FROM namespace (use JOIN for more)"));
+        return Err(error_at(
+            select.select_token.0.span,
+            "SELECT needs exactly one FROM namespace (use JOIN for more)",
+        ));
     };
     let (namespace, alias) = table(&from.relation)?;
     let mut scope = Scope { main: vec![namespace.clone()], joins: Vec::new() };
@@ -105,7 +121,7 @@ pub(crate) fn select(statement: &sqlparser::ast::Query) -> Result<Select, SqlErr
         GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => {
             exprs.iter().map(|e| main_field(e, &scope)).collect::<Result<Vec<_>, _>>()?
         }
-        other => return Err(error_at(select.span(), format!("unsupported GROUP BY {other}"))),
+        other => return Err(error_at(select.select_token.0.span, format!("unsupported GROUP BY {}", shown(other)))),
     };
     let sort = order_by(statement, &scope)?;
     let (limit, offset) = limit_offset(statement)?;
@@ -154,7 +170,7 @@ fn plain(
     }
     if rows {
         if star && !fields.is_empty() {
-            return Err(error_at(statement.span(), "select either * or a list of fields, not both"));
+            return Err(error_at(query_start(statement), "select either * or a list of fields, not both"));
         }
         // With `*` the extras come as the documents' `_rank`, `_highlight`, `_snippet`.
         fields.extend(extras);
@@ -197,13 +213,19 @@ fn grouped(
             Item::Field { path, .. } if fields.contains(&path) => {}
             Item::CountAll { name } => count_as = Some(name),
             _ => {
-                return Err(error_at(statement.span(), "with GROUP BY, select the grouped fields and COUNT(*) only"));
+                return Err(error_at(
+                    query_start(statement),
+                    "with GROUP BY, select the grouped fields and COUNT(*) only",
+                ));
             }
         }
     }
     for key in &sort {
         if key.field != "count" && !fields.contains(&key.field) {
-            return Err(error_at(statement.span(), format!("ORDER BY {} is neither grouped nor COUNT(*)", key.field)));
+            return Err(error_at(
+                query_start(statement),
+                format!("ORDER BY {} is neither grouped nor COUNT(*)", key.field),
+            ));
         }
     }
     query.aggregations.push(Aggregation::Facet(Facet { fields: fields.clone(), sort, offset, limit }));
@@ -225,12 +247,11 @@ fn table(relation: &TableFactor) -> Result<(String, Option<String>), SqlError> {
 fn join_on(expr: &Expr, scope: &Scope, position: usize, out: &mut Vec<JoinOn>) -> Result<(), SqlError> {
     match expr {
         Expr::Nested(inner) => join_on(inner, scope, position, out),
-        Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
-            join_on(left, scope, position, out)?;
-            join_on(right, scope, position, out)
+        Expr::BinaryOp { op: BinaryOperator::And, .. } => {
+            chain(expr, &BinaryOperator::And).into_iter().try_for_each(|part| join_on(part, scope, position, out))
         }
         Expr::BinaryOp { left, op, right } => {
-            let op = comparison(op).ok_or_else(|| error_at(expr.span(), format!("unsupported operator {op} in ON")))?;
+            let op = comparison(op).ok_or_else(|| error_at(start(expr), format!("unsupported operator {op} in ON")))?;
             let (l, r) = (field(left, scope)?, field(right, scope)?);
             let joined = Side::Join(position);
             let on = match (l, r) {
@@ -242,7 +263,7 @@ fn join_on(expr: &Expr, scope: &Scope, position: usize, out: &mut Vec<JoinOn>) -
                 }
                 _ => {
                     return Err(error_at(
-                        expr.span(),
+                        start(expr),
                         "ON compares a field of the main namespace with a field of the joined one (qualify them)",
                     ));
                 }
@@ -250,7 +271,7 @@ fn join_on(expr: &Expr, scope: &Scope, position: usize, out: &mut Vec<JoinOn>) -
             out.push(on);
             Ok(())
         }
-        other => Err(error_at(other.span(), format!("unsupported ON condition {other}"))),
+        other => Err(error_at(start(other), format!("unsupported ON condition {}", shown(other)))),
     }
 }
 
@@ -259,7 +280,7 @@ fn select_item(item: &SelectItem, scope: &Scope) -> Result<Item, SqlError> {
         SelectItem::Wildcard(_) => return Ok(Item::Star),
         SelectItem::UnnamedExpr(expr) => (expr, None),
         SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
-        other => return Err(error_at(other.span(), format!("unsupported select item {other}"))),
+        other => return Err(error_at(other.span(), format!("unsupported select item {}", shown(other)))),
     };
     if let Some(item) = text_item(expr, alias.clone())? {
         return Ok(item);
@@ -267,13 +288,13 @@ fn select_item(item: &SelectItem, scope: &Scope) -> Result<Item, SqlError> {
     if let Expr::Function(function) = expr {
         let name = function.name.to_string().to_ascii_lowercase();
         let FunctionArguments::List(list) = &function.args else {
-            return Err(error_at(expr.span(), format!("{name} needs arguments")));
+            return Err(error_at(start(expr), format!("{name} needs arguments")));
         };
         let distinct = matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
         let argument = match list.args.as_slice() {
             [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] => None,
             [FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))] => Some(main_field(arg, scope)?),
-            _ => return Err(error_at(expr.span(), format!("{name} takes one field or *"))),
+            _ => return Err(error_at(start(expr), format!("{name} takes one field or *"))),
         };
         let label = alias.unwrap_or_else(|| expr.to_string().to_ascii_lowercase());
         let aggregation = match (name.as_str(), argument, distinct) {
@@ -285,8 +306,8 @@ fn select_item(item: &SelectItem, scope: &Scope) -> Result<Item, SqlError> {
             ("max", Some(field), false) => Aggregation::Max(field),
             _ => {
                 return Err(error_at(
-                    expr.span(),
-                    format!("unsupported function {expr} (COUNT(*), COUNT(DISTINCT f), SUM, AVG, MIN, MAX)"),
+                    start(expr),
+                    format!("unsupported function {} (COUNT(*), COUNT(DISTINCT f), SUM, AVG, MIN, MAX)", shown(expr)),
                 ));
             }
         };
@@ -308,7 +329,7 @@ fn text_item(expr: &Expr, alias: Option<String>) -> Result<Option<Item>, SqlErro
     let label = alias.unwrap_or_else(|| expr.to_string().to_ascii_lowercase());
     if name == "rank" {
         if !args.is_empty() {
-            return Err(error_at(expr.span(), "rank() takes no arguments"));
+            return Err(error_at(start(expr), "rank() takes no arguments"));
         }
         return Ok(Some(Item::Text { path: "_rank".to_string(), name: label, markup: None }));
     }
@@ -316,14 +337,14 @@ fn text_item(expr: &Expr, alias: Option<String>) -> Result<Option<Item>, SqlErro
         [field] => (field, None),
         [field, pre, post] => {
             let text = |e: &Expr| -> Result<String, SqlError> {
-                literal(e)?.as_str().map(str::to_string).ok_or_else(|| error_at(e.span(), "markers are strings"))
+                literal(e)?.as_str().map(str::to_string).ok_or_else(|| error_at(start(e), "markers are strings"))
             };
             (field, Some(Markers { pre: text(pre)?, post: text(post)? }))
         }
-        _ => return Err(error_at(expr.span(), format!("{name}(field) or {name}(field, 'pre', 'post')"))),
+        _ => return Err(error_at(start(expr), format!("{name}(field) or {name}(field, 'pre', 'post')"))),
     };
     let (Expr::Identifier(_) | Expr::CompoundIdentifier(_)) = field else {
-        return Err(error_at(field.span(), format!("{name} takes a field name")));
+        return Err(error_at(start(field), format!("{name} takes a field name")));
     };
     let field = field.to_string();
     let path = format!("_{name}.{field}");
@@ -334,14 +355,14 @@ fn text_item(expr: &Expr, alias: Option<String>) -> Result<Option<Item>, SqlErro
 fn main_field(expr: &Expr, scope: &Scope) -> Result<String, SqlError> {
     match field(expr, scope)? {
         (Side::Main, name) => Ok(name),
-        (Side::Join(_), _) => Err(error_at(expr.span(), "only fields of the main namespace can be used here")),
+        (Side::Join(_), _) => Err(error_at(start(expr), "only fields of the main namespace can be used here")),
     }
 }
 
 fn order_by(statement: &sqlparser::ast::Query, scope: &Scope) -> Result<Vec<SortKey>, SqlError> {
     let Some(order_by) = &statement.order_by else { return Ok(Vec::new()) };
     let OrderByKind::Expressions(exprs) = &order_by.kind else {
-        return Err(error_at(statement.span(), "ORDER BY ALL is not supported"));
+        return Err(error_at(query_start(statement), "ORDER BY ALL is not supported"));
     };
     exprs
         .iter()
@@ -362,13 +383,13 @@ fn limit_offset(statement: &sqlparser::ast::Query) -> Result<(Option<usize>, usi
         literal(expr)?
             .as_u64()
             .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| error_at(expr.span(), "LIMIT and OFFSET take a whole number, 0 or more"))
+            .ok_or_else(|| error_at(start(expr), "LIMIT and OFFSET take a whole number, 0 or more"))
     };
     match &statement.limit_clause {
         None => Ok((None, 0)),
         Some(LimitClause::LimitOffset { limit, offset, limit_by }) => {
             if let Some(by) = limit_by.first() {
-                return Err(error_at(by.span(), "LIMIT BY is not supported"));
+                return Err(error_at(start(by), "LIMIT BY is not supported"));
             }
             let limit = limit.as_ref().map(count).transpose()?;
             let offset = offset.as_ref().map(|o| count(&o.value)).transpose()?.unwrap_or(0);

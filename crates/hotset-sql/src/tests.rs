@@ -272,3 +272,4 @@ fn full_text_match_rank_and_markup() {
 }
 
 mod ddl;
+mod deep;

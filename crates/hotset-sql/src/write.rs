@@ -6,7 +6,7 @@
 //! SELECT or joined updates, which it could not honour.
 
 use crate::cond::{Scope, Side, computed, conjuncts, literal};
-use crate::{SqlError, Statement, error_at};
+use crate::{SqlError, Statement, error_at, start};
 use hotset_core::Query;
 use hotset_core::query::SetField;
 use serde_json::{Map, Value};
@@ -29,7 +29,7 @@ pub(crate) fn insert(insert: &Insert) -> Result<Statement, SqlError> {
         return Err(error_at(span, "INSERT needs VALUES"));
     };
     let SetExpr::Values(values) = &*source.body else {
-        return Err(error_at(source.span(), "only INSERT ... VALUES is supported"));
+        return Err(error_at(span, "only INSERT ... VALUES is supported"));
     };
     let columns: Vec<String> = insert.columns.iter().map(|c| c.value.clone()).collect();
     let docs = values.rows.iter().map(|row| document(&columns, row, span)).collect::<Result<Vec<_>, _>>()?;
@@ -44,10 +44,10 @@ fn document(columns: &[String], row: &[Expr], span: Span) -> Result<Value, SqlEr
             [only] => match literal(only)? {
                 Value::String(text) => match serde_json::from_str::<Value>(&text) {
                     Ok(doc @ Value::Object(_)) => Ok(doc),
-                    Ok(_) => Err(error_at(only.span(), "the JSON value must be an object")),
-                    Err(e) => Err(error_at(only.span(), format!("invalid JSON document: {e}"))),
+                    Ok(_) => Err(error_at(start(only), "the JSON value must be an object")),
+                    Err(e) => Err(error_at(start(only), format!("invalid JSON document: {e}"))),
                 },
-                _ => Err(error_at(only.span(), "without a column list, give each document as one JSON string")),
+                _ => Err(error_at(start(only), "without a column list, give each document as one JSON string")),
             },
             _ => Err(error_at(span, "without a column list, give each document as one JSON string")),
         };
@@ -99,7 +99,7 @@ pub(crate) fn update(
                     if path.len() > 1 && scope.main.contains(&path[0]) { path[1..].join(".") } else { path.join(".") };
                 Ok(SetField::Set(path, computed(&assignment.value, &scope)?))
             }
-            AssignmentTarget::Tuple(_) => Err(error_at(assignment.value.span(), "SET (a, b) = ... is not supported")),
+            AssignmentTarget::Tuple(_) => Err(error_at(start(&assignment.value), "SET (a, b) = ... is not supported")),
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Statement::Update { query, sets })

@@ -17,6 +17,7 @@ use super::like::LikePattern;
 use crate::collate::Collation;
 use crate::doc::{self, FieldPath};
 use crate::error::{Error, Result};
+use crate::limits::CONDITION_DEPTH_MAX;
 use crate::namespace::NamespaceData;
 use crate::value::{Scalar, ScalarRef, compare, scalar_natural};
 use serde_json::Value;
@@ -149,15 +150,27 @@ pub(crate) enum Pred {
 }
 
 impl Pred {
+    /// Compiles a condition tree; one nested deeper than [`CONDITION_DEPTH_MAX`] is refused
+    /// before anything recurses further (every walk of a `Pred` recurses per level).
     pub fn compile(data: &NamespaceData, cond: &Cond) -> Result<Pred> {
+        Pred::compile_at(data, cond, 1)
+    }
+
+    fn compile_at(data: &NamespaceData, cond: &Cond, depth: usize) -> Result<Pred> {
+        if depth > CONDITION_DEPTH_MAX {
+            return Err(Error::InvalidQuery {
+                reason: format!("conditions nest deeper than condition_depth_max ({CONDITION_DEPTH_MAX} levels)"),
+            });
+        }
+        let all = |items: &[Cond]| items.iter().map(|c| Pred::compile_at(data, c, depth + 1)).collect::<Result<_>>();
         Ok(match cond {
             Cond::Field { field, op: Op::Match, values } => {
                 Pred::Text(Arc::new(TextPred::compile(data, field, values)?))
             }
             Cond::Field { field, op, values } => Pred::Field(FieldPred::compile(data, field, *op, values)?),
-            Cond::And(items) => Pred::And(items.iter().map(|c| Pred::compile(data, c)).collect::<Result<_>>()?),
-            Cond::Or(items) => Pred::Or(items.iter().map(|c| Pred::compile(data, c)).collect::<Result<_>>()?),
-            Cond::Not(inner) => Pred::Not(Box::new(Pred::compile(data, inner)?)),
+            Cond::And(items) => Pred::And(all(items)?),
+            Cond::Or(items) => Pred::Or(all(items)?),
+            Cond::Not(inner) => Pred::Not(Box::new(Pred::compile_at(data, inner, depth + 1)?)),
         })
     }
 

@@ -10,6 +10,7 @@ use super::ast::{ArithOp, Expr, Query, SetField};
 use super::exec;
 use crate::doc::{self, FieldPath};
 use crate::error::{Error, Result};
+use crate::limits::EXPRESSION_DEPTH_MAX;
 use crate::namespace::{Extracted, NamespaceData};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -44,6 +45,15 @@ pub(crate) fn updated_documents(data: &NamespaceData, rows: &[u32], sets: &[SetF
         if field.is_empty() || field.split('.').any(str::is_empty) {
             return Err(Error::InvalidQuery { reason: format!("invalid field name '{field}'") });
         }
+        if let SetField::Set(_, expr) = set
+            && expr_depth(expr) > EXPRESSION_DEPTH_MAX
+        {
+            return Err(Error::InvalidQuery {
+                reason: format!(
+                    "the expression for '{field}' nests deeper than expression_depth_max ({EXPRESSION_DEPTH_MAX} levels)"
+                ),
+            });
+        }
     }
     rows.iter()
         .map(|&row| {
@@ -67,6 +77,22 @@ pub(crate) fn apply(data: &mut NamespaceData, updates: Vec<Update>) {
     for (row, bytes, values) in updates {
         data.replace_row(row, bytes, values);
     }
+}
+
+/// How deeply an expression nests, counted without recursion (so a tree built in code,
+/// not parsed, cannot exhaust the stack here either; `evaluate` recurses only once this
+/// has bounded it).
+fn expr_depth(expr: &Expr) -> usize {
+    let mut deepest = 0;
+    let mut pending = vec![(expr, 1)];
+    while let Some((expr, depth)) = pending.pop() {
+        deepest = deepest.max(depth);
+        if let Expr::Binary(left, _, right) = expr {
+            pending.push((left, depth + 1));
+            pending.push((right, depth + 1));
+        }
+    }
+    deepest
 }
 
 fn evaluate(expr: &Expr, doc: &Value) -> Result<Value> {
