@@ -7,6 +7,7 @@
 use hotset_storage::{FsyncPolicy, RecoveryMode};
 use serde::Deserialize;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Everything `hotset serve` needs. Every field has a default, so no file is required.
 #[derive(Debug, Clone, Deserialize)]
@@ -14,10 +15,16 @@ use std::path::PathBuf;
 pub struct Config {
     /// The data folder (created if missing).
     pub data: PathBuf,
-    /// Address both listeners bind to. The default keeps the server local.
+    /// Address every listener binds to. The default keeps the server local.
     pub bind: String,
-    pub resp_port: u16,
-    pub http_port: u16,
+    /// Plain (unencrypted) Redis protocol; `off` for a TLS-only server.
+    pub resp_port: Port,
+    /// Plain HTTP; `off` for a TLS-only server.
+    pub http_port: Port,
+    /// The Redis protocol over TLS (Redis' `tls-port`); off unless set.
+    pub tls_port: Port,
+    /// HTTPS; off unless set.
+    pub http_tls_port: Port,
     /// `always`, `periodic` (fsync every second) or `never`.
     pub fsync: String,
     /// `strict` (stop on corruption) or `truncate-corrupt` (cut the log there).
@@ -29,6 +36,31 @@ pub struct Config {
     /// Threads serving connections; 0 means one per core.
     pub threads: usize,
     pub limits: LimitsConfig,
+    pub tls: TlsConfig,
+}
+
+/// A listener's port: a number (0 picks a free one) or `off` (no listener). In TOML an
+/// integer or the string `"off"`; on the command line and in the environment, the same
+/// words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Port {
+    Off,
+    Number(u16),
+}
+
+/// The certificate and key that `tls_port` and `http_tls_port` serve, all PEM.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// The server's certificate chain, leaf first.
+    pub cert_file: Option<PathBuf>,
+    /// Its private key: PKCS#8, RSA (PKCS#1) or SEC1.
+    pub key_file: Option<PathBuf>,
+    /// When set, clients must present a certificate this CA bundle signed (Redis'
+    /// `tls-auth-clients yes`); when not, any client may connect.
+    pub ca_file: Option<PathBuf>,
+    /// Longest a client may take over its handshake before the connection is closed.
+    pub handshake_timeout_ms: u64,
 }
 
 /// Limits a client can run into; breaking one gets that client an error.
@@ -52,15 +84,75 @@ impl Default for Config {
         Config {
             data: PathBuf::from("hotset-data"),
             bind: "127.0.0.1".into(),
-            resp_port: 7379,
-            http_port: 7380,
+            resp_port: Port::Number(7379),
+            http_port: Port::Number(7380),
+            tls_port: Port::Off,
+            http_tls_port: Port::Off,
             fsync: "periodic".into(),
             recovery: "strict".into(),
             password: None,
             databases: 16,
             threads: 0,
             limits: LimitsConfig::default(),
+            tls: TlsConfig::default(),
         }
+    }
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        TlsConfig { cert_file: None, key_file: None, ca_file: None, handshake_timeout_ms: 10_000 }
+    }
+}
+
+impl Port {
+    pub fn number(self) -> Option<u16> {
+        match self {
+            Port::Off => None,
+            Port::Number(number) => Some(number),
+        }
+    }
+}
+
+impl std::fmt::Display for Port {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Port::Off => f.write_str("off"),
+            Port::Number(number) => write!(f, "{number}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Port {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Port, String> {
+        if text.eq_ignore_ascii_case("off") {
+            return Ok(Port::Off);
+        }
+        text.parse().map(Port::Number).map_err(|_| format!("a port is a number up to 65535 or off, not {text:?}"))
+    }
+}
+
+impl<'de> Deserialize<'de> for Port {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Port, D::Error> {
+        struct PortVisitor;
+        impl serde::de::Visitor<'_> for PortVisitor {
+            type Value = Port;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a port number up to 65535 or \"off\"")
+            }
+            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Port, E> {
+                u16::try_from(value).map(Port::Number).map_err(|_| E::custom(format!("port {value} is out of range")))
+            }
+            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Port, E> {
+                u16::try_from(value).map(Port::Number).map_err(|_| E::custom(format!("port {value} is out of range")))
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Port, E> {
+                text.parse().map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(PortVisitor)
     }
 }
 
@@ -111,10 +203,28 @@ impl Config {
         }
     }
 
+    /// Whether a TLS listener is configured (and so a certificate and key are needed).
+    pub fn tls_enabled(&self) -> bool {
+        self.tls_port != Port::Off || self.http_tls_port != Port::Off
+    }
+
+    pub fn tls_handshake_timeout(&self) -> Duration {
+        Duration::from_millis(self.tls.handshake_timeout_ms)
+    }
+
     /// Checks what the types cannot.
     pub fn validate(&self) -> Result<(), String> {
         self.fsync_policy()?;
         self.recovery_mode()?;
+        if [self.resp_port, self.http_port, self.tls_port, self.http_tls_port].iter().all(|&port| port == Port::Off) {
+            return Err("every listener is off: set resp_port, http_port, tls_port or http_tls_port".into());
+        }
+        if self.tls_enabled() && (self.tls.cert_file.is_none() || self.tls.key_file.is_none()) {
+            return Err("tls_port and http_tls_port need tls.cert_file and tls.key_file".into());
+        }
+        if self.tls.handshake_timeout_ms == 0 {
+            return Err("tls.handshake_timeout_ms must be at least 1".into());
+        }
         if self.databases == 0 {
             return Err("databases must be at least 1".into());
         }
@@ -133,11 +243,33 @@ mod tests {
     fn file_overrides_defaults_and_refuses_unknown_keys() {
         let config: Config =
             toml::from_str("resp_port = 1234\nfsync = \"always\"\n[limits]\nmax_clients = 5\n").unwrap();
-        assert_eq!((config.resp_port, config.http_port, config.limits.max_clients), (1234, 7380, 5));
+        assert_eq!(
+            (config.resp_port, config.http_port, config.limits.max_clients),
+            (Port::Number(1234), Port::Number(7380), 5)
+        );
         assert_eq!(config.fsync_policy(), Ok(FsyncPolicy::Always));
         assert!(toml::from_str::<Config>("resp_prot = 1").is_err());
         let bad = Config { fsync: "sometimes".into(), ..Config::default() };
         assert!(bad.validate().unwrap_err().contains("sometimes"));
+    }
+
+    #[test]
+    fn ports_are_numbers_or_off_and_tls_ports_need_a_certificate() {
+        let config: Config = toml::from_str("resp_port = \"off\"\nhttp_tls_port = 0\n").unwrap();
+        assert_eq!((config.resp_port, config.http_port), (Port::Off, Port::Number(7380)));
+        assert_eq!((config.tls_port, config.http_tls_port), (Port::Off, Port::Number(0)));
+        assert!(config.validate().unwrap_err().contains("tls.cert_file"));
+        assert!(toml::from_str::<Config>("tls_port = 70000").unwrap_err().to_string().contains("70000"));
+        assert!(toml::from_str::<Config>("tls_port = \"on\"").unwrap_err().to_string().contains("\"on\""));
+        assert_eq!("OFF".parse::<Port>(), Ok(Port::Off));
+        assert_eq!("6380".parse::<Port>(), Ok(Port::Number(6380)));
+        assert!("-1".parse::<Port>().is_err());
+        let with_files: Config =
+            toml::from_str("tls_port = 6380\n[tls]\ncert_file = \"c.pem\"\nkey_file = \"k.pem\"\n").unwrap();
+        assert_eq!(with_files.validate(), Ok(()));
+        assert_eq!(with_files.tls_handshake_timeout(), Duration::from_secs(10));
+        let nothing = Config { resp_port: Port::Off, http_port: Port::Off, ..Config::default() };
+        assert!(nothing.validate().unwrap_err().contains("every listener is off"));
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod metrics;
 mod resp;
 mod server;
 mod state;
+mod tls;
 mod transfer;
 
 use clap::{Args, Parser, Subcommand};
@@ -134,12 +135,27 @@ struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1].
     #[arg(long, env = "HOTSET_BIND")]
     bind: Option<String>,
-    /// Redis protocol port [default: 7379].
+    /// Redis protocol port, or `off` [default: 7379].
     #[arg(long, env = "HOTSET_RESP_PORT")]
-    resp_port: Option<u16>,
-    /// HTTP/JSON port [default: 7380].
+    resp_port: Option<config::Port>,
+    /// HTTP/JSON port, or `off` [default: 7380].
     #[arg(long, env = "HOTSET_HTTP_PORT")]
-    http_port: Option<u16>,
+    http_port: Option<config::Port>,
+    /// Redis protocol over TLS port [default: off].
+    #[arg(long, env = "HOTSET_TLS_PORT")]
+    tls_port: Option<config::Port>,
+    /// HTTPS port [default: off].
+    #[arg(long, env = "HOTSET_HTTP_TLS_PORT")]
+    http_tls_port: Option<config::Port>,
+    /// The TLS ports' certificate chain (PEM).
+    #[arg(long, env = "HOTSET_TLS_CERT_FILE")]
+    tls_cert_file: Option<PathBuf>,
+    /// The TLS ports' private key (PEM: PKCS#8, RSA or SEC1).
+    #[arg(long, env = "HOTSET_TLS_KEY_FILE")]
+    tls_key_file: Option<PathBuf>,
+    /// CA certificates (PEM); when set, TLS clients must present a certificate they signed.
+    #[arg(long, env = "HOTSET_TLS_CA_FILE")]
+    tls_ca_file: Option<PathBuf>,
     /// When writes are fsynced before they are acknowledged [default: periodic].
     #[arg(long, env = "HOTSET_FSYNC", value_parser = ["always", "periodic", "never"])]
     fsync: Option<String>,
@@ -171,7 +187,7 @@ impl ServeArgs {
         };
         macro_rules! set {
             ($($flag:ident => $($field:ident).+),* $(,)?) => {
-                $(if let Some(value) = self.$flag { config.$($field).+ = value; })*
+                $(if let Some(value) = self.$flag { config.$($field).+ = value.into(); })*
             };
         }
         set!(
@@ -179,6 +195,8 @@ impl ServeArgs {
             fsync => fsync, recovery => recovery, threads => threads,
             max_clients => limits.max_clients, max_bulk_bytes => limits.max_bulk_bytes,
             query_timeout_ms => limits.query_timeout_ms,
+            tls_port => tls_port, http_tls_port => http_tls_port,
+            tls_cert_file => tls.cert_file, tls_key_file => tls.key_file, tls_ca_file => tls.ca_file,
         );
         if self.password.is_some() {
             config.password = self.password;

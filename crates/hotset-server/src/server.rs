@@ -1,17 +1,19 @@
-//! Running the server: bind every listener, open the store (recovery), serve until a
-//! signal, close.
+//! Running the server: read the TLS files, bind every listener, open the store (recovery),
+//! serve until a signal, close.
 //!
 //! Owns: the tokio runtime, the accept loops, the active-expiry task, the ready line and
 //! the order of start-up and shutdown. Start-up binds before it recovers, so a port in use
-//! is reported at once, not after replaying the log; connections
+//! or a bad certificate is reported at once, not after replaying the log; connections
 //! made during recovery wait in the listen backlog and are served once the data is
 //! loaded. Shutdown stops accepting, then closes the store so everything acknowledged is
 //! fsynced. Never: handle a request itself.
 
-use crate::config::Config;
+use crate::config::{Config, Port};
 use crate::state::ServerState;
+use crate::tls::{HttpsListener, Tls, TlsListeners};
 use crate::{http, resp};
 use hotset_storage::{Store, StoreOptions};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -28,6 +30,7 @@ const EXPIRY_BUDGET: usize = 200;
 /// Serves until SIGINT or SIGTERM; returns the process exit code.
 pub fn serve(config: Config) -> Result<(), String> {
     config.validate()?;
+    let tls = if config.tls_enabled() { Some(TlsListeners::load(&config)?) } else { None };
     let threads =
         if config.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { config.threads };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -39,7 +42,7 @@ pub fn serve(config: Config) -> Result<(), String> {
     let listeners = runtime.block_on(Listeners::bind(&config))?;
     let store = open_store(&config)?;
     let state = ServerState::new(store, config);
-    let served = runtime.block_on(run(Arc::clone(&state), listeners));
+    let served = runtime.block_on(run(Arc::clone(&state), listeners, tls));
     // Connections still open are dropped with the runtime; then the log is closed, so
     // every write that was acknowledged is on disk.
     runtime.shutdown_timeout(Duration::from_secs(5));
@@ -67,11 +70,13 @@ fn open_store(config: &Config) -> Result<Store, String> {
     Ok(store)
 }
 
-/// Both listeners, bound (the kernel queues connections from then on) but not yet
-/// accepting.
+/// Every listener the config asks for, bound (the kernel queues connections from then
+/// on) but not yet accepting.
 struct Listeners {
-    resp: TcpListener,
-    http: TcpListener,
+    resp: Option<TcpListener>,
+    http: Option<TcpListener>,
+    tls: Option<TcpListener>,
+    https: Option<TcpListener>,
 }
 
 impl Listeners {
@@ -79,55 +84,103 @@ impl Listeners {
         Ok(Listeners {
             resp: bind(config, "resp_port", config.resp_port).await?,
             http: bind(config, "http_port", config.http_port).await?,
+            tls: bind(config, "tls_port", config.tls_port).await?,
+            https: bind(config, "http_tls_port", config.http_tls_port).await?,
         })
     }
 }
 
-async fn bind(config: &Config, setting: &str, port: u16) -> Result<TcpListener, String> {
+async fn bind(config: &Config, setting: &str, port: Port) -> Result<Option<TcpListener>, String> {
+    let Some(port) = port.number() else { return Ok(None) };
     let addr = format!("{}:{port}", config.bind);
-    TcpListener::bind(&addr).await.map_err(|e| format!("binding {addr} ({setting}): {e}"))
+    let listener = TcpListener::bind(&addr).await.map_err(|e| format!("binding {addr} ({setting}): {e}"))?;
+    Ok(Some(listener))
 }
 
-/// The ready line tools wait for: `hotset ready: resp ADDR http ADDR data DIR`.
+fn local_addr(listener: &Option<TcpListener>) -> Result<Option<SocketAddr>, String> {
+    listener.as_ref().map(|l| l.local_addr().map_err(|e| format!("reading a listener's address: {e}"))).transpose()
+}
+
+/// The ready line tools wait for: `hotset ready: resp ADDR http ADDR data DIR`, then
+/// ` tls ADDR https ADDR` when a TLS port is set; `-` stands for a listener that is off.
 fn ready_line(listeners: &Listeners, config: &Config) -> Result<String, String> {
-    let shown =
-        |listener: &TcpListener| listener.local_addr().map_err(|e| format!("reading a listener's address: {e}"));
-    Ok(format!(
+    let shown = |listener: &Option<TcpListener>| {
+        local_addr(listener).map(|addr| addr.map_or_else(|| "-".to_string(), |addr| addr.to_string()))
+    };
+    let mut line = format!(
         "hotset ready: resp {} http {} data {}",
         shown(&listeners.resp)?,
         shown(&listeners.http)?,
         config.data.display()
-    ))
+    );
+    if config.tls_enabled() {
+        line += &format!(" tls {} https {}", shown(&listeners.tls)?, shown(&listeners.https)?);
+    }
+    Ok(line)
 }
 
-/// Accepts RESP connections, each served by a task of its own.
-fn accept_resp(state: &Arc<ServerState>, listener: TcpListener) {
+/// Accepts RESP connections, each served by a task of its own; over TLS that task runs
+/// the handshake first.
+fn accept_resp(state: &Arc<ServerState>, listener: TcpListener, tls: Option<Arc<Tls>>) {
     let state = Arc::clone(state);
     tokio::spawn(async move {
         loop {
-            match listener.accept().await {
-                Ok((stream, addr)) => {
-                    tokio::spawn(resp::conn::serve(Arc::clone(&state), stream, addr));
-                }
+            let (stream, addr) = match listener.accept().await {
+                Ok(accepted) => accepted,
                 // Out of descriptors and the like: log, pause briefly, go on accepting.
                 Err(error) => {
                     tracing::warn!(%error, "accepting a RESP connection failed");
                     tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let state = Arc::clone(&state);
+            match &tls {
+                None => {
+                    tokio::spawn(resp::conn::serve(state, stream, addr));
+                }
+                Some(tls) => {
+                    let tls = Arc::clone(tls);
+                    tokio::spawn(async move {
+                        if let Some(stream) = tls.handshake(stream, addr).await {
+                            resp::conn::serve(state, stream, addr).await;
+                        }
+                    });
                 }
             }
         }
     });
 }
 
-async fn run(state: Arc<ServerState>, listeners: Listeners) -> Result<(), String> {
-    let ready = ready_line(&listeners, &state.config)?;
-    accept_resp(&state, listeners.resp);
-    let app = http::router(Arc::clone(&state));
+/// Serves the HTTP API on `listener` (plain, or `HttpsListener`).
+fn serve_http<L: axum::serve::Listener<Addr = SocketAddr>>(app: axum::Router, listener: L, name: &'static str) {
     tokio::spawn(async move {
-        if let Err(error) = axum::serve(listeners.http, app).await {
-            tracing::error!(%error, "the HTTP listener stopped");
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::error!(%error, "the {name} listener stopped");
         }
     });
+}
+
+async fn run(state: Arc<ServerState>, listeners: Listeners, tls: Option<TlsListeners>) -> Result<(), String> {
+    let ready = ready_line(&listeners, &state.config)?;
+    let Listeners { resp: resp_listener, http: http_listener, tls: tls_listener, https: https_listener } = listeners;
+    if let Some(listener) = resp_listener {
+        accept_resp(&state, listener, None);
+    }
+    let app = http::router(Arc::clone(&state));
+    if let Some(listener) = http_listener {
+        serve_http(app.clone(), listener, "HTTP");
+    }
+    if let Some(tls) = tls {
+        if let Some(listener) = tls_listener {
+            accept_resp(&state, listener, Some(tls.resp));
+        }
+        if let Some(listener) = https_listener {
+            let listener = HttpsListener::start(listener, tls.https).map_err(|e| format!("starting HTTPS: {e}"))?;
+            serve_http(app, listener, "HTTPS");
+        }
+    }
     let expiry_state = Arc::clone(&state);
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EXPIRY_PERIOD);

@@ -1,6 +1,9 @@
 //! One RESP connection: read whatever the socket holds, execute every complete request in
 //! it, wait once for the log to acknowledge the batch's writes, answer with one write.
 //!
+//! The stream is any byte stream (a TCP socket, or a TLS session over one: the server
+//! finishes the handshake first), so plain and TLS clients share every line of this.
+//!
 //! Owns: the connection's read and reply buffers and its batch loop. Never: answer a
 //! write before the log has acknowledged it under the fsync policy, or keep serving a
 //! connection after a protocol error (its framing can no longer be trusted; Redis closes
@@ -13,21 +16,20 @@ use hotset_core::journal::{DeferredAcks, defer_acks, deferred_last_lsn};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Initial size of a connection's read buffer; it grows for larger requests.
 const READ_BUFFER_BYTES: usize = 16 << 10;
 
 /// Serves one client until it disconnects, sends QUIT or breaks the protocol.
-pub async fn serve(state: Arc<ServerState>, mut stream: TcpStream, addr: SocketAddr) {
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(state: Arc<ServerState>, mut stream: S, addr: SocketAddr) {
     let Some(id) = state.connect(addr) else {
         // Like Redis: the client learns why before the connection closes.
-        let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+        let _ = send(&mut stream, b"-ERR max number of clients reached\r\n").await;
+        let _ = stream.shutdown().await;
         return;
     };
     let _registered = Registered { state: &state, id };
-    let _ = stream.set_nodelay(true);
     let mut session = Session::new(&state, id);
     let limits = FrameLimits {
         bulk_bytes_max: state.config.limits.max_bulk_bytes,
@@ -48,12 +50,14 @@ pub async fn serve(state: Arc<ServerState>, mut stream: TcpStream, addr: SocketA
         input.drain(..batch.consumed);
         settle_writes(&state, &batch.writes, &acks, &mut out).await;
         if !out.is_empty() {
-            if stream.write_all(&out).await.is_err() {
+            if send(&mut stream, &out).await.is_err() {
                 return;
             }
             out.clear();
         }
         if batch.close || session.closing {
+            // Over TLS this sends close_notify, so the client sees an orderly end.
+            let _ = stream.shutdown().await;
             return;
         }
         // A read buffer grown for one huge request does not stay that large.
@@ -61,6 +65,13 @@ pub async fn serve(state: Arc<ServerState>, mut stream: TcpStream, addr: SocketA
             input = Vec::with_capacity(READ_BUFFER_BYTES);
         }
     }
+}
+
+/// Writes `bytes` and flushes: a TLS stream may keep encrypted bytes buffered until
+/// flushed (a TCP socket's flush does nothing).
+async fn send<S: AsyncWrite + Unpin>(stream: &mut S, bytes: &[u8]) -> std::io::Result<()> {
+    stream.write_all(bytes).await?;
+    stream.flush().await
 }
 
 /// Unregisters the client however the connection ends.

@@ -15,15 +15,26 @@ pub struct Server {
     pub resp: String,
     pub http: String,
     pub dir: PathBuf,
+    /// The TLS listeners' addresses, when the server was started with TLS ports.
+    pub tls: Option<String>,
+    pub https: Option<String>,
 }
 
 impl Server {
     /// Starts a server on `dir` with extra `serve` flags; returns once it is ready.
     pub fn start(dir: &Path, extra: &[&str]) -> Server {
+        Server::start_with_ports(dir, &["--resp-port", "0", "--http-port", "0"], extra)
+    }
+
+    /// Like `start`, with `ports` (flags choosing the listeners) instead of kernel-picked
+    /// plain ports: clap refuses a flag given twice, so a test that turns a plain port off
+    /// cannot pass it in `extra`.
+    pub fn start_with_ports(dir: &Path, ports: &[&str], extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_hotset"))
             .args(["serve", "--data"])
             .arg(dir)
-            .args(["--resp-port", "0", "--http-port", "0", "--threads", "2"])
+            .args(ports)
+            .args(["--threads", "2"])
             .args(extra)
             .env("HOTSET_LOG", "warn")
             .stdout(Stdio::piped())
@@ -36,9 +47,15 @@ impl Server {
         let words: Vec<&str> = ready.split_whitespace().collect();
         assert_eq!(&words[..3], ["hotset", "ready:", "resp"], "{ready}");
         let (resp, http) = (words[3].to_string(), words[5].to_string());
+        // "... data DIR tls 127.0.0.1:N https 127.0.0.1:M" when TLS ports are set ("-": off).
+        let (mut tls, mut https) = (None, None);
+        if words.len() >= 11 && words[words.len() - 4] == "tls" && words[words.len() - 2] == "https" {
+            let listener = |addr: &str| (addr != "-").then(|| addr.to_string());
+            (tls, https) = (listener(words[words.len() - 3]), listener(words[words.len() - 1]));
+        }
         // Keep draining stdout so the server never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        Server { child, resp, http, dir: dir.to_path_buf() }
+        Server { child, resp, http, dir: dir.to_path_buf(), tls, https }
     }
 
     pub fn client(&self) -> redis::Connection {
