@@ -1,6 +1,7 @@
 """Every call of the API, against the embedded engine and a real server alike (the `db`
 fixture runs each test in both modes). Expected answers are computed in Python from the
 same documents, never written in by hand."""
+import collections.abc
 import math
 
 import hotset
@@ -283,6 +284,8 @@ def test_explain_and_to_dict(db, items):
                            "filter": {"field": "year", "op": ">", "values": [2020]},
                            "sort": [{"field": "year", "desc": False}], "limit": 4, "total": True}
     assert "Query(" in repr(q) and "Result(items=4, total=" in repr(plain)
+    assert isinstance(plain, collections.abc.Sequence) and plain[-1] == plain.items[-1]
+    assert plain[1:3] == plain.items[1:3] and list(plain) == plain.items
 
 
 def test_bad_queries_raise_query_errors(db, items):

@@ -18,6 +18,8 @@
 Every error is a subclass of ``hotset.Error``.
 """
 
+import collections.abc
+
 from ._hotset import (
     AlreadyExistsError,
     ClosedError,
@@ -37,6 +39,9 @@ from ._hotset import (
     connect,
     open,
 )
+
+# A result is a read-only sequence of its items.
+collections.abc.Sequence.register(Result)
 
 __all__ = [
     "AlreadyExistsError",
