@@ -23,11 +23,8 @@ use std::time::Duration;
 pub enum Failure {
     Engine(EngineError),
     Sql(hotset_sql::SqlError),
-    /// A server's error line; `sql` when it answered a SQL statement.
-    Server {
-        line: String,
-        sql: bool,
-    },
+    /// A server's error line (`errors::server` reads it).
+    Server(String),
     Connection(String),
     Storage(String),
     Closed,
@@ -42,8 +39,9 @@ impl From<EngineError> for Failure {
 impl From<CallError> for Failure {
     fn from(error: CallError) -> Failure {
         match error {
-            CallError::Server(line) => Failure::Server { line, sql: false },
+            CallError::Server(line) => Failure::Server(line),
             CallError::Connection(reason) => Failure::Connection(reason),
+            CallError::Closed => Failure::Closed,
         }
     }
 }
@@ -148,11 +146,13 @@ impl Backend {
     pub fn is_closed(&self) -> bool {
         match self {
             Backend::Embedded(embedded) => embedded.closed.load(Ordering::Acquire),
-            Backend::Remote(_) => false,
+            Backend::Remote(remote) => remote.is_closed(),
         }
     }
 
-    /// Closes the database: on a folder, writes and fsyncs the log and releases the folder.
+    /// Closes the database: on a folder, writes and fsyncs the log and releases the folder;
+    /// a client closes its connections. Every later call fails with `Failure::Closed`;
+    /// closing again does nothing.
     pub fn close(&self) -> Outcome<()> {
         match self {
             Backend::Embedded(embedded) => {
@@ -173,6 +173,7 @@ impl Backend {
         match self {
             Backend::Embedded(embedded) if embedded.closed.load(Ordering::Acquire) => Err(Failure::Closed),
             Backend::Embedded(embedded) => Ok(Some(&embedded.db)),
+            Backend::Remote(remote) if remote.is_closed() => Err(Failure::Closed),
             Backend::Remote(_) => Ok(None),
         }
     }
@@ -381,10 +382,7 @@ impl Backend {
                 let statement = hotset_sql::parse(text).map_err(Failure::Sql)?;
                 Ok(Answer::Wire(hotset_sql::execute(db, &statement)?))
             }
-            None => match self.call_bulk(&[b"DOC.SQL", text.as_bytes()]) {
-                Err(Failure::Server { line, .. }) => Err(Failure::Server { line, sql: true }),
-                answer => Ok(Answer::Wire(answer?)),
-            },
+            None => Ok(Answer::Wire(self.call_bulk(&[b"DOC.SQL", text.as_bytes()])?)),
         }
     }
 

@@ -164,13 +164,14 @@ impl Database {
     }
 
     /// Closes the database. Embedded on a folder: writes and fsyncs the log and releases
-    /// the folder; calls after this raise `ClosedError`. A client drops its connections.
+    /// the folder; a client closes its connections. Calls after this raise `ClosedError`
+    /// (queries and transactions made before too); closing again does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let backend = &self.backend;
         py.detach(|| backend.close()).map_err(failure)
     }
 
-    /// Whether `close()` was called (always False for a client, which reconnects).
+    /// Whether `close()` was called.
     #[getter]
     fn closed(&self) -> bool {
         self.backend.is_closed()

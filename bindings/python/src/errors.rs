@@ -1,29 +1,32 @@
 //! The package's exception classes and how engine, storage and server errors map onto them.
 //!
 //! Owns: the hierarchy under `hotset.Error`, the attributes that carry an error's context
-//! (`namespace`, `index`, `field`, `key`, `limit`...), and the one place that turns an
-//! engine `Error` or a server's error line into a Python exception. Never: lose the
-//! engine's message, or map an error to a class by anything other than what it is.
+//! (`code`, `namespace`, `index`, `field`, `key`, `limit`, `line`...; None where an error
+//! has none), and the one place that turns an engine `Error` or a server's error line into
+//! a Python exception. Never: lose the engine's message, or choose a class by anything
+//! but the error's stable code (`hotset_core::error::ErrorCode`), never by its words.
 //!
 //! ```text
-//! Error
-//! ├── NotFoundError         unknown namespace, index or primary key
-//! ├── AlreadyExistsError    namespace, index or primary key already there
-//! ├── DocumentError         not an object, bad JSON, missing key field, wrong field type
-//! ├── SchemaError           bad index definition or namespace name, no primary key
-//! ├── QueryError            bad query, condition, LIKE pattern or SQL
-//! ├── LimitError            over a configured limit
-//! ├── QueryTimeoutError     past the query's time limit
-//! ├── StorageError          the log or a snapshot cannot write or read
+//! Error                                             (bad_request, and lines of no known code)
+//! ├── NotFoundError         not_found       unknown namespace, index or primary key
+//! ├── AlreadyExistsError    already_exists  namespace, index or primary key already there
+//! ├── DocumentError         bad_document    not an object, bad JSON, missing key field, wrong field type
+//! ├── SchemaError           schema          bad index definition or namespace name, no primary key
+//! ├── QueryError            bad_query       bad query, condition, LIKE pattern or SQL
+//! ├── LimitError            limit           over a configured limit
+//! ├── QueryTimeoutError     timeout         past the query's time limit
+//! ├── StorageError          storage, bad_change: the log or a snapshot cannot write or read
 //! ├── ConnectionError       the server cannot be reached or broke the connection
 //! └── ClosedError           the database was closed
 //! ```
 
 use crate::backend::Failure;
 use hotset_core::Error as EngineError;
+use hotset_core::error::ErrorCode;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::{PyErr, create_exception};
+use serde_json::{Map, Value};
 
 create_exception!(hotset, Error, PyException, "Base class of every error Hotset raises.");
 create_exception!(hotset, NotFoundError, Error, "A namespace, index or primary key that does not exist.");
@@ -61,122 +64,146 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("StorageError", py.get_type::<StorageError>())?;
     module.add("ConnectionError", py.get_type::<ConnectionError>())?;
     module.add("ClosedError", py.get_type::<ClosedError>())?;
+    let base = py.get_type::<Error>();
+    for name in ATTRIBUTES {
+        base.setattr(name, py.None())?;
+    }
     Ok(())
 }
 
-/// An engine error as the Python exception of its kind, with its context as attributes.
-pub fn engine(error: EngineError) -> PyErr {
-    let message = error.to_string();
+/// The context attributes every exception has (None unless its error names them), so
+/// `except hotset.Error as e: e.namespace` never raises AttributeError.
+const ATTRIBUTES: [&str; 12] = [
+    "code",
+    "namespace",
+    "index",
+    "field",
+    "key",
+    "pattern",
+    "limit_name",
+    "limit",
+    "actual",
+    "limit_ms",
+    "line",
+    "column",
+];
+
+/// A new exception of the class for `code`: the class is chosen by the code alone.
+fn of_code(code: ErrorCode, message: String) -> PyErr {
+    match code {
+        ErrorCode::NotFound => NotFoundError::new_err(message),
+        ErrorCode::AlreadyExists => AlreadyExistsError::new_err(message),
+        ErrorCode::BadDocument => DocumentError::new_err(message),
+        ErrorCode::BadQuery => QueryError::new_err(message),
+        ErrorCode::Schema => SchemaError::new_err(message),
+        ErrorCode::Limit => LimitError::new_err(message),
+        ErrorCode::Timeout => QueryTimeoutError::new_err(message),
+        ErrorCode::Storage | ErrorCode::BadChange => StorageError::new_err(message),
+        _ => Error::new_err(message),
+    }
+}
+
+/// A context attribute's value.
+enum Attribute {
+    Text(String),
+    Number(u64),
+}
+
+/// `err` with its attributes set (and `code`).
+fn with_attributes(err: PyErr, code: ErrorCode, context: Vec<(&str, Attribute)>) -> PyErr {
     Python::attach(|py| {
-        let (err, context): (PyErr, Vec<(&str, String)>) = match error {
-            EngineError::UnknownNamespace { namespace } => {
-                (NotFoundError::new_err(message), vec![("namespace", namespace)])
-            }
-            EngineError::UnknownIndex { namespace, index } => {
-                (NotFoundError::new_err(message), vec![("namespace", namespace), ("index", index)])
-            }
-            EngineError::NotFound { namespace, key } => {
-                (NotFoundError::new_err(message), vec![("namespace", namespace), ("key", key)])
-            }
-            EngineError::NamespaceExists { namespace } => {
-                (AlreadyExistsError::new_err(message), vec![("namespace", namespace)])
-            }
-            EngineError::IndexExists { namespace, index } => {
-                (AlreadyExistsError::new_err(message), vec![("namespace", namespace), ("index", index)])
-            }
-            EngineError::DuplicateKey { namespace, key } => {
-                (AlreadyExistsError::new_err(message), vec![("namespace", namespace), ("key", key)])
-            }
-            EngineError::InvalidJson { .. } | EngineError::NotAnObject { .. } => {
-                (DocumentError::new_err(message), vec![])
-            }
-            EngineError::MissingKey { namespace, field } => {
-                (DocumentError::new_err(message), vec![("namespace", namespace), ("field", field)])
-            }
-            EngineError::WrongType { index, field, .. } => {
-                (DocumentError::new_err(message), vec![("index", index), ("field", field)])
-            }
-            EngineError::PrimaryKeyUpdate { namespace, field } => {
-                (DocumentError::new_err(message), vec![("namespace", namespace), ("field", field)])
-            }
-            EngineError::InvalidIndex { index, .. } => (SchemaError::new_err(message), vec![("index", index)]),
-            EngineError::InvalidName { name, .. } => (SchemaError::new_err(message), vec![("namespace", name)]),
-            EngineError::NoPrimaryKey { namespace } => (SchemaError::new_err(message), vec![("namespace", namespace)]),
-            EngineError::InvalidQuery { .. } => (QueryError::new_err(message), vec![]),
-            EngineError::InvalidPattern { pattern, .. } => (QueryError::new_err(message), vec![("pattern", pattern)]),
-            EngineError::LimitExceeded { what, limit, actual } => (
-                LimitError::new_err(message),
-                vec![("limit_name", what.to_string()), ("limit", limit.to_string()), ("actual", actual.to_string())],
-            ),
-            EngineError::Timeout { limit_ms } => {
-                (QueryTimeoutError::new_err(message), vec![("limit_ms", limit_ms.to_string())])
-            }
-            EngineError::Storage { .. } | EngineError::BadChange { .. } => (StorageError::new_err(message), vec![]),
-            _ => (Error::new_err(message), vec![]),
-        };
         let value = err.value(py);
-        for (name, text) in context {
-            // Numbers are numbers in Python; names and keys stay text.
-            let set = match text.parse::<u64>() {
-                Ok(n) if matches!(name, "limit" | "actual" | "limit_ms") => value.setattr(name, n),
-                _ => value.setattr(name, text),
-            };
-            if let Err(e) = set {
-                return e;
-            }
+        let mut set = value.setattr("code", code.as_str());
+        for (name, attribute) in context {
+            set = set.and_then(|()| match attribute {
+                Attribute::Text(text) => value.setattr(name, text),
+                Attribute::Number(n) => value.setattr(name, n),
+            });
         }
-        err
+        match set {
+            Ok(()) => err,
+            Err(e) => e,
+        }
     })
 }
 
-/// A server's error line (`ERR namespace 'x' does not exist`) as the class the same
-/// engine error has when embedded: the server sends the engine's message after its
-/// Redis-style prefix, so the message tells the kind. `sql`: the line answers a SQL
-/// statement, whose parse errors name a position rather than a kind.
-pub fn server(line: &str, sql: bool) -> PyErr {
-    let message = line.strip_prefix("ERR ").unwrap_or(line).to_string();
-    let has = |needle: &str| message.contains(needle);
-    if line.starts_with("MISCONF") {
-        StorageError::new_err(message)
-    } else if line.starts_with("NOAUTH") || line.starts_with("WRONGPASS") {
-        ConnectionError::new_err(message)
-    } else if has("query timed out") {
-        QueryTimeoutError::new_err(message)
-    } else if has("does not exist") || has("no document with primary key") {
-        NotFoundError::new_err(message)
-    } else if has("already exists") || has("duplicate primary key") {
-        AlreadyExistsError::new_err(message)
-    } else if has("over the limit of") {
-        LimitError::new_err(message)
-    } else if has("invalid index definition") || has("invalid namespace name") || has("has no primary key index") {
-        SchemaError::new_err(message)
-    } else if has("invalid query") || has("invalid LIKE pattern") || has("SQL") || has("syntax") {
-        QueryError::new_err(message)
-    } else if has("must be a JSON object")
-        || has("not valid JSON")
-        || has("invalid JSON")
-        || has("has no primary key field")
-        || has("expects")
-        || has("cannot update primary key")
-    {
-        DocumentError::new_err(message)
-    } else if sql {
-        QueryError::new_err(message)
-    } else {
-        Error::new_err(message)
-    }
+/// An engine error as the Python exception of its code, with its context as attributes.
+/// Embedded calls and a server's JSON error lines (rebuilt by `Error::from_json`) both
+/// come here, so the two modes raise the same class, message and attributes.
+pub fn engine(error: EngineError) -> PyErr {
+    use Attribute::{Number, Text};
+    let code = error.code();
+    let err = of_code(code, error.to_string());
+    let context = match error {
+        EngineError::UnknownNamespace { namespace }
+        | EngineError::NamespaceExists { namespace }
+        | EngineError::NoPrimaryKey { namespace }
+        | EngineError::InvalidName { name: namespace, .. } => vec![("namespace", Text(namespace))],
+        EngineError::UnknownIndex { namespace, index } | EngineError::IndexExists { namespace, index } => {
+            vec![("namespace", Text(namespace)), ("index", Text(index))]
+        }
+        EngineError::NotFound { namespace, key } | EngineError::DuplicateKey { namespace, key } => {
+            vec![("namespace", Text(namespace)), ("key", Text(key))]
+        }
+        EngineError::MissingKey { namespace, field } | EngineError::PrimaryKeyUpdate { namespace, field } => {
+            vec![("namespace", Text(namespace)), ("field", Text(field))]
+        }
+        EngineError::WrongType { index, field, .. } => vec![("index", Text(index)), ("field", Text(field))],
+        EngineError::InvalidIndex { index, .. } => vec![("index", Text(index))],
+        EngineError::InvalidPattern { pattern, .. } => vec![("pattern", Text(pattern))],
+        EngineError::LimitExceeded { what, limit, actual } => {
+            vec![("limit_name", Text(what.to_string())), ("limit", Number(limit)), ("actual", Number(actual))]
+        }
+        EngineError::Timeout { limit_ms } => vec![("limit_ms", Number(limit_ms))],
+        _ => vec![],
+    };
+    with_attributes(err, code, context)
 }
 
 /// A SQL text that does not parse, with where (`line`, `column`; 1-based, 0 unknown).
 pub fn sql(error: hotset_sql::SqlError) -> PyErr {
     let err = QueryError::new_err(error.to_string());
-    Python::attach(|py| {
-        let value = err.value(py);
-        match value.setattr("line", error.line).and_then(|()| value.setattr("column", error.column)) {
-            Ok(()) => err,
-            Err(e) => e,
-        }
-    })
+    let context = vec![("line", Attribute::Number(error.line)), ("column", Attribute::Number(error.column))];
+    with_attributes(err, ErrorCode::BadQuery, context)
+}
+
+/// A server's error line. The client asks for JSON errors (`DOC.ERRORS JSON`), so a
+/// `DOC.*` error is `CODE {json}`: an engine error's JSON form, rebuilt and raised as the
+/// embedded engine raises it, or a SQL parse error with its line and column. Other lines
+/// (Redis' own: MISCONF, NOAUTH; JSON this build does not know) get the class of their
+/// code word alone, never of their message's words.
+pub fn server(line: &str) -> PyErr {
+    let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+    if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(rest) {
+        return server_json(word, &object);
+    }
+    match word {
+        "MISCONF" => StorageError::new_err(rest.to_string()),
+        "NOAUTH" | "WRONGPASS" => ConnectionError::new_err(line.to_string()),
+        _ => match ErrorCode::parse(word) {
+            Some(code) => with_attributes(of_code(code, rest.to_string()), code, vec![]),
+            None => Error::new_err(rest.to_string()),
+        },
+    }
+}
+
+fn server_json(word: &str, object: &Map<String, Value>) -> PyErr {
+    let json = Value::Object(object.clone());
+    if let Some(error) = EngineError::from_json(&json) {
+        return engine(error);
+    }
+    let number = |name: &str| object.get(name).and_then(Value::as_u64);
+    let text = |name: &str| object.get(name).and_then(Value::as_str);
+    if let (Some("Sql"), Some(message), Some(line), Some(column)) =
+        (text("kind"), text("message"), number("line"), number("column"))
+    {
+        return sql(hotset_sql::SqlError { message: message.to_string(), line, column });
+    }
+    let message = text("error").unwrap_or(word).to_string();
+    match text("code").and_then(ErrorCode::parse).or_else(|| ErrorCode::parse(word)) {
+        Some(code) => with_attributes(of_code(code, message), code, vec![]),
+        None => Error::new_err(message),
+    }
 }
 
 /// A failed backend call as the exception of its kind.
@@ -184,7 +211,7 @@ pub fn failure(failure: Failure) -> PyErr {
     match failure {
         Failure::Engine(error) => engine(error),
         Failure::Sql(error) => sql(error),
-        Failure::Server { line, sql } => server(&line, sql),
+        Failure::Server(line) => server(&line),
         Failure::Connection(reason) => ConnectionError::new_err(reason),
         Failure::Storage(reason) => StorageError::new_err(reason),
         Failure::Closed => closed(),

@@ -1,14 +1,16 @@
 //! The client side of the server's Redis protocol, for `hotset.connect`.
 //!
 //! Owns: the `hotset://[:password@]host[:port]` address, a pool of RESP2 connections
-//! (a call takes an idle one or opens one, so threads run calls in parallel), encoding a
-//! command and reading its reply. Never: retry a command on its own (a write that may
-//! have reached the server must not be sent twice); a connection that failed is dropped
-//! and the next call opens a fresh one.
+//! (a call takes an idle one or opens one, so threads run calls in parallel), each
+//! switched to JSON errors (`DOC.ERRORS JSON`, after AUTH) when it opens, encoding a
+//! command and reading its reply, and closing the pool. Never: retry a command on its own
+//! (a write that may have reached the server must not be sent twice); a connection that
+//! failed is dropped and the next call opens a fresh one; once closed, no call opens one.
 
 use parking_lot::Mutex;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// The server's Redis protocol port when the address names none.
@@ -33,6 +35,8 @@ pub enum CallError {
     Server(String),
     /// The connection could not be made, broke, or carried something that is not RESP.
     Connection(String),
+    /// `close()` was called.
+    Closed,
 }
 
 pub struct Remote {
@@ -41,6 +45,7 @@ pub struct Remote {
     password: Option<String>,
     timeout: Option<Duration>,
     idle: Mutex<Vec<Connection>>,
+    closed: AtomicBool,
 }
 
 /// Idle connections kept for reuse; more than this many threads at once open extra
@@ -72,7 +77,8 @@ impl Remote {
         if host.is_empty() {
             return Err(CallError::Connection(format!("'{url}' names no host")));
         }
-        let remote = Remote { host, port, password, timeout, idle: Mutex::new(Vec::new()) };
+        let remote =
+            Remote { host, port, password, timeout, idle: Mutex::new(Vec::new()), closed: AtomicBool::new(false) };
         let first = remote.open()?;
         remote.idle.lock().push(first);
         Ok(remote)
@@ -84,6 +90,9 @@ impl Remote {
 
     /// Sends one command and reads its reply.
     pub fn call(&self, args: &[&[u8]]) -> Result<Reply, CallError> {
+        if self.is_closed() {
+            return Err(CallError::Closed);
+        }
         let taken = self.idle.lock().pop();
         let mut connection = match taken {
             Some(connection) => connection,
@@ -102,14 +111,22 @@ impl Remote {
         }
     }
 
-    /// Drops the idle connections (calls after this open new ones).
+    /// Closes the idle connections; a call under way closes its own when it ends, and
+    /// calls after this fail with `CallError::Closed`.
     pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
         self.idle.lock().clear();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     fn give_back(&self, connection: Connection) {
         let mut idle = self.idle.lock();
-        if idle.len() < IDLE_MAX {
+        // Checked under the lock `close` clears the pool under, so no connection is
+        // pooled after the pool was closed.
+        if idle.len() < IDLE_MAX && !self.is_closed() {
             idle.push(connection);
         }
     }
@@ -146,6 +163,16 @@ impl Remote {
                 other => other,
             })?;
         }
+        // Errors as `CODE {json}`, which `errors::server` rebuilds into the engine's error;
+        // a server that cannot is refused here rather than have its errors lose their kind.
+        connection.call(&[b"DOC.ERRORS", b"JSON"]).map_err(|e| match e {
+            CallError::Server(line) if line.starts_with("ERR unknown command") => CallError::Connection(format!(
+                "{}: the server does not know DOC.ERRORS: it is older than this client",
+                self.address()
+            )),
+            CallError::Server(line) => CallError::Connection(line),
+            other => other,
+        })?;
         Ok(connection)
     }
 }

@@ -55,7 +55,9 @@ class Database:
     def search(self, search: dict[str, Any]) -> Result:
         """Full-text search across namespaces, merged by rank (the /api/v1/search body)."""
     def transaction(self, namespace: str) -> Transaction: ...
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Closes the database (a client closes its connections); later calls raise
+        ClosedError; closing again does nothing."""
     def __enter__(self) -> Database: ...
     def __exit__(
         self,
@@ -152,7 +154,26 @@ class Transaction:
         traceback: Optional[TracebackType],
     ) -> bool: ...
 
-class Error(Exception): ...
+class Error(Exception):
+    """Base class of every error Hotset raises. The class follows ``code`` alone; the
+    attributes are the error's context, None where it names nothing of the kind, and the
+    same embedded and as a client."""
+
+    code: Optional[str]
+    """The stable code: ``not_found``, ``already_exists``, ``bad_document``, ``bad_query``,
+    ``schema``, ``limit``, ``timeout``, ``storage``, ``bad_change``, ``bad_request``."""
+    namespace: Optional[str]
+    index: Optional[str]
+    field: Optional[str]
+    key: Optional[str]
+    pattern: Optional[str]
+    limit_name: Optional[str]
+    limit: Optional[int]
+    actual: Optional[int]
+    limit_ms: Optional[int]
+    line: Optional[int]
+    column: Optional[int]
+
 class NotFoundError(Error): ...
 class AlreadyExistsError(Error): ...
 class DocumentError(Error): ...
