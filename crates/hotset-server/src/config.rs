@@ -29,8 +29,11 @@ pub struct Config {
     pub fsync: String,
     /// `strict` (stop on corruption) or `truncate-corrupt` (cut the log there).
     pub recovery: String,
-    /// When set, clients must AUTH (or HELLO ... AUTH) with it.
+    /// When set, clients must AUTH (or HELLO ... AUTH) with it over RESP, and send it as
+    /// `Authorization: Bearer` (or Basic) over HTTP.
     pub password: Option<String>,
+    /// Whether `/metrics` answers without the password (scrapers often send none).
+    pub metrics_public: bool,
     /// Keyspaces reachable by number with SELECT (0 .. databases-1); names reach any.
     pub databases: usize,
     /// Threads serving connections; 0 means one per core.
@@ -91,6 +94,7 @@ impl Default for Config {
             fsync: "periodic".into(),
             recovery: "strict".into(),
             password: None,
+            metrics_public: false,
             databases: 16,
             threads: 0,
             limits: LimitsConfig::default(),

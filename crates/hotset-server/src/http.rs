@@ -6,6 +6,9 @@
 //! builds) run on the blocking pool so they never stall the runtime's threads.
 //!
 //! Routes (all JSON; errors are `{"error": "..."}` with a 4xx or 5xx status):
+//! When the server has a password every route but `/health` (and `/metrics` with
+//! `metrics_public`) answers `401` without it (`crate::auth`).
+//!
 //! - `GET /health`
 //! - `GET /api/v1/namespaces`, `POST /api/v1/namespaces` `{"name", "indexes": [...]}`
 //! - `GET|DELETE /api/v1/namespaces/{ns}`, `POST /api/v1/namespaces/{ns}/truncate`
@@ -59,6 +62,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::map_response(errors_as_json))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), crate::auth::require_password))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), timed))
         .with_state(state)
 }

@@ -30,7 +30,7 @@ pub fn run(state: &Arc<ServerState>, session: &mut Session, spec: &Spec, a: &[&[
         "AUTH" => {
             let password = match a {
                 [_, password] => password,
-                [_, user, password] if args::is(user, "default") => password,
+                [_, user, password] if args::is(user, crate::auth::DEFAULT_USER) => password,
                 [_, _, _] => {
                     return Err(CmdError("WRONGPASS invalid username-password pair or user is disabled.".into()));
                 }
@@ -128,7 +128,7 @@ fn auth(state: &ServerState, session: &mut Session, password: &[u8]) -> CmdResul
         None => Err(CmdError(
             "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?".into(),
         )),
-        Some(expected) if expected.as_bytes() == password => {
+        Some(expected) if crate::auth::password_matches(expected, password) => {
             session.authenticated = true;
             Ok(())
         }
