@@ -1,5 +1,5 @@
 //! Crash tests with real processes: a child (`hotset-crash-child`) writes with fsync
-//! `always` and prints each acknowledged write; this test kills it with SIGKILL after a
+//! `always` or `periodic` (each has its test) and prints each acknowledged write; this test kills it with SIGKILL after a
 //! random number of acknowledgements (sometimes at once, during its recovery), then opens
 //! the folder itself and checks that every acknowledged write is there, that nothing
 //! half-done is visible (each worker's documents equal exactly the state after some whole
@@ -58,9 +58,9 @@ struct Harness {
     torn_tails: u64,
 }
 
-fn spawn(dir: &Path, seed: u64, pause: bool) -> Child {
+fn spawn(dir: &Path, seed: u64, fsync: &str, pause: bool) -> Child {
     let mut command = Command::new(CHILD);
-    command.arg(dir).arg(seed.to_string()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command.arg(dir).arg(seed.to_string()).arg(fsync).stdout(Stdio::piped()).stderr(Stdio::piped());
     if pause {
         command.arg("pause-in-snapshot");
     }
@@ -193,14 +193,27 @@ fn seed() -> u64 {
 
 #[test]
 fn acknowledged_writes_survive_sigkill() {
+    kill_cycles("always");
+}
+
+/// Regression: under `periodic` (the default) a write was answered before its record was
+/// in the file, so killing the process lost acknowledged writes (10 of 10 tries lost some
+/// of 300 SETs). `periodic` now promises what Redis' `everysec` does: nothing acknowledged
+/// is lost when the process dies, only (up to a second) when the machine does.
+#[test]
+fn acknowledged_writes_survive_sigkill_under_periodic() {
+    kill_cycles("periodic");
+}
+
+fn kill_cycles(fsync: &str) {
     let cycles: u64 = std::env::var("HOTSET_CRASH_CYCLES").ok().and_then(|s| s.parse().ok()).unwrap_or(100);
     let seed = seed();
-    eprintln!("crash test: seed {seed} (HOTSET_CRASH_SEED replays it), {cycles} cycles");
+    eprintln!("crash test ({fsync}): seed {seed} (HOTSET_CRASH_SEED replays it), {cycles} cycles");
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(seed);
     let mut harness = Harness::new(seed);
     for cycle in 0..cycles {
-        let child = spawn(dir.path(), seed, false);
+        let child = spawn(dir.path(), seed, fsync, false);
         // One cycle in eight kills at once (often during recovery); the others after a
         // random number of acknowledgements.
         let lines = if rng.below(8) == 0 { 0 } else { 1 + rng.below(400) as usize };
@@ -208,7 +221,7 @@ fn acknowledged_writes_survive_sigkill() {
         harness.check(dir.path(), &acked, cycle);
     }
     eprintln!(
-        "crash test: {cycles} cycles, {} recoveries from a snapshot, {} records replayed, {} torn tails cut",
+        "crash test ({fsync}): {cycles} cycles, {} recoveries from a snapshot, {} records replayed, {} torn tails cut",
         harness.snapshots_loaded, harness.records_replayed, harness.torn_tails
     );
     assert!(cycles < 20 || harness.snapshots_loaded > 0, "snapshots were taken and recovered from");
@@ -220,7 +233,7 @@ fn a_kill_while_a_snapshot_is_written_leaves_a_recoverable_folder() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = Harness::new(seed);
     for cycle in 0..3 {
-        let child = spawn(dir.path(), seed, true);
+        let child = spawn(dir.path(), seed, "always", true);
         let mut partial = Vec::new();
         let acked = run_until_killed(child, |line, _| {
             if line != "P" {

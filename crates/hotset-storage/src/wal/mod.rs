@@ -16,10 +16,11 @@
 //!   written again later, never skipped.
 //! - `durable_lsn <= written_lsn < next_lsn`, and each only grows.
 //!
-//! Coalescing: under `Periodic` and `Never` queued records wait up to the coalescing window
+//! Coalescing: under `Never` queued records wait up to the coalescing window
 //! ([`COALESCE_WINDOW`], 1 ms, by default) before the writer writes them (see
-//! [`FsyncPolicy`]), so a crash of the process can lose that window; under `Always`
-//! nothing is held back, and [`Wal::sync`], [`Wal::rotate`] and [`Wal::close`] never are.
+//! [`FsyncPolicy`]), so a crash of the process can lose that window; under `Always` and
+//! `Periodic` writers wait for their records, so nothing is held back, and [`Wal::sync`],
+//! [`Wal::rotate`] and [`Wal::close`] never are.
 //!
 //! The failed state: when a write fails (a full disk), the log stops taking writes
 //! ([`Wal::writable`] errs) and the writer retries every `retry_interval`; once the write
@@ -42,37 +43,46 @@ use parking_lot::Mutex;
 
 pub use self::error::WalError;
 pub use self::replay::{ApplyRecord, RecoveryMode, ReplayReport, TornTail, replay};
-use self::writer::{Shared, Writer};
+use self::writer::{Reach, Shared, Writer};
 use crate::disk::{Disk, OsDisk};
 
 /// When the writer fsyncs.
 ///
-/// Under `Periodic` and `Never` an append is acknowledged at once, so the writer coalesces:
-/// it holds queued records back until the oldest has waited the coalescing window
-/// ([`COALESCE_WINDOW`] or what [`Wal::set_coalesce_window`] set) or [`COALESCE_BYTES`] are
-/// queued, and writes them with one `write`. A crash of the process (not only of the
-/// machine) can therefore lose the records appended in the last window (plus the time of
-/// one write or fsync the writer was busy with, and of getting a core on a loaded
-/// machine), on top of what the policy leaves unfsynced. [`Wal::sync`], [`Wal::rotate`] and
-/// [`Wal::close`] are never held back by it, nor is a due periodic fsync.
+/// What [`Wal::wait`] promises about a record once it returns `Ok`:
+///
+/// | policy | the record is | a crash of the process loses | a crash of the machine loses |
+/// |---|---|---|---|
+/// | `Always` | written and fsynced | nothing acknowledged | nothing acknowledged |
+/// | `Periodic` | written (`write(2)` returned) | nothing acknowledged | up to the interval |
+/// | `Never` | queued | the coalescing window | whatever the OS had not flushed |
+///
+/// `Periodic` is Redis' `appendfsync everysec`: the record is in the file before the write
+/// is answered, so only the machine going down can lose it. Under `Never` an append is
+/// acknowledged at once, so the writer coalesces: it holds queued records back until the
+/// oldest has waited the coalescing window ([`COALESCE_WINDOW`] or what
+/// [`Wal::set_coalesce_window`] set) or [`COALESCE_BYTES`] are queued, and writes them with
+/// one `write`. [`Wal::sync`], [`Wal::rotate`] and [`Wal::close`] are never held back by it,
+/// nor is a due periodic fsync. Under `Always` and `Periodic` the writer takes whatever is
+/// queued as soon as it is free, so concurrent writers share one `write` (group commit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FsyncPolicy {
     /// After every batch, before any of its records is acknowledged. No coalescing: the
     /// writer takes whatever is queued as soon as it is free.
     Always,
-    /// At least once per interval while anything was written since the last fsync.
+    /// At least once per interval while anything was written since the last fsync; every
+    /// record is written to the file before it is acknowledged.
     Periodic(Duration),
     /// Only when asked ([`Wal::sync`], [`Wal::rotate`], [`Wal::close`]) and when a segment
     /// is full.
     Never,
 }
 
-/// Under `Periodic` and `Never`, how long the writer lets records gather after the first
+/// Under `Never`, how long the writer lets records gather after the first
 /// one is queued before it writes them, by default ([`Wal::set_coalesce_window`] changes
 /// it): about one wakeup and one `write` per window under load, instead of one per record
 /// or two.
 pub const COALESCE_WINDOW: Duration = Duration::from_millis(1);
-/// Under `Periodic` and `Never`, a queue this big is written without waiting out the
+/// Under `Never`, a queue this big is written without waiting out the
 /// coalescing window.
 pub const COALESCE_BYTES: usize = 256 << 10;
 
@@ -195,37 +205,48 @@ impl Wal {
         self.shared.ack.lock().writable()
     }
 
-    /// Under [`FsyncPolicy::Always`], blocks until record `lsn` is fsynced (`Ok`) or its batch
-    /// failed (`Err`). Otherwise returns at once: `Err` only if that record's batch already
-    /// failed.
+    /// Blocks until record `lsn` is as safe as the policy promises before a write is
+    /// answered (see [`FsyncPolicy`]): fsynced under `Always`, written to the file under
+    /// `Periodic`, and at once under `Never` (`Err` then only if that record's batch already
+    /// failed). `Err` when its batch failed, the log failed for good or was closed.
     ///
     /// `lsn` must be one that [`append`](Wal::append) returned.
     ///
-    /// An `Err` means "not known to be durable": the record stays queued and, if the log
+    /// An `Err` means "not known to be kept": the record stays queued and, if the log
     /// recovers, it is written after all (in order, as if nothing happened).
     pub fn wait(&self, lsn: u64) -> Result<(), WalError> {
         debug_assert!(lsn < self.next_lsn(), "wait for record {lsn}, which was never appended");
-        if self.policy == FsyncPolicy::Always {
-            return self.shared.wait_durable(lsn);
+        match self.reach() {
+            Some(reach) => self.shared.wait_for(lsn, reach),
+            None => self.queued_outcome(lsn),
         }
+    }
+
+    /// How far a record must get before [`wait`](Self::wait) returns; `None`: nowhere.
+    fn reach(&self) -> Option<Reach> {
+        match self.policy {
+            FsyncPolicy::Always => Some(Reach::Durable),
+            FsyncPolicy::Periodic(_) => Some(Reach::Written),
+            FsyncPolicy::Never => None,
+        }
+    }
+
+    /// Under `Never`: `Err` only if record `lsn`'s batch already failed.
+    fn queued_outcome(&self, lsn: u64) -> Result<(), WalError> {
         // Unless the log is failed (or stopped), no batch failed: no lock needed.
         if !self.shared.failed.load(Ordering::Acquire) || self.shared.is_durable(lsn) {
             return Ok(());
         }
-        self.shared.ack.lock().outcome(lsn).unwrap_or(Ok(()))
+        self.shared.ack.lock().outcome(lsn, Reach::Durable).unwrap_or(Ok(()))
     }
 
-    /// [`wait`](Self::wait) as a future, for async servers: under `Always` it completes
-    /// when the writer has fsynced record `lsn` (no thread is held meanwhile); otherwise at
-    /// once, with `wait`'s answer.
+    /// [`wait`](Self::wait) as a future, for async servers: it completes when `wait` would
+    /// return, and no thread is held meanwhile (the writer wakes the task).
     pub fn wait_async(self: &Arc<Self>, lsn: u64) -> impl std::future::Future<Output = Result<(), WalError>> + use<> {
         let wal = Arc::clone(self);
-        std::future::poll_fn(move |cx| {
-            if wal.policy == FsyncPolicy::Always {
-                wal.shared.poll_durable(lsn, cx)
-            } else {
-                std::task::Poll::Ready(wal.wait(lsn))
-            }
+        std::future::poll_fn(move |cx| match wal.reach() {
+            Some(reach) => wal.shared.poll_for(lsn, reach, cx),
+            None => std::task::Poll::Ready(wal.queued_outcome(lsn)),
         })
     }
 
@@ -233,11 +254,11 @@ impl Wal {
     /// the durable lsn. Never held back by coalescing: the request wakes the writer.
     pub fn sync(&self) -> Result<u64, WalError> {
         let target = self.shared.request_sync();
-        self.shared.wait_durable(target)?;
+        self.shared.wait_for(target, Reach::Durable)?;
         Ok(self.shared.durable_lsn())
     }
 
-    /// Sets how long, under `Periodic` and `Never`, the writer lets queued records gather
+    /// Sets how long, under `Never`, the writer lets queued records gather
     /// before it writes them ([`COALESCE_WINDOW`] until this is called): what a crash of
     /// the process can lose on top of what the policy leaves unfsynced. Zero turns
     /// coalescing off (every record is written as soon as the writer is free). No effect

@@ -3,7 +3,7 @@
 //! ```text
 //! appenders ─copy─▶ Queue.buffer ─swap─▶ Writer.taken ─seal─▶ Writer.pending ─write_all─▶ segment
 //!                   (under the lock)     (checksums, no lock)                  └─fsync─▶ Ack.durable_lsn
-//! waiters   ◀──── unpark, only those whose record is now durable ───────────────────────────┘
+//! waiters   ◀──── unpark, only those whose record is now written / durable, as each asked ──┘
 //! ```
 //!
 //! Owns: [`Shared`] (the queue appenders fill and the acknowledgement state waiters read)
@@ -20,13 +20,14 @@
 //! write of them succeeds; a failed write is cut off the file first, so the file always ends
 //! after a whole record.
 //!
-//! Waking: a waiter for durability ([`Shared::wait_durable`]) registers its lsn and its
-//! thread in [`Ack`] and parks; after an fsync the writer unparks exactly the waiters whose
-//! records it made durable, so the ones waiting for the next batch sleep on and nobody
+//! Waking: a waiter ([`Shared::wait_for`]) registers its lsn, how far the record must go
+//! ([`Reach`]: written under `Periodic`, durable under `Always` and for syncs) and its
+//! thread in [`Ack`] and parks; after a write or an fsync the writer unparks exactly the
+//! waiters whose records got as far as they asked, so the ones waiting for the next batch sleep on and nobody
 //! queues up on the ack lock to find out. A failure, a recovery or the writer's exit wakes
 //! every waiter, and each looks at the outcome again (and registers again if it has none).
 //!
-//! Coalescing (`Periodic` and `Never` only, where appends are acknowledged at once): the
+//! Coalescing (`Never` only, where appends are acknowledged at once): the
 //! writer does not write as soon as a record is queued but lets records gather until the
 //! first of them has waited the window ([`COALESCE_WINDOW`](super::COALESCE_WINDOW) unless
 //! [`set_coalesce_window`](super::Wal::set_coalesce_window) changed it) or
@@ -79,10 +80,22 @@ impl WaitSlot {
     }
 }
 
-/// A registered waiter: it is woken once record `lsn` is durable (or on any failure).
+/// How far a record must have gone before its waiter is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// In the segment file (`write(2)` returned): safe from a crash of the process, like
+    /// Redis' `appendfsync everysec`, which writes before it replies.
+    Written,
+    /// In the segment file and fsynced: safe from a crash of the machine.
+    Durable,
+}
+
+/// A registered waiter: it is woken once record `lsn` has reached `reach` (or on any
+/// failure).
 #[derive(Debug)]
 pub(super) struct Waiter {
     lsn: u64,
+    reach: Reach,
     wake: Wake,
 }
 
@@ -154,9 +167,13 @@ pub(super) struct Ack {
 }
 
 impl Ack {
-    /// How waiting for record `lsn` ends, or `None` if it has not ended yet.
-    pub fn outcome(&self, lsn: u64) -> Option<Result<(), WalError>> {
-        if lsn <= self.durable_lsn {
+    /// How waiting for record `lsn` to reach `reach` ends, or `None` if it has not ended yet.
+    pub fn outcome(&self, lsn: u64, reach: Reach) -> Option<Result<(), WalError>> {
+        let reached = match reach {
+            Reach::Written => self.written_lsn,
+            Reach::Durable => self.durable_lsn,
+        };
+        if lsn <= reached {
             return Some(Ok(()));
         }
         if let Some(failure) = &self.failure
@@ -190,6 +207,8 @@ pub(super) struct Shared {
     pub failed: AtomicBool,
     /// A copy of `ack.durable_lsn`, so a waiter whose record is durable already needs no lock.
     durable_lsn: AtomicU64,
+    /// A copy of `ack.written_lsn`, for the same reason.
+    written_lsn: AtomicU64,
     /// The writer coalesces records (`Periodic`, `Never`): appenders note when a batch began.
     coalesce: bool,
     /// How long it may hold them back, in nanoseconds (0: not at all).
@@ -291,11 +310,21 @@ impl Shared {
         lsn <= self.durable_lsn()
     }
 
-    /// Blocks until waiting for record `lsn` has an outcome: it is fsynced (`Ok`), its batch
-    /// failed, the log failed for good or the writer stopped (`Err`). The thread parks, and
-    /// the writer unparks it when that record is durable or something failed.
-    pub fn wait_durable(&self, lsn: u64) -> Result<(), WalError> {
-        if self.is_durable(lsn) {
+    /// Whether record `lsn` is known to have reached `reach`, without a lock.
+    fn has_reached(&self, lsn: u64, reach: Reach) -> bool {
+        let reached = match reach {
+            Reach::Written => &self.written_lsn,
+            Reach::Durable => &self.durable_lsn,
+        };
+        lsn <= reached.load(Ordering::Acquire)
+    }
+
+    /// Blocks until waiting for record `lsn` to reach `reach` has an outcome: it has
+    /// (`Ok`), its batch failed, the log failed for good or the writer stopped (`Err`). The
+    /// thread parks, and the writer unparks it when that record gets there or something
+    /// failed.
+    pub fn wait_for(&self, lsn: u64, reach: Reach) -> Result<(), WalError> {
+        if self.has_reached(lsn, reach) {
             return Ok(());
         }
         // A thread-local slot, so a wait allocates nothing; a wait from a thread-local's
@@ -303,36 +332,41 @@ impl Shared {
         let slot = WAIT_SLOT.try_with(Arc::clone).unwrap_or_else(|_| Arc::new(WaitSlot::for_current_thread()));
         loop {
             let mut ack = self.ack.lock();
-            if let Some(outcome) = ack.outcome(lsn) {
+            if let Some(outcome) = ack.outcome(lsn, reach) {
                 return outcome;
             }
             slot.woken.store(false, Ordering::Relaxed);
-            ack.waiters.push(Waiter { lsn, wake: Wake::Thread(Arc::clone(&slot)) });
+            ack.waiters.push(Waiter { lsn, reach, wake: Wake::Thread(Arc::clone(&slot)) });
             drop(ack);
             // `park` may return without an `unpark` meant for it: only `woken` counts.
             while !slot.woken.load(Ordering::Acquire) {
                 std::thread::park();
             }
-            if self.is_durable(lsn) {
+            if self.has_reached(lsn, reach) {
                 return Ok(());
             }
         }
     }
 
-    /// The non-blocking form of [`wait_durable`](Self::wait_durable): `Ready` with the
-    /// outcome, or `Pending` with the task's waker registered, woken by the writer exactly
-    /// when `wait_durable` would return.
-    pub fn poll_durable(&self, lsn: u64, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), WalError>> {
-        if self.is_durable(lsn) {
+    /// The non-blocking form of [`wait_for`](Self::wait_for): `Ready` with the outcome, or
+    /// `Pending` with the task's waker registered, woken by the writer exactly when
+    /// `wait_for` would return.
+    pub fn poll_for(
+        &self,
+        lsn: u64,
+        reach: Reach,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), WalError>> {
+        if self.has_reached(lsn, reach) {
             return std::task::Poll::Ready(Ok(()));
         }
         let mut ack = self.ack.lock();
-        if let Some(outcome) = ack.outcome(lsn) {
+        if let Some(outcome) = ack.outcome(lsn, reach) {
             return std::task::Poll::Ready(outcome);
         }
         // A task polled again before it was woken would leave a stale waker behind; the
         // writer wakes both, and a spurious wake of a future is harmless.
-        ack.waiters.push(Waiter { lsn, wake: Wake::Task(cx.waker().clone()) });
+        ack.waiters.push(Waiter { lsn, reach, wake: Wake::Task(cx.waker().clone()) });
         std::task::Poll::Pending
     }
 
@@ -496,7 +530,11 @@ impl Writer {
             ack_changed: Condvar::new(),
             failed: AtomicBool::new(false),
             durable_lsn: AtomicU64::new(next_lsn - 1),
-            coalesce: opts.policy != FsyncPolicy::Always,
+            written_lsn: AtomicU64::new(next_lsn - 1),
+            // Only where nobody waits for a record to be written: under `Periodic` every
+            // write's answer waits for its `write(2)`, so holding records back would only
+            // add the window to every write's latency.
+            coalesce: opts.policy == FsyncPolicy::Never,
             coalesce_window_nanos: AtomicU64::new(duration_nanos(COALESCE_WINDOW)),
             current_first_lsn: AtomicU64::new(next_lsn),
             segments: AtomicUsize::new(segments),
@@ -718,10 +756,17 @@ impl Writer {
         self.unsynced = true;
         self.pending.clear();
         release_if_big(&mut self.pending);
+        let written_lsn = self.written_lsn;
         let mut ack = self.shared.ack.lock();
-        ack.written_lsn = self.written_lsn;
+        ack.written_lsn = written_lsn;
         ack.bytes_written += bytes;
         ack.batches += 1;
+        self.shared.written_lsn.store(written_lsn, Ordering::Release);
+        Shared::take_waiters(&mut ack, &mut self.woken, |waiter| {
+            waiter.reach == Reach::Written && waiter.lsn <= written_lsn
+        });
+        drop(ack);
+        wake_all(&mut self.woken);
         Ok(())
     }
 
@@ -739,6 +784,7 @@ impl Writer {
         ack.durable_lsn = durable_lsn;
         ack.fsyncs += 1;
         self.shared.durable_lsn.store(durable_lsn, Ordering::Release);
+        // Durable implies written: waiters of either kind up to here are answered.
         Shared::take_waiters(&mut ack, &mut self.woken, |waiter| waiter.lsn <= durable_lsn);
         drop(ack);
         wake_all(&mut self.woken);

@@ -1,8 +1,8 @@
 //! The child process of the crash tests (`tests/crash.rs`, `scripts/crash-soak`): it
-//! opens a store with fsync `always` and writes until it is killed, printing one line per
-//! acknowledged write. Not a tool for users.
+//! opens a store with fsync `always` or `periodic` and writes until it is killed, printing
+//! one line per acknowledged write. Not a tool for users.
 //!
-//! Usage: `hotset-crash-child DIR SEED [pause-in-snapshot]`
+//! Usage: `hotset-crash-child DIR SEED always|periodic [pause-in-snapshot]`
 //!
 //! Each of `WORKERS` threads owns a slice of the data and runs numbered steps: step `n` of
 //! worker `w` is one transaction (the worker's head document gets `seq = n`, two item
@@ -32,12 +32,17 @@ fn say(out: &Mutex<std::io::Stdout>, line: &str) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let dir = args.get(1).expect("usage: hotset-crash-child DIR SEED [pause-in-snapshot]");
+    let dir = args.get(1).expect("usage: hotset-crash-child DIR SEED always|periodic [pause-in-snapshot]");
     let seed: u64 = args.get(2).and_then(|s| s.parse().ok()).expect("SEED is a number");
-    let pause = args.get(3).is_some_and(|a| a == "pause-in-snapshot");
+    let fsync = match args.get(3).map(String::as_str) {
+        Some("always") => FsyncPolicy::Always,
+        Some("periodic") => FsyncPolicy::default(),
+        other => panic!("the fsync policy is always or periodic, not {other:?}"),
+    };
+    let pause = args.get(4).is_some_and(|a| a == "pause-in-snapshot");
     let out = Arc::new(Mutex::new(std::io::stdout()));
     let mut options = StoreOptions::new(dir);
-    options.fsync = FsyncPolicy::Always;
+    options.fsync = fsync;
     options.segment_bytes = 64 << 10;
     options.snapshot_log_bytes = 256 << 10;
     options.snapshot_interval = None;
