@@ -154,15 +154,16 @@ impl Fields for TopFields<'_> {
 }
 
 /// Parses stored bytes (one JSON object) into the top-level fields `wanted` accepts;
-/// the other fields are checked as JSON and skipped without being built. Resolving any
-/// path under a kept field gives what it gives on the whole document. `None` when the
-/// bytes are not one JSON object (the caller parses them fully for the exact error).
+/// the other fields are checked as strictly as the full parse checks them and skipped
+/// without being built. Resolving any path under a kept field gives what it gives on the
+/// whole document. `None` when the bytes are not one JSON object (the caller parses them
+/// fully for the exact error), so bytes accepted here always parse fully later.
 ///
 /// Why: recovery reads every stored document only to index it, and building the whole
 /// tree (a map per object, a string per field) was most of the time it took; a short
 /// list of the few indexed fields costs less than even a map of them (no hashing).
 pub fn parse_fields<'a>(bytes: &'a [u8], wanted: &dyn Fn(&str) -> bool) -> Option<TopFields<'a>> {
-    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
     use std::borrow::Cow;
     use std::fmt;
 
@@ -189,6 +190,54 @@ pub fn parse_fields<'a>(bytes: &'a [u8], wanted: &dyn Fn(&str) -> bool) -> Optio
         }
     }
 
+    /// A field read only to check it, as strictly as the full parse does (UTF-8, surrogate
+    /// escapes in pairs, numbers in range), and not built. serde's `IgnoredAny` is not
+    /// enough: serde_json skips its strings and numbers without checking them, and bytes
+    /// accepted here are stored as they are and parsed in full later.
+    struct Checked;
+
+    impl<'de> DeserializeSeed<'de> for Checked {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> std::result::Result<(), D::Error> {
+            deserializer.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Checked {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> std::result::Result<(), A::Error> {
+            while items.next_element_seed(Checked)?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+            while map.next_key_seed(Checked)?.is_some() {
+                map.next_value_seed(Checked)?;
+            }
+            Ok(())
+        }
+    }
+
     impl<'de> DeserializeSeed<'de> for Wanted<'_> {
         type Value = TopFields<'de>;
         fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> std::result::Result<Self::Value, D::Error> {
@@ -205,7 +254,7 @@ pub fn parse_fields<'a>(bytes: &'a [u8], wanted: &dyn Fn(&str) -> bool) -> Optio
             let mut kept = TopFields::default();
             while let Some(name) = map.next_key_seed(FieldName)? {
                 if !(self.0)(&name) {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value_seed(Checked)?;
                     continue;
                 }
                 let value = map.next_value()?;
@@ -280,6 +329,30 @@ mod tests {
         for bad in [&b"[1]"[..], b"{\"a\":1} 2", b"{\"a\":", b"{\"skip\":[1,}", b"\"a\""] {
             assert!(parse_fields(bad, &wanted).is_none(), "{}", String::from_utf8_lossy(bad));
         }
+    }
+
+    #[test]
+    fn parse_fields_checks_skipped_fields_as_the_full_parse_does() {
+        // What broke (found by the `document` fuzz target): skipped fields went through
+        // serde's `IgnoredAny`, for which serde_json checks neither UTF-8, nor surrogate
+        // escapes, nor the range of numbers. A log or snapshot record holding such a field
+        // replayed without an error, its bytes were stored, and reading the document back
+        // later panicked in `decode` ("stored documents are valid JSON").
+        let nothing = |_: &str| false;
+        let bad: [&[u8]; 6] = [
+            b"{\"it\":\"\xd0\x81\xd0\xc0\",\"country\":\"RU\"}",
+            br#"{"a":"\ud800"}"#,
+            br#"{"a":["x\udc00"]}"#,
+            br#"{"a":1e400}"#,
+            b"{\"a\":{\"\xff\":1}}",
+            br#"{"a":{"b":[{"c":-1e999}]}}"#,
+        ];
+        for bytes in bad {
+            assert!(serde_json::from_slice::<Value>(bytes).is_err(), "{}", String::from_utf8_lossy(bytes));
+            assert!(parse_fields(bytes, &nothing).is_none(), "{}", String::from_utf8_lossy(bytes));
+        }
+        let good = br#"{"a":"\ud83e\udd94 \u00e9","b":[1.5e300,-0,18446744073709551616,{"c":null,"d":true}]}"#;
+        assert!(parse_fields(good, &nothing).is_some_and(|fields| fields.is_empty()));
     }
 
     #[test]
