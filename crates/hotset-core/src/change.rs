@@ -295,6 +295,10 @@ impl<'a> Reader<'a> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let byte = self.byte()?;
+            // The tenth byte holds bit 63 only; any other bit of it would be shifted out.
+            if shift == 63 && byte > 1 {
+                return self.fail("a number runs over 64 bits");
+            }
             value |= u64::from(byte & 0x7f) << shift;
             if byte & 0x80 == 0 {
                 return Ok(value);
@@ -504,6 +508,24 @@ mod tests {
             change.encode(&mut bytes);
             assert_eq!(Change::decode(&bytes).unwrap(), change);
         }
+    }
+
+    #[test]
+    fn a_number_over_64_bits_is_an_error_not_another_number() {
+        // What broke (found with the `wal_record` fuzz target): the tenth byte of a varint
+        // may carry bit 63 only, but its other bits were shifted out silently, so a
+        // damaged deadline, count or length decoded as another number (and the change
+        // re-encoded to other bytes) instead of being refused.
+        let mut bytes = vec![kind::KV, 1, b'0', 0, kind::OP_PUT, 1, b'k'];
+        bytes.extend_from_slice(&[0xff; 9]);
+        bytes.push(0x03);
+        bytes.extend_from_slice(&[kind::VALUE_INT, 0]);
+        assert!(Change::decode(&bytes).is_err());
+        // The largest number, u64::MAX, ends with a tenth byte of 1 and still decodes.
+        let tenth = bytes.len() - 3;
+        bytes[tenth] = 0x01;
+        let Ok(Change::Kv { ops, .. }) = Change::decode(&bytes) else { panic!("u64::MAX decodes") };
+        assert!(matches!(ops[..], [KvChange::Put { expire_at_ms: Some(u64::MAX), .. }]));
     }
 
     #[test]
