@@ -175,6 +175,8 @@ struct FrameReader<'a> {
     input: Box<dyn Read + Send + 'a>,
     path: &'a Path,
     offset: u64,
+    /// The file's length: no frame may claim more bytes than are left.
+    total: u64,
     frame: Vec<u8>,
 }
 
@@ -191,6 +193,12 @@ impl FrameReader<'_> {
         let len = u32::from_le_bytes(self.frame[0..4].try_into().expect("4 bytes")) as usize;
         if len > FRAME_PAYLOAD_BYTES_MAX {
             return self.corrupt(at, "frame length over the limit");
+        }
+        // Checked before the buffer grows: a damaged length must not allocate (up to 1 GiB)
+        // for bytes the file does not have.
+        let left = self.total.saturating_sub(at + FRAME_HEADER_BYTES as u64);
+        if len as u64 > left {
+            return self.corrupt(at, &format!("the frame claims {len} bytes, the file has {left} left"));
         }
         self.frame.resize(FRAME_HEADER_BYTES + len, 0);
         self.fill(FRAME_HEADER_BYTES, at)?;
@@ -231,7 +239,7 @@ pub fn load(
     if input.read_exact(&mut magic).is_err() || &magic != MAGIC {
         return Err(SnapshotError::Corrupt { path: path.into(), offset: 0, reason: "not a snapshot file".into() });
     }
-    let mut reader = FrameReader { input, path, offset: MAGIC.len() as u64, frame: Vec::new() };
+    let mut reader = FrameReader { input, path, offset: MAGIC.len() as u64, total, frame: Vec::new() };
     let (at, meta) = reader.next(1)?;
     if meta.len() != 17 || meta[0] != META {
         return reader.corrupt(at, "the first frame is not the snapshot header");
@@ -272,4 +280,32 @@ pub fn load(
         }
     }
     unreachable!("the loop above only ends by returning")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::OsDisk;
+
+    #[test]
+    fn a_damaged_frame_length_is_refused_before_any_buffer_grows() {
+        // What broke (found by the `snapshot_block` fuzz target): the reader sized its
+        // buffer from a frame's length field before checking it against the file, so a
+        // 29-byte file whose first length read 1 GiB made recovery allocate and zero 1 GiB,
+        // then report "the file ends inside a frame". It must be refused from the length.
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join(file_name(1));
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&(1u32 << 30).to_le_bytes());
+        bytes.extend_from_slice(&[0; 17]);
+        std::fs::write(&path, &bytes).expect("write the file");
+        let error = load(&OsDisk, &path, &Database::new(), &mut |_, _| {}).expect_err("a damaged snapshot");
+        match error {
+            SnapshotError::Corrupt { offset, reason, .. } => {
+                assert_eq!(offset, 8);
+                assert_eq!(reason, "the frame claims 1073741824 bytes, the file has 5 left");
+            }
+            other => panic!("expected a damaged snapshot, got {other}"),
+        }
+    }
 }
