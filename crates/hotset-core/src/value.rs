@@ -24,9 +24,10 @@ pub enum FieldType {
 }
 
 impl FieldType {
-    /// Parses the names used in index definitions.
+    /// Parses the names used in index definitions, in any case (`int`, `INT`, `Integer`),
+    /// as SQL spells types.
     pub fn parse(name: &str) -> Option<FieldType> {
-        match name {
+        match name.to_ascii_lowercase().as_str() {
             "int" | "int64" | "integer" | "bigint" => Some(FieldType::Int),
             "double" | "float" | "number" => Some(FieldType::Double),
             "string" | "str" | "text" => Some(FieldType::String),
@@ -148,13 +149,14 @@ pub fn compare(left: ScalarRef<'_>, right: ScalarRef<'_>) -> Option<Ordering> {
     }
 }
 
+/// 2^63 as f64 (exact): every i64 is below it and at or above -2^63.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
 /// Exact comparison of an i64 with an f64 (no rounding of large integers).
 fn compare_int_double(int: i64, double: f64) -> Option<Ordering> {
     if double.is_nan() {
         return None;
     }
-    // 2^63 as f64 is exact; every i64 is below it and at or above -2^63.
-    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
     if double >= TWO_63 {
         return Some(Ordering::Less);
     }
@@ -171,10 +173,12 @@ fn compare_int_double(int: i64, double: f64) -> Option<Ordering> {
 }
 
 /// The form of a scalar used to group or hash values that compare equal: an integral
-/// double becomes the int it equals, so `3` and `3.0` fall in one group.
+/// double becomes the int it equals, so `3` and `3.0` fall in one group. Every integral
+/// double in [-2^63, 2^63) equals an i64 (a bound of |d| < 9.2e18 left -2^63 and
+/// 2^63 - 1024 apart from `i64::MIN` and `i64::MAX - 1023`, which they equal).
 pub fn group_key(value: Scalar) -> Scalar {
     match value {
-        Scalar::Double(d) if d.0.fract() == 0.0 && d.0.abs() < 9.2e18 => Scalar::Int(d.0 as i64),
+        Scalar::Double(d) if d.0.fract() == 0.0 && (-TWO_63..TWO_63).contains(&d.0) => Scalar::Int(d.0 as i64),
         other => other,
     }
 }
@@ -222,6 +226,19 @@ mod tests {
         assert_eq!(compare(ScalarRef::Int(big), ScalarRef::Double((1i64 << 53) as f64)), Some(Ordering::Greater));
         assert_eq!(compare(ScalarRef::Int(i64::MAX), ScalarRef::Double(1e19)), Some(Ordering::Less));
         assert_eq!(compare(ScalarRef::Str(b"a"), ScalarRef::Int(1)), None);
+    }
+
+    /// Regression (found by `tests/prop_reference.rs`): integral doubles at or beyond
+    /// 9.2e18 in magnitude stayed doubles, so a facet or distinct split them from the ints
+    /// they equal.
+    #[test]
+    fn group_key_makes_every_integral_double_of_the_i64_range_an_int() {
+        let double = |d: f64| group_key(Scalar::Double(OrdF64::new(d)));
+        assert_eq!(double(-TWO_63), Scalar::Int(i64::MIN));
+        assert_eq!(double(9_223_372_036_854_774_784.0), Scalar::Int(i64::MAX - 1023));
+        assert_eq!(double(3.0), Scalar::Int(3));
+        assert_eq!(double(TWO_63), Scalar::Double(OrdF64(TWO_63)), "above every i64");
+        assert_eq!(double(2.5), Scalar::Double(OrdF64(2.5)));
     }
 
     #[test]

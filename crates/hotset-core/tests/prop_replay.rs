@@ -10,7 +10,7 @@ use hotset_core::kv::{KvOps, SetExpiry, SetOptions};
 use hotset_core::query::SetField;
 use hotset_core::{Database, IndexDef, Limits, Query, Replay};
 use hotset_testkit::durable::{MemJournal, dump};
-use hotset_testkit::generate::{self, NAMESPACE, Write};
+use hotset_testkit::generate::{self, NAMESPACE, TransactionWrite, Write};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::Value;
@@ -63,7 +63,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     let key = 0u8..12;
     prop_oneof![
-        12 => generate::writes(20).prop_flat_map(|w| proptest::sample::select(if w.is_empty() { vec![Write::Delete(0)] } else { w })).prop_map(Op::Doc),
+        12 => generate::write(20).prop_map(Op::Doc),
         3 => (key.clone(), any::<u16>(), proptest::option::of(1u64..50)).prop_map(|(key, value, px)| Op::Set { key, value, px }),
         2 => key.clone().prop_map(|key| Op::Incr { key }),
         2 => (key.clone(), 0u8..4, any::<u16>()).prop_map(|(key, field, value)| Op::HSet { key, field, value }),
@@ -79,8 +79,20 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Key `k`: short, one byte past the inline size of keys (22), or long, so records and
+/// snapshot blocks carry keys of every stored form.
 fn key(k: u8) -> Vec<u8> {
-    format!("k{k}").into_bytes()
+    match k % 3 {
+        0 => format!("k{k}"),
+        1 => format!("{k:0>23}"),
+        _ => format!("key-{k}-{}", "long".repeat(40)),
+    }
+    .into_bytes()
+}
+
+/// Hash field `f`: the last of the four is longer than the inline size.
+fn field_name(f: u8) -> String {
+    if f == 3 { format!("field-{f}-longer-than-inline") } else { format!("f{f}") }
 }
 
 /// Applies one operation; failures are part of the history (they must log nothing).
@@ -100,6 +112,7 @@ fn run(db: &Database, clock: &ManualClock, schema: &[IndexDef], op: &Op) {
                 Write::DeleteQuery(cond) => db.delete_query(&Query::new(NAMESPACE).filter(cond.clone())).map(drop),
                 Write::AddIndex(def) => db.add_index(NAMESPACE, def.clone()),
                 Write::DropIndex(name) => db.drop_index(NAMESPACE, name),
+                Write::Transaction(operations) => transaction(db, operations),
             };
         }
         Op::Set { key: k, value, px } => {
@@ -108,13 +121,13 @@ fn run(db: &Database, clock: &ManualClock, schema: &[IndexDef], op: &Op) {
         }
         Op::Incr { key: k } => drop(kv.incr_by(&key(*k), 1)),
         Op::HSet { key: k, field, value } => {
-            drop(kv.hset(&key(*k), &[(format!("f{field}").as_bytes(), value.to_string().as_bytes())]))
+            drop(kv.hset(&key(*k), &[(field_name(*field).as_bytes(), value.to_string().as_bytes())]))
         }
         Op::HDel { key: k, field } => {
-            let (one, next) = (format!("f{field}"), format!("f{}", (field + 1) % 4));
+            let (one, next) = (field_name(*field), field_name((field + 1) % 4));
             drop(kv.hdel(&key(*k), &[one.as_bytes(), next.as_bytes()]))
         }
-        Op::HIncr { key: k, field } => drop(kv.hincr_by(&key(*k), format!("f{field}").as_bytes(), 3)),
+        Op::HIncr { key: k, field } => drop(kv.hincr_by(&key(*k), field_name(*field).as_bytes(), 3)),
         Op::Del { key: k } => drop(kv.del(&[&key(*k)])),
         Op::Expire { key: k, ms } => drop(kv.expire_in_ms(&key(*k), *ms as i64)),
         Op::Atomic { a, b } => {
@@ -139,6 +152,20 @@ fn run(db: &Database, clock: &ManualClock, schema: &[IndexDef], op: &Op) {
             txn.commit().unwrap();
         }
     }
+}
+
+/// Commits `operations` as one transaction (a refused one logs nothing).
+fn transaction(db: &Database, operations: &[TransactionWrite]) -> hotset_core::Result<()> {
+    let mut transaction = db.transaction(NAMESPACE)?;
+    for operation in operations {
+        match operation {
+            TransactionWrite::Insert(doc) => transaction.insert(doc.clone())?,
+            TransactionWrite::Upsert(doc) => transaction.upsert(doc.clone())?,
+            TransactionWrite::Update(doc) => transaction.update(doc.clone())?,
+            TransactionWrite::Delete(id) => transaction.delete(Value::from(*id))?,
+        }
+    }
+    transaction.commit().map(drop)
 }
 
 fn logged_database(clock: &Arc<ManualClock>) -> (Database, Arc<MemJournal>) {

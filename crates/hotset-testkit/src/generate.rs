@@ -6,6 +6,12 @@
 //! `id` int pk, `a` int, `b` string, `c` double, `tags` int array, `flag` bool,
 //! `n.x` nested int, `s` string (composites `b+s` and `a+s`), `u` anything, `body` text
 //! (words from `TEXT_WORDS`, always under a text index, searched with `MATCH`).
+//!
+//! Values come mostly from small pools, so that equalities hit; mixed into them at a
+//! lower rate are the values where representations break: i64's ends and their
+//! neighbours, integers around 2^53 (past it an f64 no longer holds every integer, so
+//! int/double comparisons must be exact), doubles at ±2^63, `-0.0`, a u64 past i64, long
+//! strings and random Unicode with multi-digit runs (the numeric collation).
 
 use hotset_core::query::{Aggregation, ArithOp, Cond, Expr, Facet, Op, Query, SetField, SortKey};
 use hotset_core::{Collation, FieldType, IndexDef, IndexKind};
@@ -20,6 +26,71 @@ const PATTERNS: &[&str] = &["ab%", "A%", "%b%", "x1_", "ЁЛ%", "stra%", "%", "a
 /// text index's matching reduces to the plain word and prefix rules the reference knows.
 pub const TEXT_WORDS: &[&str] = &["Alpha", "bravo", "DELTA", "kilo", "Lima", "oscar", "tango", "zulu", "alps"];
 const QUERY_FIELDS: &[&str] = &["id", "a", "b", "c", "tags", "flag", "n.x", "s", "u", "missing"];
+
+/// 2^53: from here on not every integer is an f64.
+const TWO_53: i64 = 1 << 53;
+/// Integers where arithmetic overflows or doubles round: i64's ends and ±1 around them,
+/// 2^53 and its neighbours, and 2^63 − 1024 (the largest f64 below 2^63, which an int
+/// can equal exactly).
+pub const WIDE_INTS: &[i64] = &[
+    i64::MIN,
+    i64::MIN + 1,
+    i64::MAX - 1,
+    i64::MAX,
+    TWO_53 - 1,
+    TWO_53,
+    TWO_53 + 1,
+    -TWO_53,
+    -TWO_53 - 1,
+    i64::MAX - 1023,
+];
+/// Doubles next to `WIDE_INTS`: 2^53 and 2^53 + 2 (each an int's exact value, and the
+/// rounding of 2^53 + 1), ±2^63 (−2^63 equals `i64::MIN`; 2^63 is above every i64),
+/// 2^63 − 1024, a fraction no binary double holds, and negative zero.
+pub const WIDE_DOUBLES: &[f64] = &[
+    9_007_199_254_740_992.0,
+    9_007_199_254_740_994.0,
+    -9_007_199_254_740_992.0,
+    9_223_372_036_854_775_808.0,
+    -9_223_372_036_854_775_808.0,
+    9_223_372_036_854_774_784.0,
+    0.1,
+    -0.0,
+];
+
+/// An int: mostly from a small range, sometimes a wide one.
+fn int(small: std::ops::Range<i64>) -> impl Strategy<Value = i64> {
+    prop_oneof![8 => small, 1 => proptest::sample::select(WIDE_INTS)]
+}
+
+/// A primary key: mostly `0..ids`, sometimes an extreme.
+fn id(ids: i64) -> impl Strategy<Value = i64> {
+    prop_oneof![12 => 0..ids, 1 => proptest::sample::select(&[i64::MIN, i64::MAX, TWO_53, TWO_53 + 1][..])]
+}
+
+/// Characters for random strings: case pairs that fold together (ASCII, `ß`/`ẞ`/`ss`,
+/// Cyrillic, Greek final sigma, the Kelvin sign), ones that stay apart, LIKE's
+/// metacharacters, control bytes and characters beyond the BMP.
+const TEXT_CHARS: &[char] = &[
+    'a', 'A', 'b', 'B', 'x', 'X', 's', 'S', 'k', 'K', ' ', '%', '_', '\\', '\0', '-', 'ß', 'ẞ', 'ё', 'Ё', 'е', 'ς',
+    'σ', 'Σ', 'K', 'é', 'É', '中', '😀', '𐐀', '𐐨',
+];
+
+/// A long or random string: pieces of `TEXT_CHARS`, other Unicode, and digit runs of
+/// one to 300 digits (leading zeros included).
+fn wild_string() -> impl Strategy<Value = String> {
+    let digits = |lengths: std::ops::Range<usize>| {
+        proptest::collection::vec(0u8..10, lengths).prop_map(|d| d.into_iter().map(|d| char::from(b'0' + d)).collect())
+    };
+    let piece = prop_oneof![
+        4 => proptest::sample::select(TEXT_CHARS).prop_map(String::from),
+        2 => any::<char>().prop_map(String::from),
+        3 => digits(1..5),
+        1 => digits(250..300),
+        1 => proptest::sample::select(STRINGS).prop_map(str::to_string),
+    ];
+    proptest::collection::vec(piece, 1..24).prop_map(|pieces| pieces.concat())
+}
 
 fn collation() -> impl Strategy<Value = Collation> {
     prop_oneof![Just(Collation::None), Just(Collation::AsciiCi), Just(Collation::Utf8Ci), Just(Collation::Numeric)]
@@ -126,23 +197,33 @@ fn maybe<T: std::fmt::Debug + Clone + 'static>(
 }
 
 fn string() -> impl Strategy<Value = String> {
-    proptest::sample::select(STRINGS).prop_map(str::to_string)
+    prop_oneof![12 => proptest::sample::select(STRINGS).prop_map(str::to_string), 1 => wild_string()]
 }
 
+/// A number for a double field: a small double or int, sometimes a wide one of either.
 fn double() -> impl Strategy<Value = Value> {
     prop_oneof![
-        proptest::sample::select(&[-1.5, 0.0, 0.5, 2.0, 2.5, 3.0][..]).prop_map(|d| json!(d)),
-        (-2i64..4).prop_map(|i| json!(i)),
+        6 => proptest::sample::select(&[-1.5, 0.0, 0.5, 2.0, 2.5, 3.0][..]).prop_map(|d| json!(d)),
+        6 => (-2i64..4).prop_map(|i| json!(i)),
+        1 => proptest::sample::select(WIDE_DOUBLES).prop_map(|d| json!(d)),
+        1 => proptest::sample::select(WIDE_INTS).prop_map(|i| json!(i)),
     ]
+}
+
+/// 2^63: a JSON integer no i64 holds (serde_json keeps it as a u64).
+fn beyond_i64() -> Value {
+    json!(9_223_372_036_854_775_808u64)
 }
 
 fn mixed() -> impl Strategy<Value = Value> {
     let scalar = prop_oneof![
-        (-3i64..6).prop_map(|i| json!(i)),
-        string().prop_map(Value::String),
-        any::<bool>().prop_map(Value::Bool),
-        Just(json!(1.5)),
-        Just(Value::Null),
+        6 => int(-3..6).prop_map(|i| json!(i)),
+        6 => string().prop_map(Value::String),
+        3 => any::<bool>().prop_map(Value::Bool),
+        3 => Just(json!(1.5)),
+        1 => proptest::sample::select(WIDE_DOUBLES).prop_map(|d| json!(d)),
+        1 => Just(beyond_i64()),
+        3 => Just(Value::Null),
     ];
     prop_oneof![
         4 => scalar.clone(),
@@ -154,13 +235,13 @@ fn mixed() -> impl Strategy<Value = Value> {
 /// A document with `id` in `0..ids`; every indexed field has its declared type.
 pub fn document(ids: i64) -> impl Strategy<Value = Value> {
     (
-        0..ids,
-        maybe(-3i64..8),
+        id(ids),
+        maybe(int(-3..8)),
         maybe(string()),
         maybe(double()),
-        maybe(proptest::collection::vec(0i64..5, 0..4)),
+        maybe(proptest::collection::vec(int(0..5), 0..4)),
         maybe(any::<bool>()),
-        maybe(-2i64..4),
+        maybe(int(-2..4)),
         maybe(string()),
         (maybe(mixed()), maybe(body())),
     )
@@ -195,6 +276,8 @@ pub fn bad_document(ids: i64) -> impl Strategy<Value = Value> {
             Just(("c", json!("x"))),
             Just(("flag", json!(1))),
             Just(("a", json!([1, 2]))),
+            Just(("a", beyond_i64())),
+            Just(("a", json!(9_007_199_254_740_992.0))),
             Just(("body", json!(5)))
         ],
     )
@@ -209,13 +292,14 @@ fn query_value(field: &'static str) -> BoxedStrategy<Value> {
         "b" | "s" => string().prop_map(Value::String).boxed(),
         "c" => double().boxed(),
         "flag" => any::<bool>().prop_map(Value::Bool).boxed(),
-        _ => (-3i64..8).prop_map(|i| json!(i)).boxed(),
+        _ => int(-3..8).prop_map(|i| json!(i)).boxed(),
     };
     let other = prop_oneof![
-        (-3i64..8).prop_map(|i| json!(i)),
-        string().prop_map(Value::String),
-        Just(json!(2.5)),
-        any::<bool>().prop_map(Value::Bool)
+        3 => int(-3..8).prop_map(|i| json!(i)),
+        3 => string().prop_map(Value::String),
+        3 => Just(json!(2.5)),
+        1 => proptest::sample::select(WIDE_DOUBLES).prop_map(|d| json!(d)),
+        3 => any::<bool>().prop_map(Value::Bool)
     ];
     prop_oneof![4 => typed, 1 => other].boxed()
 }
@@ -300,12 +384,26 @@ pub enum Write {
     DeleteQuery(Cond),
     AddIndex(IndexDef),
     DropIndex(String),
+    /// Several document writes committed all together or not at all.
+    Transaction(Vec<TransactionWrite>),
+}
+
+/// One operation of a transaction.
+#[derive(Debug, Clone)]
+pub enum TransactionWrite {
+    Insert(Value),
+    Upsert(Value),
+    Update(Value),
+    Delete(i64),
 }
 
 fn set_field() -> impl Strategy<Value = SetField> {
     prop_oneof![
         Just(SetField::Set("a".into(), Expr::field("a").binary(ArithOp::Add, Expr::value(1)))),
         Just(SetField::Set("a".into(), Expr::field("a").binary(ArithOp::Mul, Expr::value(2)))),
+        Just(SetField::Set("a".into(), Expr::field("a").binary(ArithOp::Sub, Expr::value(1)))),
+        // i64::MIN / -1 is the one int division that overflows.
+        Just(SetField::Set("a".into(), Expr::field("a").binary(ArithOp::Div, Expr::value(-1)))),
         string().prop_map(|s| SetField::Set("b".into(), Expr::value(s))),
         Just(SetField::Set("c".into(), Expr::field("c").binary(ArithOp::Div, Expr::value(2)))),
         Just(SetField::Set("u".into(), Expr::field("u").binary(ArithOp::Add, Expr::value(1)))),
@@ -317,13 +415,23 @@ fn set_field() -> impl Strategy<Value = SetField> {
     ]
 }
 
-/// A history of writes over ids `0..ids`.
-pub fn writes(ids: i64) -> impl Strategy<Value = Vec<Write>> {
-    let write = prop_oneof![
+fn transaction_write(ids: i64) -> impl Strategy<Value = TransactionWrite> {
+    prop_oneof![
+        4 => document(ids).prop_map(TransactionWrite::Upsert),
+        3 => document(ids).prop_map(TransactionWrite::Insert),
+        2 => document(ids).prop_map(TransactionWrite::Update),
+        2 => id(ids).prop_map(TransactionWrite::Delete),
+        1 => bad_document(ids).prop_map(TransactionWrite::Upsert),
+    ]
+}
+
+/// One write over ids `0..ids`.
+pub fn write(ids: i64) -> impl Strategy<Value = Write> {
+    prop_oneof![
         6 => document(ids).prop_map(Write::Upsert),
         3 => document(ids).prop_map(Write::Insert),
         2 => document(ids).prop_map(Write::Update),
-        2 => (0..ids).prop_map(Write::Delete),
+        2 => id(ids).prop_map(Write::Delete),
         1 => bad_document(ids).prop_map(Write::Upsert),
         1 => (proptest::option::of(condition()), proptest::collection::vec(set_field(), 1..3)).prop_map(|(c, s)| Write::UpdateQuery(c, s)),
         1 => condition().prop_map(Write::DeleteQuery),
@@ -333,6 +441,11 @@ pub fn writes(ids: i64) -> impl Strategy<Value = Vec<Write>> {
             Write::AddIndex(if field_type == FieldType::String { def.collate(c) } else { def })
         }),
         1 => proptest::sample::select(&["a", "b", "extra_a", "extra_b", "extra_u", "b+s"][..]).prop_map(|n| Write::DropIndex(n.into())),
-    ];
-    proptest::collection::vec(write, 0..70)
+        2 => proptest::collection::vec(transaction_write(ids), 0..6).prop_map(Write::Transaction),
+    ]
+}
+
+/// A history of writes over ids `0..ids`.
+pub fn writes(ids: i64) -> impl Strategy<Value = Vec<Write>> {
+    proptest::collection::vec(write(ids), 0..70)
 }

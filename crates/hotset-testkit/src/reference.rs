@@ -2,12 +2,18 @@
 //!
 //! Owns: documents as `serde_json::Value`s in a map, and an independent evaluation of
 //! filters, sorts, paging, totals and aggregations straight from the documented
-//! semantics (see `hotset_core::query` and `hotset_core::doc`). Only collation keys
-//! (`Collation::key`, unit-tested on its own) are shared with the engine.
+//! semantics (see `hotset_core::query` and `hotset_core::doc`), and of every write:
+//! which error kind refuses it and how many documents it affects. Only collation keys
+//! (`Collation::key`, checked against naive comparators in `collate.rs`) are shared with
+//! the engine.
 //! Never: use indexes, columns or the engine's planner, executor or predicates.
+//!
+//! Numbers compare by exact value, ints and doubles mixed (`2^53 + 1` is above the
+//! double `2^53`). A field whose canonical index (the first covering it) is of type
+//! double holds its values as doubles, so an int stored there compares rounded.
 
 use hotset_core::query::{Aggregation, Cond, Op, Query};
-use hotset_core::{Collation, IndexDef};
+use hotset_core::{Collation, FieldType, IndexDef, IndexKind};
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -16,7 +22,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq)]
 pub enum RefScalar {
     Bool(bool),
-    Number(f64),
+    Int(i64),
+    Double(f64),
     Text(Vec<u8>),
 }
 
@@ -24,19 +31,44 @@ impl RefScalar {
     fn rank(&self) -> u8 {
         match self {
             RefScalar::Bool(_) => 1,
-            RefScalar::Number(_) => 2,
+            RefScalar::Int(_) | RefScalar::Double(_) => 2,
             RefScalar::Text(_) => 3,
         }
     }
 
-    /// `None` for values of different kinds.
+    /// `None` for values of different kinds (and for NaN).
     pub fn compare(&self, other: &RefScalar) -> Option<Ordering> {
         match (self, other) {
             (RefScalar::Bool(a), RefScalar::Bool(b)) => Some(a.cmp(b)),
-            (RefScalar::Number(a), RefScalar::Number(b)) => a.partial_cmp(b),
+            (RefScalar::Int(a), RefScalar::Int(b)) => Some(a.cmp(b)),
+            (RefScalar::Double(a), RefScalar::Double(b)) => a.partial_cmp(b),
+            (RefScalar::Int(a), RefScalar::Double(b)) => int_vs_double(*a, *b),
+            (RefScalar::Double(a), RefScalar::Int(b)) => int_vs_double(*b, *a).map(Ordering::reverse),
             (RefScalar::Text(a), RefScalar::Text(b)) => Some(a.cmp(b)),
             _ => None,
         }
+    }
+
+    /// The number as a double (rounded for big ints), for sums and averages.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            RefScalar::Int(i) => Some(*i as f64),
+            RefScalar::Double(d) => Some(*d),
+            _ => None,
+        }
+    }
+}
+
+/// An int against a double, exactly: the double's floor as an i128 (saturating, which
+/// keeps the order for doubles far outside i64), then its fraction.
+fn int_vs_double(int: i64, double: f64) -> Option<Ordering> {
+    if double.is_nan() {
+        return None;
+    }
+    let floor = double.floor();
+    match i128::from(int).cmp(&(floor as i128)) {
+        Ordering::Equal if double > floor => Some(Ordering::Less),
+        order => Some(order),
     }
 }
 
@@ -113,16 +145,20 @@ pub fn field_values(doc: &Value, field: &str) -> Vec<Value> {
     out
 }
 
+/// A JSON scalar by its own kind (an int stays exact; a number past i64 is a double).
 pub fn to_scalar(value: &Value, collation: Collation) -> Option<RefScalar> {
     match value {
         Value::Bool(b) => Some(RefScalar::Bool(*b)),
-        Value::Number(n) => n.as_f64().map(RefScalar::Number),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Some(RefScalar::Int(i)),
+            None => n.as_f64().map(RefScalar::Double),
+        },
         Value::String(s) => Some(RefScalar::Text(collation.key(s))),
         _ => None,
     }
 }
 
-/// Namespaces of the reference model.
+/// One namespace of the reference model.
 #[derive(Debug, Clone, Default)]
 pub struct RefNamespace {
     pub defs: Vec<IndexDef>,
@@ -140,10 +176,32 @@ pub struct RefResult {
 #[derive(Debug, Clone, PartialEq)]
 pub enum RefAggregation {
     Count(u64),
-    Number(Option<f64>),
+    /// Sum, avg, min or max; `None` when no value was numeric.
+    Number(Option<RefNumber>),
     /// Groups as (collation keys of the values, count), in the facet's order.
     Facet(Vec<(Vec<Option<RefScalar>>, u64)>),
     Distinct(Vec<RefScalar>),
+}
+
+/// The result of a numeric aggregation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RefNumber {
+    /// Exactly this value (min, max, a sum of ints).
+    Exact(RefScalar),
+    /// A sum or average with doubles in it, known up to the rounding that the order of
+    /// additions may change.
+    Approx { value: f64, tolerance: f64 },
+}
+
+impl RefNumber {
+    /// Whether a JSON number the engine answered is this one.
+    pub fn accepts(&self, engine: &Value) -> bool {
+        let Some(got) = to_scalar(engine, Collation::None) else { return false };
+        match self {
+            RefNumber::Exact(want) => got.compare(want) == Some(Ordering::Equal),
+            RefNumber::Approx { value, tolerance } => got.as_f64().is_some_and(|g| (g - value).abs() <= *tolerance),
+        }
+    }
 }
 
 impl RefNamespace {
@@ -154,9 +212,27 @@ impl RefNamespace {
             .unwrap_or(Collation::None)
     }
 
+    /// The declared type of a field's canonical index (the first that covers it and
+    /// keeps a column: text indexes do not).
+    pub fn field_type(&self, field: &str) -> Option<FieldType> {
+        self.defs
+            .iter()
+            .filter(|d| d.kind != IndexKind::Text)
+            .find_map(|d| d.fields.iter().position(|f| f == field).map(|at| d.type_of(at)))
+    }
+
+    /// A stored value of `field` as it compares: by its own kind, except that a double
+    /// field holds every number as a double.
+    pub fn scalar(&self, field: &str, value: &Value) -> Option<RefScalar> {
+        let scalar = to_scalar(value, self.collation(field))?;
+        match (self.field_type(field), scalar) {
+            (Some(FieldType::Double), RefScalar::Int(i)) => Some(RefScalar::Double(i as f64)),
+            (_, scalar) => Some(scalar),
+        }
+    }
+
     fn values(&self, doc: &Value, field: &str) -> Vec<RefScalar> {
-        let collation = self.collation(field);
-        field_values(doc, field).iter().filter_map(|v| to_scalar(v, collation)).collect()
+        field_values(doc, field).iter().filter_map(|v| self.scalar(field, v)).collect()
     }
 
     pub fn first(&self, doc: &Value, field: &str) -> Option<RefScalar> {
@@ -235,21 +311,18 @@ impl RefNamespace {
     }
 
     fn aggregate(&self, matches: &[Value], aggregation: &Aggregation) -> RefAggregation {
-        let numbers = |field: &str| -> Vec<f64> {
-            matches.iter().flat_map(|d| field_values(d, field)).filter_map(|v| v.as_f64()).collect()
+        let numbers = |field: &str| -> Vec<RefScalar> {
+            matches.iter().flat_map(|d| self.values(d, field)).filter(|v| v.as_f64().is_some()).collect()
+        };
+        let extreme = |field: &str, want: Ordering| {
+            numbers(field).into_iter().reduce(|best, v| if v.compare(&best) == Some(want) { v } else { best })
         };
         match aggregation {
             Aggregation::Count => RefAggregation::Count(matches.len() as u64),
-            Aggregation::Sum(f) => {
-                let n = numbers(f);
-                RefAggregation::Number((!n.is_empty()).then(|| n.iter().sum()))
-            }
-            Aggregation::Avg(f) => {
-                let n = numbers(f);
-                RefAggregation::Number((!n.is_empty()).then(|| n.iter().sum::<f64>() / n.len() as f64))
-            }
-            Aggregation::Min(f) => RefAggregation::Number(numbers(f).into_iter().reduce(f64::min)),
-            Aggregation::Max(f) => RefAggregation::Number(numbers(f).into_iter().reduce(f64::max)),
+            Aggregation::Sum(f) => RefAggregation::Number(sum(&numbers(f), false)),
+            Aggregation::Avg(f) => RefAggregation::Number(sum(&numbers(f), true)),
+            Aggregation::Min(f) => RefAggregation::Number(extreme(f, Ordering::Less).map(RefNumber::Exact)),
+            Aggregation::Max(f) => RefAggregation::Number(extreme(f, Ordering::Greater).map(RefNumber::Exact)),
             Aggregation::Distinct(f) => {
                 let mut all: Vec<RefScalar> = matches.iter().flat_map(|d| self.values(d, f)).collect();
                 all.sort_by(|a, b| sort_order(&Some(a.clone()), &Some(b.clone())));
@@ -307,7 +380,42 @@ impl RefNamespace {
     }
 }
 
-fn keys_equal(a: &[Option<RefScalar>], b: &[Option<RefScalar>]) -> bool {
+/// A sum (or, with `average`, the mean) of numbers: ints add exactly (in i128) and, when
+/// every value is an int whose sum fits i64, that is the answer; otherwise the ints' sum
+/// as a double plus the doubles, up to the rounding of the doubles' additions.
+fn sum(numbers: &[RefScalar], average: bool) -> Option<RefNumber> {
+    if numbers.is_empty() {
+        return None;
+    }
+    let (mut ints, mut doubles, mut magnitude, mut all_ints) = (0i128, 0f64, 0f64, true);
+    for number in numbers {
+        match number {
+            RefScalar::Int(i) => ints += i128::from(*i),
+            other => {
+                let d = other.as_f64().expect("numbers only");
+                doubles += d;
+                magnitude += d.abs();
+                all_ints = false;
+            }
+        }
+    }
+    let count = numbers.len() as f64;
+    if !average && all_ints {
+        return Some(RefNumber::Exact(match i64::try_from(ints) {
+            Ok(exact) => RefScalar::Int(exact),
+            Err(_) => RefScalar::Double(ints as f64),
+        }));
+    }
+    let value = ints as f64 + doubles;
+    let tolerance = 1e-9 * (magnitude + (ints as f64).abs()) + f64::MIN_POSITIVE;
+    Some(if average {
+        RefNumber::Approx { value: value / count, tolerance: tolerance / count }
+    } else {
+        RefNumber::Approx { value, tolerance }
+    })
+}
+
+pub fn keys_equal(a: &[Option<RefScalar>], b: &[Option<RefScalar>]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| sort_order(x, y) == Ordering::Equal)
 }
 
@@ -325,9 +433,61 @@ pub fn like_match(pattern: &[char], text: &[char]) -> bool {
     }
 }
 
-/// Why the reference refused a write (the engine must refuse it too).
+/// The kind of error that refuses a write: the engine's `Error` variant it must answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    UnknownNamespace,
+    DuplicateKey,
+    NotFound,
+    WrongType,
+    MissingKey,
+    IndexExists,
+    UnknownIndex,
+    InvalidIndex,
+    /// A bad update by query: arithmetic on a non-number, division by zero, overflow, a
+    /// field set through a non-object.
+    InvalidQuery,
+}
+
+impl Refusal {
+    /// The refusal an engine error stands for, if the reference knows that kind.
+    pub fn of(error: &hotset_core::Error) -> Option<Refusal> {
+        use hotset_core::Error;
+        Some(match error {
+            Error::UnknownNamespace { .. } => Refusal::UnknownNamespace,
+            Error::DuplicateKey { .. } => Refusal::DuplicateKey,
+            Error::NotFound { .. } => Refusal::NotFound,
+            Error::WrongType { .. } => Refusal::WrongType,
+            Error::MissingKey { .. } => Refusal::MissingKey,
+            Error::IndexExists { .. } => Refusal::IndexExists,
+            Error::UnknownIndex { .. } => Refusal::UnknownIndex,
+            Error::InvalidIndex { .. } => Refusal::InvalidIndex,
+            Error::InvalidQuery { .. } => Refusal::InvalidQuery,
+            _ => return None,
+        })
+    }
+}
+
+/// Why the reference refused a write (the engine must refuse it with the same kind).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Refused(pub String);
+pub struct Refused {
+    pub kind: Refusal,
+    pub reason: String,
+    /// Other kinds that are right too: an update by query that fails for several
+    /// documents may report any of them (the order it visits them in is its own).
+    pub alternatives: Vec<Refusal>,
+}
+
+impl Refused {
+    /// Whether the engine's error is one this refusal allows.
+    pub fn allows(&self, error: &hotset_core::Error) -> bool {
+        Refusal::of(error).is_some_and(|kind| kind == self.kind || self.alternatives.contains(&kind))
+    }
+}
+
+fn refused<T>(kind: Refusal, reason: impl Into<String>) -> Result<T, Refused> {
+    Err(Refused { kind, reason: reason.into(), alternatives: Vec::new() })
+}
 
 fn type_fits(value: &Value, field_type: hotset_core::FieldType) -> bool {
     use hotset_core::FieldType;
@@ -360,97 +520,140 @@ impl RefNamespace {
     pub fn fits(doc: &Value, def: &IndexDef) -> Result<(), Refused> {
         for (position, field) in def.fields.iter().enumerate() {
             if !def.array && meets_array(doc, field) {
-                return Err(Refused(format!("{field} is an array")));
+                return refused(Refusal::WrongType, format!("{field} is an array"));
             }
             let values = field_values(doc, field);
             if let Some(bad) = values.iter().find(|v| !type_fits(v, def.type_of(position))) {
-                return Err(Refused(format!("{field} = {bad} does not fit {:?}", def.type_of(position))));
+                return refused(
+                    Refusal::WrongType,
+                    format!("{field} = {bad} does not fit {:?}", def.type_of(position)),
+                );
             }
             if def.pk && values.is_empty() {
-                return Err(Refused(format!("{field} (primary key) is missing")));
+                return refused(Refusal::MissingKey, format!("{field} (primary key) is missing"));
             }
         }
         Ok(())
     }
 
     fn valid(&self, doc: &Value) -> Result<String, Refused> {
-        if !doc.is_object() {
-            return Err(Refused("not an object".into()));
-        }
+        assert!(doc.is_object(), "the generators make objects only");
         for def in &self.defs {
             RefNamespace::fits(doc, def)?;
         }
         Ok(doc["id"].to_string())
     }
 
-    /// Applies one write as the documented semantics say; `Err` means nothing changed.
-    pub fn apply(&mut self, write: &crate::generate::Write) -> Result<(), Refused> {
+    /// Applies one write as the documented semantics say and returns how many documents
+    /// it affected (what the engine's call returns: 1 for a stored document, whether a
+    /// delete found its key, the matches of a write by query, the operations of a
+    /// transaction, 0 for an index change); `Err` means nothing changed.
+    pub fn apply(&mut self, write: &crate::generate::Write) -> Result<usize, Refused> {
         use crate::generate::Write;
         match write {
-            Write::Insert(doc) | Write::Upsert(doc) | Write::Update(doc) => {
-                let key = self.valid(doc)?;
-                let exists = self.docs.contains_key(&key);
-                match write {
-                    Write::Insert(_) if exists => return Err(Refused("duplicate key".into())),
-                    Write::Update(_) if !exists => return Err(Refused("not found".into())),
-                    _ => {}
-                }
-                self.docs.insert(key, doc.clone());
-                Ok(())
-            }
-            Write::Delete(id) => {
-                self.docs.remove(&id.to_string());
-                Ok(())
-            }
+            Write::Insert(doc) => self.store(doc, Mode::Insert),
+            Write::Upsert(doc) => self.store(doc, Mode::Upsert),
+            Write::Update(doc) => self.store(doc, Mode::Update),
+            Write::Delete(id) => Ok(usize::from(self.docs.remove(&id.to_string()).is_some())),
             Write::DeleteQuery(cond) => {
                 let keys: Vec<String> =
                     self.docs.iter().filter(|(_, d)| self.matches(d, cond)).map(|(k, _)| k.clone()).collect();
-                for key in keys {
-                    self.docs.remove(&key);
+                for key in &keys {
+                    self.docs.remove(key);
                 }
-                Ok(())
+                Ok(keys.len())
             }
             Write::UpdateQuery(cond, sets) => self.update_query(cond.as_ref(), sets),
             Write::AddIndex(def) => {
                 if self.defs.iter().any(|d| d.name == def.name) {
-                    return Err(Refused("index exists".into()));
+                    return refused(Refusal::IndexExists, "index exists");
                 }
                 for doc in self.docs.values() {
                     RefNamespace::fits(doc, def)?;
                 }
                 self.defs.push(def.clone());
-                Ok(())
+                Ok(0)
             }
             Write::DropIndex(name) => match self.defs.iter().position(|d| d.name == *name) {
-                Some(at) if !self.defs[at].pk => {
+                Some(at) if self.defs[at].pk => refused(Refusal::InvalidIndex, "the primary key index"),
+                Some(at) => {
                     self.defs.remove(at);
-                    Ok(())
+                    Ok(0)
                 }
-                _ => Err(Refused("no such index".into())),
+                None => refused(Refusal::UnknownIndex, "no such index"),
             },
+            Write::Transaction(operations) => self.transaction(operations),
         }
     }
 
-    fn update_query(&mut self, cond: Option<&Cond>, sets: &[hotset_core::query::SetField]) -> Result<(), Refused> {
+    fn store(&mut self, doc: &Value, mode: Mode) -> Result<usize, Refused> {
+        let key = self.valid(doc)?;
+        let exists = self.docs.contains_key(&key);
+        match mode {
+            Mode::Insert if exists => return refused(Refusal::DuplicateKey, format!("duplicate key {key}")),
+            Mode::Update if !exists => return refused(Refusal::NotFound, format!("no document {key}")),
+            _ => {}
+        }
+        self.docs.insert(key, doc.clone());
+        Ok(1)
+    }
+
+    /// Every operation on a copy; the copy replaces the documents only if all succeed.
+    fn transaction(&mut self, operations: &[crate::generate::TransactionWrite]) -> Result<usize, Refused> {
+        use crate::generate::TransactionWrite;
+        let mut scratch = self.clone();
+        for operation in operations {
+            match operation {
+                TransactionWrite::Insert(doc) => scratch.store(doc, Mode::Insert)?,
+                TransactionWrite::Upsert(doc) => scratch.store(doc, Mode::Upsert)?,
+                TransactionWrite::Update(doc) => scratch.store(doc, Mode::Update)?,
+                TransactionWrite::Delete(id) => usize::from(scratch.docs.remove(&id.to_string()).is_some()),
+            };
+        }
+        self.docs = scratch.docs;
+        Ok(operations.len())
+    }
+
+    fn update_query(&mut self, cond: Option<&Cond>, sets: &[hotset_core::query::SetField]) -> Result<usize, Refused> {
         use hotset_core::query::SetField;
         let mut updated = Vec::new();
+        let mut failures: Vec<Refused> = Vec::new();
         for (key, doc) in &self.docs {
             if !cond.is_none_or(|c| self.matches(doc, c)) {
                 continue;
             }
-            let mut new = doc.clone();
-            for set in sets {
-                match set {
-                    SetField::Set(field, expr) => set_path(&mut new, field, evaluate(expr, doc)?)?,
-                    SetField::Drop(field) => drop_path(&mut new, field),
+            let new = (|| {
+                let mut new = doc.clone();
+                for set in sets {
+                    match set {
+                        SetField::Set(field, expr) => set_path(&mut new, field, evaluate(expr, doc)?)?,
+                        SetField::Drop(field) => drop_path(&mut new, field),
+                    }
                 }
+                self.valid(&new)?;
+                Ok::<Value, Refused>(new)
+            })();
+            match new {
+                Ok(new) => updated.push((key.clone(), new)),
+                Err(failure) => failures.push(failure),
             }
-            self.valid(&new)?;
-            updated.push((key.clone(), new));
         }
+        if let Some(mut first) = failures.first().cloned() {
+            first.alternatives = failures.iter().map(|f| f.kind).filter(|k| *k != first.kind).collect();
+            return Err(first);
+        }
+        let count = updated.len();
         self.docs.extend(updated);
-        Ok(())
+        Ok(count)
     }
+}
+
+/// How a document write treats an existing key.
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    Insert,
+    Upsert,
+    Update,
 }
 
 fn evaluate(expr: &hotset_core::query::Expr, doc: &Value) -> Result<Value, Refused> {
@@ -464,20 +667,25 @@ fn evaluate(expr: &hotset_core::query::Expr, doc: &Value) -> Result<Value, Refus
                 return Ok(Value::Null);
             }
             let (Some(x), Some(y)) = (l.as_f64(), r.as_f64()) else {
-                return Err(Refused("arithmetic on a non-number".into()));
+                return refused(Refusal::InvalidQuery, "arithmetic on a non-number");
             };
             if *op == ArithOp::Div && y == 0.0 {
-                return Err(Refused("division by zero".into()));
+                return refused(Refusal::InvalidQuery, "division by zero");
             }
             if let (Some(a), Some(b)) = (l.as_i64(), r.as_i64()) {
+                // i128 holds every result of two i64s, so overflow is a range check.
+                let (a, b) = (i128::from(a), i128::from(b));
                 let exact = match op {
-                    ArithOp::Add => a.checked_add(b),
-                    ArithOp::Sub => a.checked_sub(b),
-                    ArithOp::Mul => a.checked_mul(b),
-                    ArithOp::Div if a % b == 0 => Some(a / b),
+                    ArithOp::Add => a + b,
+                    ArithOp::Sub => a - b,
+                    ArithOp::Mul => a * b,
+                    ArithOp::Div if a % b == 0 => a / b,
                     ArithOp::Div => return Ok(serde_json::json!(a as f64 / b as f64)),
                 };
-                return exact.map(Value::from).ok_or(Refused("overflow".into()));
+                return match i64::try_from(exact) {
+                    Ok(exact) => Ok(Value::from(exact)),
+                    Err(_) => refused(Refusal::InvalidQuery, "overflow"),
+                };
             }
             Ok(serde_json::json!(match op {
                 ArithOp::Add => x + y,
@@ -494,7 +702,7 @@ fn set_path(doc: &mut Value, field: &str, value: Value) -> Result<(), Refused> {
     let mut node = doc;
     for (i, part) in parts.iter().enumerate() {
         let Some(map) = node.as_object_mut() else {
-            return Err(Refused(format!("cannot set {field}")));
+            return refused(Refusal::InvalidQuery, format!("cannot set {field}"));
         };
         if i + 1 == parts.len() {
             map.insert(part.to_string(), value);

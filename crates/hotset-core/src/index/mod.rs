@@ -467,18 +467,33 @@ fn key_heap_bytes(key: &Key) -> usize {
     }
 }
 
+/// 2^63 as f64 (exact): every i64 is below it and at or above -2^63.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
+/// The double equal to `int`, if there is one (above 2^53 not every int has one).
+fn double_equal_to(int: i64) -> Option<f64> {
+    let rounded = int as f64;
+    (i128::from(int) == rounded as i128).then_some(rounded)
+}
+
+/// The int equal to `double`, if there is one (every integral double in [-2^63, 2^63)).
+fn int_equal_to(double: f64) -> Option<i64> {
+    (double.fract() == 0.0 && (-TWO_63..TWO_63).contains(&double)).then_some(double as i64)
+}
+
 /// Converts a query value to the key type of an indexed field, or `None` when no key of
-/// that type can equal it (e.g. `2.5` on an int field, a string on an int field).
+/// that type can equal it (e.g. `2.5` on an int field, a string on an int field, 2^53 + 1
+/// on a double field). Queries compare numbers exactly, so a conversion that rounds would
+/// find keys the condition does not match (a double index answered `c = 2^53 + 1` with
+/// the rows holding 2^53).
 pub fn key_for_type(value: &Scalar, field_type: FieldType) -> Option<Scalar> {
     match (field_type, value) {
         (FieldType::Int, Scalar::Int(_))
         | (FieldType::Double, Scalar::Double(_))
         | (FieldType::String, Scalar::Str(_))
         | (FieldType::Bool, Scalar::Bool(_)) => Some(value.clone()),
-        (FieldType::Double, Scalar::Int(i)) => Some(Scalar::Double(OrdF64::new(*i as f64))),
-        (FieldType::Int, Scalar::Double(d)) if d.0.fract() == 0.0 && d.0.abs() < 9.2e18 => {
-            Some(Scalar::Int(d.0 as i64))
-        }
+        (FieldType::Double, Scalar::Int(i)) => double_equal_to(*i).map(|d| Scalar::Double(OrdF64::new(d))),
+        (FieldType::Int, Scalar::Double(d)) => int_equal_to(d.0).map(Scalar::Int),
         _ => None,
     }
 }
@@ -496,18 +511,33 @@ pub fn bound_for_type(bound: Bound<&Scalar>, field_type: FieldType, is_lower: bo
     if let Some(exact) = key_for_type(value, field_type) {
         return Ok(wrap(exact, inclusive));
     }
+    // No key equals the bound: it becomes the nearest key inside the range, inclusive.
     match (field_type, value) {
         (FieldType::Int, Scalar::Double(d)) => {
             let d = d.0;
-            if d >= 9.2e18 {
+            if d.is_nan() {
+                return Err(());
+            }
+            if d >= TWO_63 {
                 return if is_lower { Err(()) } else { Ok(Bound::Unbounded) };
             }
-            if d <= -9.2e18 {
+            if d < -TWO_63 {
                 return if is_lower { Ok(Bound::Unbounded) } else { Err(()) };
             }
-            // A fractional bound becomes the nearest integer inside the range, inclusive.
+            // A fraction: its ceiling or floor is an integral double in range.
             let edge = if is_lower { d.ceil() } else { d.floor() };
             Ok(Bound::Included(Scalar::Int(edge as i64)))
+        }
+        (FieldType::Double, Scalar::Int(i)) => {
+            // `i` rounded lies on one side of it; the edge is the double on the inner side.
+            let rounded = *i as f64;
+            let rounded_above = rounded as i128 > i128::from(*i);
+            let edge = match (is_lower, rounded_above) {
+                (true, false) => rounded.next_up(),
+                (false, true) => rounded.next_down(),
+                _ => rounded,
+            };
+            Ok(Bound::Included(Scalar::Double(OrdF64::new(edge))))
         }
         _ => Err(()),
     }

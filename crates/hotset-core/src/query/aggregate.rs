@@ -13,7 +13,7 @@ use super::result::{AggregationResult, FacetGroup};
 use crate::doc::{self, FieldPath};
 use crate::error::{Error, Result};
 use crate::namespace::NamespaceData;
-use crate::value::{Scalar, ScalarRef, group_key, scalar_natural};
+use crate::value::{FieldType, Scalar, ScalarRef, group_key, scalar_for_type, scalar_natural};
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -104,15 +104,18 @@ struct GroupReader {
     access: Access,
     path: FieldPath,
     collation: crate::collate::Collation,
+    /// The type of the field's column, when the keys come from one.
+    column_type: Option<FieldType>,
 }
 
 impl GroupReader {
     fn new(data: &NamespaceData, field: &str) -> GroupReader {
-        GroupReader {
-            access: Access::for_field(data, field),
-            path: FieldPath::new(field),
-            collation: data.field_collation(field),
-        }
+        let access = Access::for_field(data, field);
+        let column_type = match access {
+            Access::Column(column) => Some(data.column(column).spec.field_type),
+            _ => None,
+        };
+        GroupReader { access, path: FieldPath::new(field), collation: data.field_collation(field), column_type }
     }
 
     fn keys(&self, view: &RowView<'_>) -> Vec<Scalar> {
@@ -135,10 +138,18 @@ impl GroupReader {
     /// The document's value whose key is `key`.
     fn shown(&self, view: &RowView<'_>, key: &Scalar) -> Value {
         let (values, _) = doc::field_values(view.doc(), &self.path);
-        values
-            .iter()
-            .find(|v| scalar_natural(v, self.collation).map(group_key).as_ref() == Some(key))
-            .map_or(Value::Null, |v| (*v).clone())
+        values.iter().find(|v| self.key_of(v).as_ref() == Some(key)).map_or(Value::Null, |v| (*v).clone())
+    }
+
+    /// A document value's key, converted as its column converts it. (Converted by its own
+    /// kind instead, an int in a double column, 2^53 + 1 say, missed the key read from the
+    /// column, 2^53, and the group showed `null`.)
+    fn key_of(&self, value: &Value) -> Option<Scalar> {
+        let scalar = match self.column_type {
+            Some(field_type) => scalar_for_type(value, field_type, self.collation).ok().filter(|s| *s != Scalar::Null),
+            None => scalar_natural(value, self.collation),
+        };
+        scalar.map(group_key)
     }
 }
 

@@ -123,7 +123,9 @@ fn arithmetic(left: Value, op: ArithOp, right: Value) -> Result<Value> {
             ArithOp::Add => a.checked_add(b),
             ArithOp::Sub => a.checked_sub(b),
             ArithOp::Mul => a.checked_mul(b),
-            ArithOp::Div if a % b == 0 => a.checked_div(b),
+            // `checked_rem`: i64::MIN % -1 overflows (and panicked here); the division
+            // then reports the overflow.
+            ArithOp::Div if a.checked_rem(b).is_none_or(|r| r == 0) => a.checked_div(b),
             ArithOp::Div => return Ok(float(a as f64 / b as f64)),
         };
         return exact.map(Value::from).map_or_else(|| fail(format!("integer overflow in {a} and {b}")), Ok);

@@ -19,9 +19,44 @@ use super::T0;
 use crate::clock::ManualClock;
 use crate::kv::{Keyspace, KeyspaceConfig, KvError, KvOps, SetCondition, SetExpiry, SetOptions, SetOutcome};
 
-const KEYS: [&[u8]; 5] = [b"a", b"b", b"c", b"d", b"e"];
-const FIELDS: [&[u8]; 3] = [b"f", b"g", b"h"];
-const VALUES: [&[u8]; 9] = [b"0", b"1", b"-5", b"abc", b"01", b"9223372036854775807", b"", b"x y", b"42"];
+/// Keys of every stored form: short ones, the empty key, exactly `SmallBytes::INLINE`
+/// bytes and one more (the first kept out of line), and two long keys that differ only
+/// in their last byte.
+const KEYS: [&[u8]; 8] = [
+    b"a",
+    b"b",
+    b"c",
+    b"",
+    b"0123456789abcdefghijkl",
+    b"0123456789abcdefghijklm",
+    b"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkx",
+    b"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkky",
+];
+/// Hash fields: short ones and one past the inline size.
+const FIELDS: [&[u8]; 4] = [b"f", b"g", b"h", b"a-field-name-longer-than-inline"];
+const VALUES: [&[u8]; 11] = [
+    b"0",
+    b"1",
+    b"-5",
+    b"abc",
+    b"01",
+    b"9223372036854775807",
+    b"-9223372036854775808",
+    b"",
+    b"x y",
+    b"42",
+    b"a value longer than the inline size of keys, kept out of line",
+];
+
+#[test]
+fn keys_and_fields_span_the_inline_size() {
+    use crate::kv::small_bytes::SmallBytes;
+    let lengths: Vec<usize> = KEYS.iter().chain(&FIELDS).map(|k| k.len()).collect();
+    for wanted in [0, SmallBytes::INLINE, SmallBytes::INLINE + 1] {
+        assert!(lengths.contains(&wanted), "a key or field of {wanted} bytes");
+    }
+    assert!(lengths.iter().any(|&len| len > 100));
+}
 
 #[derive(Debug, Clone)]
 enum Op {
