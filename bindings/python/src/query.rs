@@ -229,7 +229,9 @@ impl Query {
 
     /// Most milliseconds the query may run; past it `execute` raises `QueryTimeoutError`.
     fn timeout<'py>(slf: Bound<'py, Self>, ms: u64) -> Bound<'py, Self> {
-        slf.borrow_mut().query.timeout = Some(std::time::Duration::from_millis(ms));
+        // 0: no limit of its own, as `"timeout_ms": 0` in the JSON DSL (which the client
+        // mode sends) and `query_timeout_ms = 0` for a server.
+        slf.borrow_mut().query.timeout = (ms > 0).then(|| std::time::Duration::from_millis(ms));
         slf
     }
 

@@ -47,7 +47,8 @@ pub enum Error {
     InvalidQuery { reason: String },
     #[error("invalid LIKE pattern '{pattern}': {reason}")]
     InvalidPattern { pattern: String, reason: &'static str },
-    #[error("{what} is {actual}, over the limit of {limit}")]
+    /// `what` is the limit's name (`document_bytes_max`), `actual` what was asked.
+    #[error("over the limit {what} ({limit}): {}", limit_subject(what, *actual))]
     LimitExceeded { what: &'static str, limit: u64, actual: u64 },
     /// A query ran past its `Query::timeout`; nothing of it is returned.
     #[error("query timed out after {limit_ms} ms (its time limit)")]
@@ -287,6 +288,19 @@ fn static_text(text: &str) -> Option<&'static str> {
     Some(kept)
 }
 
+/// What went over a limit, in words: `a document of 20971520 bytes` for
+/// `document_bytes_max`, so the message reads the right way round.
+fn limit_subject(what: &str, actual: u64) -> String {
+    match what {
+        "document_bytes_max" => format!("a document of {actual} bytes"),
+        "name_bytes_max" => format!("a name of {actual} bytes"),
+        "indexes_max" => format!("{actual} indexes"),
+        "namespaces_max" => format!("{actual} namespaces"),
+        "transaction_operations_max" => format!("a transaction of {actual} operations"),
+        _ => format!("{actual}"),
+    }
+}
+
 /// Result of an engine operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -360,7 +374,7 @@ mod tests {
         let error = Error::LimitExceeded { what: "indexes_max", limit: 64, actual: 65 };
         assert_eq!(
             error.to_json().to_string(),
-            r#"{"code":"limit","error":"indexes_max is 65, over the limit of 64","kind":"LimitExceeded","what":"indexes_max","limit":64,"actual":65}"#
+            r#"{"code":"limit","error":"over the limit indexes_max (64): 65 indexes","kind":"LimitExceeded","what":"indexes_max","limit":64,"actual":65}"#
         );
         let error = Error::UnknownIndex { namespace: "n".into(), index: "i".into() };
         assert_eq!(

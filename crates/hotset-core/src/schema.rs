@@ -314,7 +314,13 @@ impl IndexDef {
                     .collect::<Result<Vec<_>>>()?;
                 (types.first().copied().unwrap_or(FieldType::String), types)
             }
-            _ => (parse_type(&text("type", "string")?)?, Vec::new()),
+            Some(_) => (parse_type(&text("type", "")?)?, Vec::new()),
+            // A text index only ever holds strings; for every other kind the type decides
+            // how values compare, and a guess (string) would silently misorder numbers.
+            None if object.get("index").and_then(Value::as_str) == Some("text") => (FieldType::String, Vec::new()),
+            None => {
+                return Err(bad_def(&name, "\"type\" is required (int, double, string or bool)"));
+            }
         };
         let kind_name = text("index", "hash")?;
         let ttl = kind_name == "ttl";
@@ -372,4 +378,32 @@ impl IndexDef {
 
 fn bad_def(index: &str, reason: &str) -> Error {
     Error::InvalidIndex { index: index.to_string(), reason: reason.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Regression: an index without `type` silently became a string index (so numbers
+    /// sorted as text), and `"INT"` was refused while `"integer"` and `"bigint"` passed.
+    #[test]
+    fn the_type_is_required_and_read_in_any_case() {
+        let error = IndexDef::from_json(&json!({"field": "year", "index": "tree"})).unwrap_err();
+        assert!(error.to_string().contains("\"type\" is required"), "{error}");
+        for name in ["INT", "Int", "integer", "BIGINT"] {
+            let def = IndexDef::from_json(&json!({"field": "year", "type": name, "index": "tree"})).unwrap();
+            assert_eq!(def.field_type, FieldType::Int, "{name}");
+        }
+        let def = IndexDef::from_json(&json!({"fields": ["year", "name"], "type": ["INT", "String"], "index": "tree"}))
+            .unwrap();
+        assert_eq!(def.field_types, [FieldType::Int, FieldType::String]);
+        assert!(IndexDef::from_json(&json!({"field": "year", "type": "integr", "index": "tree"})).is_err());
+        // A text index holds strings whatever it is told; it needs no type.
+        let def = IndexDef::from_json(&json!({"field": "body", "index": "text"})).unwrap();
+        assert_eq!(def.field_type, FieldType::String);
+        // What an index writes of itself reads back the same (logs and snapshots hold it).
+        let def = IndexDef::from_json(&json!({"field": "year", "type": "INT", "index": "tree"})).unwrap();
+        assert_eq!(IndexDef::from_json(&def.to_json()).unwrap(), def);
+    }
 }

@@ -36,7 +36,9 @@ fn conditions_nest_up_to_the_bound_and_no_further() {
     invalid_query(db.query(&Query::new("t").filter(nots(CONDITION_DEPTH_MAX + 1))).unwrap_err(), "condition_depth_max");
     // A long flat OR is one level.
     let wide = Cond::Or((0..100_000).map(|i| Cond::new("id", Op::Eq, i)).collect());
-    assert_eq!(db.query(&Query::new("t").filter(wide).total()).unwrap().total, Some(5));
+    let mut query = Query::new("t").filter(wide);
+    query.total = true;
+    assert_eq!(db.query(&query).unwrap().total, Some(5));
 }
 
 #[test]

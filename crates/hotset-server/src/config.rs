@@ -77,6 +77,8 @@ pub struct LimitsConfig {
     pub max_args: usize,
     /// Largest HTTP request body.
     pub max_body_bytes: usize,
+    /// Largest document stored (its minified JSON), however it arrives (RESP, HTTP, SQL).
+    pub max_document_bytes: usize,
     /// Longest a query (JSON DSL or SQL, over RESP or HTTP) may run before it stops with
     /// an error; 0 means no limit. A query may ask for less (`timeout_ms`), not more.
     pub query_timeout_ms: u64,
@@ -167,6 +169,7 @@ impl Default for LimitsConfig {
             max_bulk_bytes: 512 << 20,
             max_args: 1 << 20,
             max_body_bytes: 256 << 20,
+            max_document_bytes: hotset_core::Limits::default().document_bytes_max,
             query_timeout_ms: 10_000,
         }
     }

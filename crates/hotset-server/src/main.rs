@@ -175,6 +175,9 @@ struct ServeArgs {
     /// Largest RESP bulk string, in bytes.
     #[arg(long, env = "HOTSET_MAX_BULK_BYTES")]
     max_bulk_bytes: Option<usize>,
+    /// Largest document stored (minified JSON), in bytes [default: 16777216].
+    #[arg(long, env = "HOTSET_MAX_DOCUMENT_BYTES")]
+    max_document_bytes: Option<usize>,
     /// Longest a query may run, in milliseconds (0: no limit) [default: 10000].
     #[arg(long, env = "HOTSET_QUERY_TIMEOUT_MS")]
     query_timeout_ms: Option<u64>,
@@ -195,7 +198,7 @@ impl ServeArgs {
             data => data, bind => bind, resp_port => resp_port, http_port => http_port,
             fsync => fsync, recovery => recovery, threads => threads,
             max_clients => limits.max_clients, max_bulk_bytes => limits.max_bulk_bytes,
-            query_timeout_ms => limits.query_timeout_ms,
+            query_timeout_ms => limits.query_timeout_ms, max_document_bytes => limits.max_document_bytes,
             tls_port => tls_port, http_tls_port => http_tls_port,
             tls_cert_file => tls.cert_file, tls_key_file => tls.key_file, tls_ca_file => tls.ca_file,
         );

@@ -58,6 +58,7 @@ fn open_store(config: &Config) -> Result<Store, String> {
     let mut options = StoreOptions::new(&config.data);
     options.fsync = config.fsync_policy()?;
     options.recovery = config.recovery_mode()?;
+    options.limits.document_bytes_max = config.limits.max_document_bytes;
     tracing::info!(data = %config.data.display(), fsync = %config.fsync, "opening the data folder");
     let store = Store::open(options).map_err(|e| format!("opening {}: {e}", config.data.display()))?;
     let report = store.recovery();

@@ -29,7 +29,7 @@
 //! `filter` may also be a list (conditions ANDed). A condition takes `value` (one) or
 //! `values` (a list, for `in`, `allset`, `range`); `empty` and `any` take neither. A sort
 //! key may be a string: `"year"`, or `"-year"` for descending. `timeout_ms` sets
-//! `Query::timeout` (a server may lower it to its own limit).
+//! `Query::timeout` (a server may lower it to its own limit; 0 sets none of its own).
 
 use super::ast::{Aggregation, Cond, Facet, Highlight, Join, JoinKind, JoinOn, Op, Query, Snippet, SortKey};
 use super::result::{AggregationResult, Explain, QueryResult};
@@ -105,7 +105,12 @@ pub fn query_from_json(value: &Value, namespace: Option<&str>) -> Result<Query> 
         });
     }
     if let Some(timeout) = object.get("timeout_ms") {
-        query.timeout = Some(std::time::Duration::from_millis(count(timeout, "timeout_ms")? as u64));
+        // 0 asks for no limit of the query's own, as `query_timeout_ms = 0` does for a
+        // server (which still applies its own limit).
+        query.timeout = match count(timeout, "timeout_ms")? {
+            0 => None,
+            ms => Some(std::time::Duration::from_millis(ms as u64)),
+        };
     }
     Ok(query)
 }
@@ -679,5 +684,16 @@ mod tests {
         }
         let mismatch = query_from_json(&json!({"namespace": "a"}), Some("b")).unwrap_err().to_string();
         assert!(mismatch.contains("'a' differs from 'b'"), "{mismatch}");
+    }
+
+    /// Regression: `"timeout_ms": 0` always failed with "timed out after 0 ms"; 0 means no
+    /// limit of the query's own, as it does in the server's configuration.
+    #[test]
+    fn a_zero_timeout_sets_no_limit() {
+        let query = query_from_json(&json!({"timeout_ms": 0}), Some("t")).unwrap();
+        assert_eq!(query.timeout, None);
+        let query = query_from_json(&json!({"timeout_ms": 5}), Some("t")).unwrap();
+        assert_eq!(query.timeout, Some(std::time::Duration::from_millis(5)));
+        assert!(query_from_json(&json!({"timeout_ms": -1}), Some("t")).is_err());
     }
 }
