@@ -311,12 +311,17 @@ def test_bad_queries_raise_query_errors(db, items):
 
 def test_a_query_past_its_time_limit_raises_and_nothing_is_returned(db):
     db.create_namespace("t", indexes=[{"field": "id", "type": "int", "index": "hash", "pk": True}])
-    db.upsert_many("t", [{"id": i, "s": f"value {i}"} for i in range(20_000)])
+    db.upsert_many("t", [{"id": i, "s": f"value {i}"} for i in range(100_000)])
+    # 1 ms for a LIKE and a sort over 100,000 documents by a field without a column
+    # (each document is read): far beyond it on any machine.
     with pytest.raises(hotset.QueryTimeoutError, match="timed out") as e:
-        db.query("t").where("s", "like", "%9%").sort("s").timeout(0).execute()
-    assert isinstance(e.value, hotset.Error)
+        db.query("t").where("s", "like", "%9%").sort("-s").timeout(1).execute()
+    assert isinstance(e.value, hotset.Error) and e.value.limit_ms == 1
+    # 0 asks for no limit of the query's own (it once meant "already past").
+    matches = [i for i in range(100_000) if "9" in f"value {i}"]
+    assert len(db.query("t").where("s", "like", "%9%").timeout(0).execute()) == len(matches)
     assert len(db.query("t").where("s", "like", "%99%").timeout(60_000).execute()) == \
-        len([i for i in range(20_000) if "99" in f"value {i}"])
+        len([i for i in range(100_000) if "99" in f"value {i}"])
 
 
 # ---- SQL
