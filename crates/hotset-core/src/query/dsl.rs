@@ -137,6 +137,9 @@ fn query_parts(object: &Map<String, Value>, query: &mut Query, prefix: &str) -> 
 
 fn condition_or_list(value: &Value, path: &str) -> Result<Cond> {
     match value {
+        // An empty list would read as an empty AND (every document) that the DSL then
+        // writes as `{"and": []}`, which it refuses: refused here the same way.
+        Value::Array(items) if items.is_empty() => Err(invalid(path, "needs at least one condition")),
         Value::Array(items) => {
             let conds = items
                 .iter()
@@ -675,6 +678,7 @@ mod tests {
                 "joins[0].on: needs at least one condition",
             ),
             (json!({"filter": []}), "namespace: is required"),
+            (json!({"namespace": "items", "filter": []}), "filter: needs at least one condition"),
             (json!([1]), "query: must be an object"),
             (json!({"namespace": "n", "sort": [3]}), "sort[0]: must be a field name"),
         ];
