@@ -327,3 +327,186 @@ fn handles_kept_after_close_read_but_cannot_write_and_the_folder_is_free() {
     assert_eq!(ids(&reopened), vec![0, 1, 2]);
     assert_eq!(reopened.keyspaces().get_or_create("0").get(b"k").unwrap(), Some(b"v".to_vec()));
 }
+
+/// Files in the snapshot folder, by name.
+fn snapshot_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("snapshots"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A snapshot that meets a full disk, at every stage (the log's new segment, the file's
+/// first bytes, its middle, its last bytes), fails and leaves nothing that
+/// recovery would load: no new `.snap`, no `.tmp`. The store goes on; once the disk has
+/// room its writes go through, and a restart recovers every document and key from the
+/// older snapshot and the log.
+#[test]
+fn a_snapshot_on_a_full_disk_fails_cleanly_and_everything_is_recovered() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(FaultyDisk::new());
+    let mut faulty = options(dir.path());
+    faulty.disk = disk.clone();
+    faulty.retry_interval = Duration::from_millis(1);
+    let store = Store::open(faulty).unwrap();
+    store.create_namespace("items", schema()).unwrap();
+    fill(&store, 0..200);
+    let kv = store.keyspaces().get_or_create("0");
+    kv.hset(b"h", &[(b"f", b"1")]).unwrap();
+    let good = store.snapshot().unwrap();
+    let kept = snapshot_files(dir.path());
+    // Bytes a snapshot writes before it fails: none (the disk is full), then a budget
+    // that the log's new segment header takes (16 bytes), plus part of the snapshot.
+    let size = good.bytes;
+    let budgets = [None, Some(0), Some(16), Some(16 + 4), Some(16 + size / 2), Some(16 + size - 1)];
+    for (round, budget) in budgets.into_iter().enumerate() {
+        let round = round as i64;
+        fill(&store, 1_000 + round * 10..1_000 + round * 10 + 10);
+        kv.incr_by(b"rounds", 1).unwrap();
+        match budget {
+            None => disk.set_full(true),
+            Some(bytes) => disk.fail_after_bytes(bytes),
+        }
+        let error = store.snapshot().err().unwrap_or_else(|| panic!("round {round}: the snapshot cannot be written"));
+        assert!(error.to_string().contains("No space"), "round {round}: {error}");
+        assert!(store.snapshot_state().1.is_some(), "round {round}: the failure is kept for status");
+        assert_eq!(snapshot_files(dir.path()), kept, "round {round}: no new or temporary snapshot file");
+        disk.set_full(false);
+        // The log may have failed too (its new segment met the full disk): it retries.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while store.wal_stats().failed.is_some() {
+            assert!(Instant::now() < deadline, "round {round}: the log leaves its failed state");
+            std::thread::yield_now();
+        }
+        fill(&store, 2_000 + round..2_001 + round);
+    }
+    let before = dump(&store);
+    store.close().unwrap();
+    let store = Store::open(options(dir.path())).unwrap();
+    assert_eq!(dump(&store), before, "every acknowledged write is recovered");
+    let recovered = store.recovery();
+    assert_eq!(recovered.snapshot.as_ref().map(|s| &s.path), Some(&good.path), "the good snapshot is loaded");
+    assert!(recovered.skipped_snapshots.is_empty() && recovered.removed_temporary.is_empty(), "{recovered:?}");
+    assert_eq!(store.keyspaces().get_or_create("0").get(b"rounds").unwrap(), Some(b"6".to_vec()));
+}
+
+/// Appends a frame holding `payload` to the segment with the last record, as the next
+/// record: valid by checksum and lsn. Returns the segment and the frame's offset.
+fn append_record(dir: &Path, payload: &[u8]) -> (PathBuf, usize) {
+    let segment = last_segment_with_records(dir);
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let last = *record_offsets(&bytes).last().unwrap();
+    let FrameRead::Frame { lsn, .. } = read_frame(&bytes, last) else { unreachable!("a record") };
+    let offset = bytes.len();
+    hotset_storage::encode_frame(&mut bytes, lsn + 1, &mut |out| out.extend_from_slice(payload));
+    std::fs::write(&segment, &bytes).unwrap();
+    (segment, offset)
+}
+
+/// Payloads that pass every check of the frame but do not apply: one that does not decode
+/// (an unknown change kind) and one that decodes but does not fit the schema.
+fn records_that_do_not_apply() -> Vec<(&'static str, Vec<u8>)> {
+    use hotset_core::change::{Change, DocChange};
+    let mut wrong_type = Vec::new();
+    let ops = vec![DocChange::Put(br#"{"id":1,"year":"not an int"}"#)];
+    Change::Docs { namespace: "items", ops }.encode(&mut wrong_type);
+    vec![("unknown kind", vec![0x63, 1, 2, 3]), ("wrong type", wrong_type)]
+}
+
+/// A log record that checks out but does not apply stops start-up naming the file and
+/// the record's offset, in strict mode and in `TruncateCorrupt` mode alike (it is a bug
+/// or a format mismatch, not damage that cutting the log could explain), and leaves the
+/// files as they were.
+#[test]
+fn a_log_record_that_does_not_apply_stops_start_up_naming_file_and_offset() {
+    for (what, payload) in records_that_do_not_apply() {
+        let dir = tempfile::tempdir().unwrap();
+        write_items(options(dir.path()), 20);
+        let (segment, offset) = append_record(dir.path(), &payload);
+        let files_before = segments(dir.path());
+        let bytes_before = std::fs::read(&segment).unwrap();
+        for mode in [RecoveryMode::Strict, RecoveryMode::TruncateCorrupt] {
+            let mut opening = options(dir.path());
+            opening.recovery = mode;
+            let error = Store::open(opening).err().unwrap_or_else(|| panic!("{what}, {mode:?}: start-up stops"));
+            let text = error.to_string();
+            let name = segment.file_name().unwrap().to_str().unwrap();
+            assert!(text.contains(name) && text.contains(&format!("offset {offset}")), "{what}, {mode:?}: {text}");
+            assert_eq!(segments(dir.path()), files_before, "{what}, {mode:?}: no segment set aside");
+            assert_eq!(std::fs::read(&segment).unwrap(), bytes_before, "{what}, {mode:?}: nothing cut");
+        }
+        // Without the record, everything before it is there.
+        std::fs::write(&segment, &bytes_before[..offset]).unwrap();
+        let store = Store::open(options(dir.path())).unwrap();
+        assert_eq!(ids(&store), (0..20).collect::<Vec<_>>(), "{what}");
+    }
+}
+
+/// Rewrites a snapshot file with `payload` as its first change block (frame 2), the later
+/// frames renumbered and the footer's count raised: every frame checks out. Returns the
+/// block's offset.
+fn insert_snapshot_block(path: &Path, payload: &[u8]) -> usize {
+    let bytes = std::fs::read(path).unwrap();
+    let mut payloads: Vec<&[u8]> = Vec::new();
+    let mut at = 8;
+    while let FrameRead::Frame { payload, next, .. } = read_frame(&bytes, at) {
+        payloads.push(payload);
+        at = next;
+    }
+    assert_eq!(at, bytes.len(), "a whole snapshot");
+    let (meta, rest) = payloads.split_first().unwrap();
+    let (footer, blocks) = rest.split_last().unwrap();
+    assert_eq!(footer[0], 0xF1, "the footer is last");
+    let mut out = bytes[..8].to_vec();
+    hotset_storage::encode_frame(&mut out, 1, &mut |o| o.extend_from_slice(meta));
+    let offset = out.len();
+    hotset_storage::encode_frame(&mut out, 2, &mut |o| o.extend_from_slice(payload));
+    for (i, block) in blocks.iter().enumerate() {
+        hotset_storage::encode_frame(&mut out, i as u64 + 3, &mut |o| o.extend_from_slice(block));
+    }
+    let mut new_footer = footer[..9].to_vec();
+    new_footer.extend_from_slice(&(blocks.len() as u64 + 1).to_le_bytes());
+    hotset_storage::encode_frame(&mut out, blocks.len() as u64 + 3, &mut |o| o.extend_from_slice(&new_footer));
+    std::fs::write(path, out).unwrap();
+    offset
+}
+
+/// A snapshot block that checks out but does not apply makes the snapshot unusable: with
+/// an older snapshot and the log to fall back on, start-up recovers everything from them
+/// and sets the bad one aside; with nothing to fall back on, it stops naming the file and
+/// the block's offset.
+#[test]
+fn a_snapshot_block_that_does_not_apply_falls_back_or_stops_naming_file_and_offset() {
+    for (what, payload) in records_that_do_not_apply() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(options(dir.path())).unwrap();
+        store.create_namespace("items", schema()).unwrap();
+        fill(&store, 0..100);
+        store.snapshot().unwrap();
+        fill(&store, 100..200);
+        let newest = store.snapshot().unwrap();
+        fill(&store, 200..250);
+        store.close().unwrap();
+        insert_snapshot_block(&newest.path, &payload);
+
+        let store = Store::open(options(dir.path())).unwrap();
+        assert_eq!(ids(&store), (0..250).collect::<Vec<_>>(), "{what}: the older snapshot and the log");
+        let skipped = &store.recovery().skipped_snapshots;
+        assert!(skipped.len() == 1 && skipped[0].contains("does not apply"), "{what}: {skipped:?}");
+        assert!(newest.path.with_extension("snap.damaged").exists(), "{what}: set aside");
+        let only = store.snapshot().unwrap();
+        store.close().unwrap();
+        for name in snapshot_files(dir.path()) {
+            if dir.path().join("snapshots").join(&name) != only.path {
+                std::fs::remove_file(dir.path().join("snapshots").join(name)).unwrap();
+            }
+        }
+        let offset = insert_snapshot_block(&only.path, &payload);
+        let error = Store::open(options(dir.path())).err().unwrap_or_else(|| panic!("{what}: nothing to fall back on"));
+        let text = error.to_string();
+        let name = only.path.file_name().unwrap().to_str().unwrap();
+        assert!(text.contains(name) && text.contains(&format!("byte {offset}")), "{what}: {text}");
+    }
+}

@@ -39,9 +39,10 @@ pub enum WalError {
     /// The log's writer has stopped.
     #[error("WAL closed")]
     Closed,
-    /// Replay's `apply` callback refused a record.
-    #[error("WAL replay: applying record {lsn} failed: {reason}")]
-    Apply { lsn: u64, reason: String },
+    /// Replay's `apply` callback refused a record that checked out (a bug or a format
+    /// mismatch, not damage: recovery stops in every mode and changes no file).
+    #[error("WAL replay: record {lsn} in {} at byte offset {offset} does not apply: {reason}", file.display())]
+    Apply { lsn: u64, file: PathBuf, offset: u64, reason: String },
     /// `Wal::start` was asked to write records that a segment on disk already holds or
     /// follows: starting would overwrite or misorder the log.
     #[error(

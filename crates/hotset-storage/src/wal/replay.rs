@@ -21,7 +21,7 @@
 //! Invariants: records are applied with consecutive lsns; `next_lsn` is one past the last
 //! valid record (or `from_lsn`, if greater).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::segment::{self, SEGMENT_HEADER_BYTES, SegmentFile};
 use super::{WalError, WalOptions};
@@ -181,7 +181,7 @@ impl Scan<'_> {
             (None, Err(reason)) => Some(Invalid { offset: 0, reason, may_be_torn: true }),
             (None, Ok(())) => {
                 self.advance(SEGMENT_HEADER_BYTES);
-                self.frames(&bytes)?
+                self.frames(&segment.path, &bytes)?
             }
         };
         match invalid {
@@ -213,14 +213,14 @@ impl Scan<'_> {
     }
 
     /// Applies the frames after the header; returns the first invalid spot, if any.
-    fn frames(&mut self, bytes: &[u8]) -> Result<Option<Invalid>, WalError> {
+    fn frames(&mut self, path: &Path, bytes: &[u8]) -> Result<Option<Invalid>, WalError> {
         let mut offset = SEGMENT_HEADER_BYTES;
         while offset < bytes.len() {
             // Set by `segment` before the frames are read.
             let expected = self.expected_lsn.expect("expected lsn is set");
             let reason = match frame::read_frame(bytes, offset) {
                 FrameRead::Frame { lsn, payload, next } if lsn == expected => {
-                    self.apply_record(lsn, payload)?;
+                    self.apply_record(lsn, payload, path, offset)?;
                     self.expected_lsn = Some(expected + 1);
                     self.advance(next - offset);
                     offset = next;
@@ -235,9 +235,15 @@ impl Scan<'_> {
         Ok(None)
     }
 
-    fn apply_record(&mut self, lsn: u64, payload: &[u8]) -> Result<(), WalError> {
+    /// Applies one record (at `offset` of `file`) unless it lies before `from_lsn`.
+    fn apply_record(&mut self, lsn: u64, payload: &[u8], file: &Path, offset: usize) -> Result<(), WalError> {
         if lsn >= self.from_lsn {
-            (self.apply)(lsn, payload).map_err(|reason| WalError::Apply { lsn, reason })?;
+            (self.apply)(lsn, payload).map_err(|reason| WalError::Apply {
+                lsn,
+                file: file.to_path_buf(),
+                offset: offset as u64,
+                reason,
+            })?;
             self.report.records += 1;
             self.unreported.0 += 1;
         }
