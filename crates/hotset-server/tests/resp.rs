@@ -698,6 +698,6 @@ fn queries_past_their_time_limit_fail_and_the_server_goes_on() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text, "{\"error\":\"query timed out after 0 ms (its time limit)\"}\n503");
+    assert_eq!(text, "{\"error\":\"query timed out after 1 ms (its time limit)\"}\n503");
     server.stop();
 }
