@@ -772,12 +772,30 @@ impl hotset_storage::Disk for GatedDisk {
     }
 }
 
+/// The test's hold on a gate, which opens it when dropped: a test that fails while the
+/// writer is held lets it go, so the log can close and the failure is reported instead
+/// of hanging (drop `GateHandle` before the log: declare it after).
+struct GateHandle(Arc<Gate>);
+
+impl std::ops::Deref for GateHandle {
+    type Target = Gate;
+    fn deref(&self) -> &Gate {
+        &self.0
+    }
+}
+
+impl Drop for GateHandle {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
 /// A log on `inner` behind a gate.
-fn gated_wal(dir: &Path, policy: FsyncPolicy, inner: Arc<dyn hotset_storage::Disk>) -> (Arc<Wal>, Arc<Gate>) {
+fn gated_wal(dir: &Path, policy: FsyncPolicy, inner: Arc<dyn hotset_storage::Disk>) -> (Arc<Wal>, GateHandle) {
     let gate = Arc::new(Gate::default());
     let disk = Arc::new(GatedDisk { inner, gate: Arc::clone(&gate) });
     let wal = Wal::start(WalOptions { disk, ..options(dir, policy, 64 << 20) }, 1).unwrap();
-    (Arc::new(wal), gate)
+    (Arc::new(wal), GateHandle(gate))
 }
 
 /// Group commit, by handshake: while the writer is inside the fsync of a first record,
