@@ -16,8 +16,25 @@ fn post(server: &Server, path: &str, body: &Value) -> (u16, Value) {
     call(server, "POST", path, Some(body.to_string().as_bytes()))
 }
 
+/// The ids of an answer's items. An answer without `items` (an error, say) fails the test:
+/// an error must never pass for "no hits".
 fn ids(result: &Value) -> Vec<i64> {
-    result["items"].as_array().unwrap_or(&Vec::new()).iter().map(|d| d["id"].as_i64().unwrap()).collect()
+    let items = result["items"].as_array().unwrap_or_else(|| panic!("an answer without items: {result}"));
+    items.iter().map(|d| d["id"].as_i64().unwrap_or_else(|| panic!("an item without an int id: {d}"))).collect()
+}
+
+/// Runs a query on `products` and returns the ids it found, asserting the call succeeded.
+fn hits(server: &Server, query: &Value) -> Vec<i64> {
+    let (status, result) = post(server, "/api/v1/namespaces/products/query", query);
+    assert_eq!(status, 200, "{query}: {result}");
+    ids(&result)
+}
+
+/// A GET that must succeed, with its answer.
+fn get(server: &Server, path: &str) -> Value {
+    let (status, result) = call(server, "GET", path, None);
+    assert_eq!(status, 200, "GET {path}: {result}");
+    result
 }
 
 fn setup(server: &Server) {
@@ -61,18 +78,10 @@ fn text_search_over_every_protocol_and_after_a_restart() {
     assert_eq!((ids(&result), result["total"].clone()), (vec![2], json!(1)));
     assert_eq!(result["items"][0]["_highlight"]["title"], "[Headphone] stand");
     assert!(result["items"][0]["_rank"].as_f64().unwrap() > 0.0);
-    let (_, moscow) = post(
-        &server,
-        "/api/v1/namespaces/products/query",
-        &json!({"filter": {"field": "search", "op": "match", "value": "moskva"}}),
-    );
-    assert_eq!(ids(&moscow), [4], "transliterated");
-    let (_, tv) = post(
-        &server,
-        "/api/v1/namespaces/products/query",
-        &json!({"filter": {"field": "search", "op": "match", "value": "tv"}}),
-    );
-    assert_eq!(ids(&tv), [3], "synonyms");
+    let moscow = json!({"filter": {"field": "search", "op": "match", "value": "moskva"}});
+    assert_eq!(hits(&server, &moscow), [4], "transliterated");
+    let tv = json!({"filter": {"field": "search", "op": "match", "value": "tv"}});
+    assert_eq!(hits(&server, &tv), [3], "synonyms");
 
     // SQL, best rank first; the title's weight puts the title match first.
     let (status, sql) = call(
@@ -103,11 +112,11 @@ fn text_search_over_every_protocol_and_after_a_restart() {
     assert_eq!(serde_json::from_str::<Value>(reply.trim()).unwrap()["items"], json!([{"id": 10}]), "{reply}");
 
     // Describe and metrics show the text index.
-    let (_, described) = call(&server, "GET", "/api/v1/namespaces/products", None);
+    let described = get(&server, "/api/v1/namespaces/products");
     assert_eq!(described["text_indexes"]["search"]["rows"], 4, "{described}");
     assert!(described["index_memory_bytes"]["search"].as_u64().unwrap() > 0);
-    let (_, metrics) = call(&server, "GET", "/metrics", None);
-    let metrics = metrics.as_str().unwrap_or_default().to_string();
+    let metrics = get(&server, "/metrics");
+    let metrics = metrics.as_str().unwrap_or_else(|| panic!("metrics are text: {metrics}")).to_string();
     assert!(metrics.contains("hotset_index_memory_bytes{namespace=\"products\",index=\"search\"}"), "{metrics}");
 
     // Changes are searchable at once: an update, a delete.
@@ -115,15 +124,15 @@ fn text_search_over_every_protocol_and_after_a_restart() {
     assert_eq!(call(&server, "POST", "/api/v1/namespaces/products/items", Some(update.to_string().as_bytes())).0, 200);
     assert_eq!(call(&server, "DELETE", "/api/v1/namespaces/products/items/1", None).0, 200);
     let headphones = json!({"filter": {"field": "search", "op": "match", "value": "headphones"}});
-    assert_eq!(ids(&post(&server, "/api/v1/namespaces/products/query", &headphones).1), Vec::<i64>::new());
+    assert_eq!(hits(&server, &headphones), Vec::<i64>::new());
     server.stop();
 
     // After a restart the index is rebuilt from the documents.
     let server = Server::start(dir.path(), &[]);
     let speaker = json!({"filter": {"field": "search", "op": "match", "value": "speaker"}});
-    assert_eq!(ids(&post(&server, "/api/v1/namespaces/products/query", &speaker).1), [2]);
-    assert_eq!(ids(&post(&server, "/api/v1/namespaces/products/query", &headphones).1), Vec::<i64>::new());
-    let (_, described) = call(&server, "GET", "/api/v1/namespaces/products", None);
+    assert_eq!(hits(&server, &speaker), [2]);
+    assert_eq!(hits(&server, &headphones), Vec::<i64>::new());
+    let described = get(&server, "/api/v1/namespaces/products");
     assert_eq!(described["indexes"][2]["text"]["weights"]["title"], 3.0, "options persist: {described}");
     server.stop();
 }
@@ -183,7 +192,8 @@ fn bad_searches_get_clear_errors_and_harm_nothing() {
     let reply = common::redis_cli(&server, &["DOC.SEARCH", "{not json"]);
     assert!(reply.contains("ERR"), "{reply}");
     // Everything stored is still there and searchable.
-    let (_, all) = post(&server, "/api/v1/search", &json!({"query": "headphones", "namespaces": ["products"]}));
+    let (status, all) = post(&server, "/api/v1/search", &json!({"query": "headphones", "namespaces": ["products"]}));
+    assert_eq!(status, 200, "{all}");
     assert_eq!(ids(&all), [1, 2]);
     server.stop();
 }
