@@ -12,6 +12,10 @@
 //! neighbours, integers around 2^53 (past it an f64 no longer holds every integer, so
 //! int/double comparisons must be exact), doubles at ±2^63, `-0.0`, a u64 past i64, long
 //! strings and random Unicode with multi-digit runs (the numeric collation).
+//!
+//! The larger strategies are boxed: unboxed, their value trees are nested types of many
+//! kilobytes that an unoptimised build keeps on the stack, and a test thread's 2 MiB
+//! overflowed before the first case.
 
 use hotset_core::query::{Aggregation, ArithOp, Cond, Expr, Facet, Op, Query, SetField, SortKey};
 use hotset_core::{Collation, FieldType, IndexDef, IndexKind};
@@ -78,7 +82,7 @@ const TEXT_CHARS: &[char] = &[
 
 /// A long or random string: pieces of `TEXT_CHARS`, other Unicode, and digit runs of
 /// one to 300 digits (leading zeros included).
-fn wild_string() -> impl Strategy<Value = String> {
+fn wild_string() -> BoxedStrategy<String> {
     let digits = |lengths: std::ops::Range<usize>| {
         proptest::collection::vec(0u8..10, lengths).prop_map(|d| d.into_iter().map(|d| char::from(b'0' + d)).collect())
     };
@@ -89,7 +93,7 @@ fn wild_string() -> impl Strategy<Value = String> {
         1 => digits(250..300),
         1 => proptest::sample::select(STRINGS).prop_map(str::to_string),
     ];
-    proptest::collection::vec(piece, 1..24).prop_map(|pieces| pieces.concat())
+    proptest::collection::vec(piece, 1..24).prop_map(|pieces| pieces.concat()).boxed()
 }
 
 fn collation() -> impl Strategy<Value = Collation> {
@@ -101,7 +105,7 @@ fn kind(kinds: &'static [IndexKind]) -> impl Strategy<Value = Option<IndexKind>>
 }
 
 /// A schema: the pk plus a random subset of optional indexes, in random order.
-pub fn schema() -> impl Strategy<Value = Vec<IndexDef>> {
+pub fn schema() -> BoxedStrategy<Vec<IndexDef>> {
     const ALL: &[IndexKind] = &[IndexKind::Hash, IndexKind::Tree, IndexKind::Store];
     const LOOKUP: &[IndexKind] = &[IndexKind::Hash, IndexKind::Tree];
     (
@@ -154,6 +158,7 @@ pub fn schema() -> impl Strategy<Value = Vec<IndexDef>> {
             defs.push(text_index());
             defs
         })
+        .boxed()
 }
 
 /// The text index on `body`, with typo tolerance off (the reference has no typos).
@@ -196,18 +201,19 @@ fn maybe<T: std::fmt::Debug + Clone + 'static>(
     prop_oneof![1 => Just(None), 1 => Just(Some(None)), 5 => s.prop_map(|v| Some(Some(v)))]
 }
 
-fn string() -> impl Strategy<Value = String> {
-    prop_oneof![12 => proptest::sample::select(STRINGS).prop_map(str::to_string), 1 => wild_string()]
+fn string() -> BoxedStrategy<String> {
+    prop_oneof![12 => proptest::sample::select(STRINGS).prop_map(str::to_string), 1 => wild_string()].boxed()
 }
 
 /// A number for a double field: a small double or int, sometimes a wide one of either.
-fn double() -> impl Strategy<Value = Value> {
+fn double() -> BoxedStrategy<Value> {
     prop_oneof![
         6 => proptest::sample::select(&[-1.5, 0.0, 0.5, 2.0, 2.5, 3.0][..]).prop_map(|d| json!(d)),
         6 => (-2i64..4).prop_map(|i| json!(i)),
         1 => proptest::sample::select(WIDE_DOUBLES).prop_map(|d| json!(d)),
         1 => proptest::sample::select(WIDE_INTS).prop_map(|i| json!(i)),
     ]
+    .boxed()
 }
 
 /// 2^63: a JSON integer no i64 holds (serde_json keeps it as a u64).
@@ -215,7 +221,7 @@ fn beyond_i64() -> Value {
     json!(9_223_372_036_854_775_808u64)
 }
 
-fn mixed() -> impl Strategy<Value = Value> {
+fn mixed() -> BoxedStrategy<Value> {
     let scalar = prop_oneof![
         6 => int(-3..6).prop_map(|i| json!(i)),
         6 => string().prop_map(Value::String),
@@ -230,10 +236,11 @@ fn mixed() -> impl Strategy<Value = Value> {
         1 => proptest::collection::vec(scalar, 0..3).prop_map(Value::Array),
         1 => Just(json!({"k": 1})),
     ]
+    .boxed()
 }
 
 /// A document with `id` in `0..ids`; every indexed field has its declared type.
-pub fn document(ids: i64) -> impl Strategy<Value = Value> {
+pub fn document(ids: i64) -> BoxedStrategy<Value> {
     (
         id(ids),
         maybe(int(-3..8)),
@@ -264,10 +271,11 @@ pub fn document(ids: i64) -> impl Strategy<Value = Value> {
             put("body", body.map(|v| v.map(Value::String)));
             Value::Object(doc)
         })
+        .boxed()
 }
 
 /// A document whose `a` or `b` has the wrong type (refused when that field is indexed).
-pub fn bad_document(ids: i64) -> impl Strategy<Value = Value> {
+pub fn bad_document(ids: i64) -> BoxedStrategy<Value> {
     (
         document(ids),
         prop_oneof![
@@ -285,6 +293,7 @@ pub fn bad_document(ids: i64) -> impl Strategy<Value = Value> {
             doc[field] = value;
             doc
         })
+        .boxed()
 }
 
 fn query_value(field: &'static str) -> BoxedStrategy<Value> {
@@ -304,23 +313,25 @@ fn query_value(field: &'static str) -> BoxedStrategy<Value> {
     prop_oneof![4 => typed, 1 => other].boxed()
 }
 
-fn leaf() -> impl Strategy<Value = Cond> {
+fn leaf() -> BoxedStrategy<Cond> {
     const OPS: &[Op] =
         &[Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::Range, Op::In, Op::AllSet, Op::Empty, Op::Any, Op::Like];
-    (proptest::sample::select(QUERY_FIELDS), proptest::sample::select(OPS)).prop_flat_map(|(field, op)| {
-        let values: BoxedStrategy<Vec<Value>> = match op {
-            Op::Empty | Op::Any => Just(Vec::new()).boxed(),
-            Op::Range => proptest::collection::vec(query_value(field), 2).boxed(),
-            Op::In | Op::AllSet => proptest::collection::vec(query_value(field), 0..4).boxed(),
-            Op::Like => proptest::sample::select(PATTERNS).prop_map(|p| vec![json!(p)]).boxed(),
-            _ => proptest::collection::vec(query_value(field), 1).boxed(),
-        };
-        values.prop_map(move |values| Cond::Field { field: field.to_string(), op, values })
-    })
+    (proptest::sample::select(QUERY_FIELDS), proptest::sample::select(OPS))
+        .prop_flat_map(|(field, op)| {
+            let values: BoxedStrategy<Vec<Value>> = match op {
+                Op::Empty | Op::Any => Just(Vec::new()).boxed(),
+                Op::Range => proptest::collection::vec(query_value(field), 2).boxed(),
+                Op::In | Op::AllSet => proptest::collection::vec(query_value(field), 0..4).boxed(),
+                Op::Like => proptest::sample::select(PATTERNS).prop_map(|p| vec![json!(p)]).boxed(),
+                _ => proptest::collection::vec(query_value(field), 1).boxed(),
+            };
+            values.prop_map(move |values| Cond::Field { field: field.to_string(), op, values })
+        })
+        .boxed()
 }
 
 /// Conditions with AND / OR / NOT nested up to three levels.
-pub fn condition() -> impl Strategy<Value = Cond> {
+pub fn condition() -> BoxedStrategy<Cond> {
     let text = text_query().prop_map(|q| Cond::Field { field: "body".into(), op: Op::Match, values: vec![json!(q)] });
     let leaf = prop_oneof![5 => leaf(), 1 => text];
     leaf.prop_recursive(3, 12, 3, |inner| {
@@ -330,9 +341,10 @@ pub fn condition() -> impl Strategy<Value = Cond> {
             inner.prop_map(|c| Cond::Not(Box::new(c))),
         ]
     })
+    .boxed()
 }
 
-fn aggregation() -> impl Strategy<Value = Aggregation> {
+fn aggregation() -> BoxedStrategy<Aggregation> {
     let numeric = proptest::sample::select(&["a", "c", "tags", "n.x", "u"][..]);
     let any_field = proptest::sample::select(&["a", "b", "c", "tags", "flag", "s", "u"][..]);
     prop_oneof![
@@ -350,10 +362,11 @@ fn aggregation() -> impl Strategy<Value = Aggregation> {
                 Aggregation::Facet(Facet { fields, sort, offset, limit })
             }),
     ]
+    .boxed()
 }
 
 /// A query: filter, 0–3 sort keys, paging, total and aggregations.
-pub fn query() -> impl Strategy<Value = Query> {
+pub fn query() -> BoxedStrategy<Query> {
     let sort_fields = proptest::sample::select(&["id", "a", "b", "c", "tags", "flag", "n.x", "s", "u"][..]);
     (
         proptest::option::weighted(0.85, condition()),
@@ -371,6 +384,7 @@ pub fn query() -> impl Strategy<Value = Query> {
             }
             Query { namespace: NAMESPACE.into(), filter, sort, offset, limit, total, aggregations, ..Query::default() }
         })
+        .boxed()
 }
 
 /// One write in a generated history.
@@ -397,7 +411,7 @@ pub enum TransactionWrite {
     Delete(i64),
 }
 
-fn set_field() -> impl Strategy<Value = SetField> {
+fn set_field() -> BoxedStrategy<SetField> {
     prop_oneof![
         Just(SetField::Set("a".into(), Expr::field("a").binary(ArithOp::Add, Expr::value(1)))),
         Just(SetField::Set("a".into(), Expr::field("a").binary(ArithOp::Mul, Expr::value(2)))),
@@ -413,9 +427,10 @@ fn set_field() -> impl Strategy<Value = SetField> {
         Just(SetField::Set("a".into(), Expr::value("bad"))),
         body().prop_map(|b| SetField::Set("body".into(), Expr::value(b))),
     ]
+    .boxed()
 }
 
-fn transaction_write(ids: i64) -> impl Strategy<Value = TransactionWrite> {
+fn transaction_write(ids: i64) -> BoxedStrategy<TransactionWrite> {
     prop_oneof![
         4 => document(ids).prop_map(TransactionWrite::Upsert),
         3 => document(ids).prop_map(TransactionWrite::Insert),
@@ -423,10 +438,11 @@ fn transaction_write(ids: i64) -> impl Strategy<Value = TransactionWrite> {
         2 => id(ids).prop_map(TransactionWrite::Delete),
         1 => bad_document(ids).prop_map(TransactionWrite::Upsert),
     ]
+    .boxed()
 }
 
 /// One write over ids `0..ids`.
-pub fn write(ids: i64) -> impl Strategy<Value = Write> {
+pub fn write(ids: i64) -> BoxedStrategy<Write> {
     prop_oneof![
         6 => document(ids).prop_map(Write::Upsert),
         3 => document(ids).prop_map(Write::Insert),
@@ -442,10 +458,10 @@ pub fn write(ids: i64) -> impl Strategy<Value = Write> {
         }),
         1 => proptest::sample::select(&["a", "b", "extra_a", "extra_b", "extra_u", "b+s"][..]).prop_map(|n| Write::DropIndex(n.into())),
         2 => proptest::collection::vec(transaction_write(ids), 0..6).prop_map(Write::Transaction),
-    ]
+    ].boxed()
 }
 
 /// A history of writes over ids `0..ids`.
-pub fn writes(ids: i64) -> impl Strategy<Value = Vec<Write>> {
-    proptest::collection::vec(write(ids), 0..70)
+pub fn writes(ids: i64) -> BoxedStrategy<Vec<Write>> {
+    proptest::collection::vec(write(ids), 0..70).boxed()
 }
