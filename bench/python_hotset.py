@@ -47,6 +47,8 @@ def main():
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--path", help="database folder (default: a fresh temporary one)")
     ap.add_argument("--memory", action="store_true", help="in memory only (no log, no snapshots)")
+    ap.add_argument("--fsync", default="periodic", choices=["always", "periodic", "never"],
+                    help="the log's fsync policy on a folder (default: periodic, the package's default)")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--warmup", type=float, default=0.5)
     a = ap.parse_args()
@@ -61,9 +63,9 @@ def main():
         tmp = None if a.path else where
         shutil.rmtree(where, ignore_errors=True)
     rss_start = rss_mb()
-    db = hotset.open(where)
+    db = hotset.open(where, fsync=a.fsync) if where else hotset.open(None)
     ns = "items"
-    out = {"bench": "python_hotset", "mode": "memory" if a.memory else "folder", "records": len(lines),
+    out = {"bench": "python_hotset", "mode": "memory" if a.memory else "folder", "fsync": a.fsync, "records": len(lines),
            "seconds": a.seconds, "results": {}}
     R = out["results"]
 

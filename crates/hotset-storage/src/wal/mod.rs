@@ -63,7 +63,8 @@ use crate::disk::{Disk, OsDisk};
 /// [`Wal::set_coalesce_window`] set) or [`COALESCE_BYTES`] are queued, and writes them with
 /// one `write`. [`Wal::sync`], [`Wal::rotate`] and [`Wal::close`] are never held back by it,
 /// nor is a due periodic fsync. Under `Always` and `Periodic` the writer takes whatever is
-/// queued as soon as it is free, so concurrent writers share one `write` (group commit).
+/// queued as soon as it is free, so concurrent writers share one `write` (group commit);
+/// under `Periodic` a waiter writes the queue itself when the writer is free (combining).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FsyncPolicy {
     /// After every batch, before any of its records is acknowledged. No coalescing: the
@@ -151,6 +152,9 @@ pub struct WalStats {
 /// Shared in an `Arc`; every method takes `&self`.
 pub struct Wal {
     shared: Arc<Shared>,
+    /// The writer's state, locked by the writer thread for a turn and by a waiter that
+    /// writes the queue itself (`Periodic`).
+    core: Arc<Mutex<Writer>>,
     policy: FsyncPolicy,
     disk: Arc<dyn Disk>,
     dir: PathBuf,
@@ -172,13 +176,17 @@ impl Wal {
             opts.retry_interval
         );
         let (writer, shared) = Writer::open(&opts, next_lsn)?;
+        let core = Arc::new(Mutex::new(writer));
+        let thread_core = Arc::clone(&core);
+        let thread_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("hotset-wal".to_owned())
-            .spawn(move || writer.run())
+            .spawn(move || Writer::run(thread_core, thread_shared))
             .map_err(|e| WalError::io("start writer thread", &opts.dir, e))?;
         tracing::info!(dir = %opts.dir.display(), next_lsn, policy = ?opts.policy, "WAL started");
         Ok(Wal {
             shared,
+            core,
             policy: opts.policy,
             disk: opts.disk,
             dir: opts.dir,
@@ -217,7 +225,7 @@ impl Wal {
     pub fn wait(&self, lsn: u64) -> Result<(), WalError> {
         debug_assert!(lsn < self.next_lsn(), "wait for record {lsn}, which was never appended");
         match self.reach() {
-            Some(reach) => self.shared.wait_for(lsn, reach),
+            Some(reach) => self.shared.wait_for(lsn, reach, &self.core),
             None => self.queued_outcome(lsn),
         }
     }
@@ -245,7 +253,7 @@ impl Wal {
     pub fn wait_async(self: &Arc<Self>, lsn: u64) -> impl std::future::Future<Output = Result<(), WalError>> + use<> {
         let wal = Arc::clone(self);
         std::future::poll_fn(move |cx| match wal.reach() {
-            Some(reach) => wal.shared.poll_for(lsn, reach, cx),
+            Some(reach) => wal.shared.poll_for(lsn, reach, &wal.core, cx),
             None => std::task::Poll::Ready(wal.queued_outcome(lsn)),
         })
     }
@@ -254,7 +262,7 @@ impl Wal {
     /// the durable lsn. Never held back by coalescing: the request wakes the writer.
     pub fn sync(&self) -> Result<u64, WalError> {
         let target = self.shared.request_sync();
-        self.shared.wait_for(target, Reach::Durable)?;
+        self.shared.wait_for(target, Reach::Durable, &self.core)?;
         Ok(self.shared.durable_lsn())
     }
 

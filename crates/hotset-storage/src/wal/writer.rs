@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Owns: [`Shared`] (the queue appenders fill and the acknowledgement state waiters read)
-//! and [`Writer`], the only code that writes segment files.
+//! and [`Writer`], the only code that writes segment files (run by the writer thread, or
+//! by a waiter that combines, always under the writer's lock).
 //!
 //! Never: holds the queue lock during I/O (appenders only ever wait for a memcpy), holds the
 //! queue and ack locks at once (so there is no lock order to get wrong), retries after a
@@ -26,6 +27,18 @@
 //! waiters whose records got as far as they asked, so the ones waiting for the next batch sleep on and nobody
 //! queues up on the ack lock to find out. A failure, a recovery or the writer's exit wakes
 //! every waiter, and each looks at the outcome again (and registers again if it has none).
+//!
+//! Combining (`Periodic` only, where a waiter waits for the write alone): an append does not
+//! wake an idle writer thread. Its waiter locks the writer's state ([`Wal`](super::Wal)
+//! holds it in a mutex) and, when nothing but a write is due, takes the queue, seals and
+//! writes it and wakes its waiters on its own thread, as the writer thread would: a single
+//! thread's write costs one `write(2)`, not a wakeup of the writer and a park. Waiters that
+//! queue up behind the lock find their records written by its holder, or write what the
+//! holder did not take (group commit without the hand-off). An async waiter only tries
+//! the lock; when it is held it wakes the writer thread, as does anyone finding something
+//! else due (an fsync, a rotation, a failure, a request), which only the writer thread
+//! does. The writer thread holds the lock for a turn, never while asleep, and looks at
+//! the queue at least once a second on its own, for records nobody waits for.
 //!
 //! Coalescing (`Never` only, where appends are acknowledged at once): the
 //! writer does not write as soon as a record is queued but lets records gather until the
@@ -54,6 +67,8 @@ use crate::frame::{self, FrameRead};
 const BATCH_BUFFER_RETAINED_BYTES_MAX: usize = 64 << 20;
 /// The same for each appending thread's encoding buffer.
 const SCRATCH_RETAINED_BYTES_MAX: usize = 1 << 20;
+/// Where waiters combine, the longest the writer thread sleeps without looking at the queue.
+const COMBINED_LOOK_INTERVAL: Duration = Duration::from_secs(1);
 
 thread_local! {
     /// Where `append` encodes a payload before taking the queue lock.
@@ -209,8 +224,11 @@ pub(super) struct Shared {
     durable_lsn: AtomicU64,
     /// A copy of `ack.written_lsn`, for the same reason.
     written_lsn: AtomicU64,
-    /// The writer coalesces records (`Periodic`, `Never`): appenders note when a batch began.
+    /// The writer coalesces records (`Never`): appenders note when a batch began.
     coalesce: bool,
+    /// Waiters write the queue themselves when the writer is free (`Periodic`): appenders
+    /// leave an idle writer asleep (see the module's "Combining").
+    combine: bool,
     /// How long it may hold them back, in nanoseconds (0: not at all).
     coalesce_window_nanos: AtomicU64,
     /// The first lsn of the segment being written.
@@ -245,19 +263,22 @@ impl Shared {
             queue.first_queued_at = Some(Instant::now());
         }
         frame::append_unsealed_frame(&mut queue.buffer, lsn, payload);
-        // A coalescing writer is woken early only by a queue that is big enough to write.
+        // A coalescing writer is woken early only by a queue that is big enough to write;
+        // where waiters combine, an idle writer too (the waiter writes a smaller one).
         let urgent = queue.buffer.len() >= COALESCE_BYTES;
         self.wake_writer(queue, urgent);
         lsn
     }
 
-    /// Notifies the writer if it sleeps (and, if it is coalescing, only when `urgent`); a
-    /// busy writer takes the queue on its next turn, so appenders under load do not pay for
-    /// a notify each.
+    /// Notifies the writer if it sleeps (and, if it is coalescing or waiters combine, only
+    /// when `urgent`); a busy writer takes the queue on its next turn, so appenders under
+    /// load do not pay for a notify each.
     fn wake_writer(&self, mut queue: MutexGuard<'_, Queue>, urgent: bool) {
         let wake = match queue.writer {
             WriterState::Busy => false,
-            WriterState::Idle => true,
+            // Where waiters combine, the waiter of a record writes it (or wakes the writer
+            // when it cannot), so an append alone wakes nobody.
+            WriterState::Idle => urgent || !self.combine,
             WriterState::Coalescing => urgent,
         };
         if wake {
@@ -320,12 +341,19 @@ impl Shared {
     }
 
     /// Blocks until waiting for record `lsn` to reach `reach` has an outcome: it has
-    /// (`Ok`), its batch failed, the log failed for good or the writer stopped (`Err`). The
-    /// thread parks, and the writer unparks it when that record gets there or something
-    /// failed.
-    pub fn wait_for(&self, lsn: u64, reach: Reach) -> Result<(), WalError> {
+    /// (`Ok`), its batch failed, the log failed for good or the writer stopped (`Err`).
+    /// Where waiters combine, this thread first writes the queue itself (waiting for the
+    /// writer's lock if another thread holds it); otherwise it parks, and the writer unparks
+    /// it when that record gets there or something failed.
+    pub fn wait_for(&self, lsn: u64, reach: Reach, core: &Mutex<Writer>) -> Result<(), WalError> {
         if self.has_reached(lsn, reach) {
             return Ok(());
+        }
+        if self.combines(reach) {
+            self.combine(core.lock());
+            if self.has_reached(lsn, reach) {
+                return Ok(());
+            }
         }
         // A thread-local slot, so a wait allocates nothing; a wait from a thread-local's
         // destructor (when the slot may be gone) gets a fresh one.
@@ -350,15 +378,29 @@ impl Shared {
 
     /// The non-blocking form of [`wait_for`](Self::wait_for): `Ready` with the outcome, or
     /// `Pending` with the task's waker registered, woken by the writer exactly when
-    /// `wait_for` would return.
+    /// `wait_for` would return. It combines only when the writer's lock is free: an async
+    /// caller's thread serves other tasks, so it never waits for another thread's `write`.
     pub fn poll_for(
         &self,
         lsn: u64,
         reach: Reach,
+        core: &Mutex<Writer>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Result<(), WalError>> {
         if self.has_reached(lsn, reach) {
             return std::task::Poll::Ready(Ok(()));
+        }
+        if self.combines(reach)
+            && let Some(writer) = core.try_lock()
+        {
+            self.combine(writer);
+            if self.has_reached(lsn, reach) {
+                return std::task::Poll::Ready(Ok(()));
+            }
+        } else if self.combines(reach) {
+            // Whoever holds the lock may have taken the queue before this record was
+            // appended, and an append does not wake the writer: make sure it looks.
+            self.wake_writer(self.queue.lock(), true);
         }
         let mut ack = self.ack.lock();
         if let Some(outcome) = ack.outcome(lsn, reach) {
@@ -368,6 +410,46 @@ impl Shared {
         // writer wakes both, and a spurious wake of a future is harmless.
         ack.waiters.push(Waiter { lsn, reach, wake: Wake::Task(cx.waker().clone()) });
         std::task::Poll::Pending
+    }
+
+    /// Whether a waiter for `reach` writes the queue itself: only where waiters wait for
+    /// the write alone (an fsync on a caller's thread would hold it for milliseconds, and the
+    /// writer thread batches those better).
+    fn combines(&self, reach: Reach) -> bool {
+        self.combine && reach == Reach::Written
+    }
+
+    /// One combining turn on the caller's thread, holding the writer's lock: takes what is
+    /// queued, seals and writes it, and wakes its waiters, as the writer thread would. Does
+    /// only that plain case; when anything else is due (a failure, a request, a periodic
+    /// fsync, a full segment) it wakes the writer thread instead, which does it all.
+    fn combine(&self, mut writer: MutexGuard<'_, Writer>) {
+        let mut queue = self.queue.lock();
+        let now = Instant::now();
+        if !writer.can_combine(&queue, now) {
+            drop(writer);
+            self.wake_writer(queue, true);
+            return;
+        }
+        if queue.buffer.is_empty() {
+            // Taken by the last holder of the lock, and (as nothing failed) written.
+            return;
+        }
+        let taken = writer.take(&mut queue, now);
+        drop(queue);
+        assert!(taken.is_ok(), "a queue with records and nothing else due is always taken");
+        writer.seal_taken();
+        let was_unsynced = writer.unsynced;
+        let outcome = writer.write_pending();
+        // The writer thread sleeps with a deadline it chose before this write: a failure
+        // (retries), a first unsynced write (the periodic fsync) or a full segment
+        // (rotation) needs it to choose again.
+        let writer_needed = outcome.is_err() || !was_unsynced || writer.segment.len > writer.segment_bytes;
+        writer.settle(outcome);
+        drop(writer);
+        if writer_needed {
+            self.wake_writer(self.queue.lock(), true);
+        }
     }
 
     /// Wakes the waiters `pick` selects and unregisters them; called with the ack lock held,
@@ -535,6 +617,7 @@ impl Writer {
             // write's answer waits for its `write(2)`, so holding records back would only
             // add the window to every write's latency.
             coalesce: opts.policy == FsyncPolicy::Never,
+            combine: matches!(opts.policy, FsyncPolicy::Periodic(_)),
             coalesce_window_nanos: AtomicU64::new(duration_nanos(COALESCE_WINDOW)),
             current_first_lsn: AtomicU64::new(next_lsn),
             segments: AtomicUsize::new(segments),
@@ -564,22 +647,23 @@ impl Writer {
         Ok((writer, shared))
     }
 
-    /// The thread's body: one turn per batch until asked to close.
-    pub fn run(mut self) -> Result<(), WalError> {
-        let _stopped = StopOnExit(Arc::clone(&self.shared));
+    /// The thread's body: one turn per batch until asked to close. It holds the writer's
+    /// lock for a turn and never while it sleeps, so waiters can combine meanwhile.
+    pub fn run(core: Arc<Mutex<Writer>>, shared: Arc<Shared>) -> Result<(), WalError> {
+        let _stopped = StopOnExit(Arc::clone(&shared));
         loop {
-            let job = self.next_job();
-            self.seal_taken();
-            if self.failure.as_ref().is_some_and(|failure| failure.fatal) {
+            let (mut writer, job) = Writer::next_job(&core, &shared);
+            writer.seal_taken();
+            if writer.failure.as_ref().is_some_and(|failure| failure.fatal) {
                 // `next_job` hands a fatal writer nothing but the request to close.
-                return Err(self.unwritable());
+                return Err(writer.unwritable());
             }
-            let outcome = self.turn(&job);
-            self.settle(outcome);
+            let outcome = writer.turn(&job);
+            writer.settle(outcome);
             if job.closing {
-                return match self.failure {
+                return match writer.failure {
                     None => Ok(()),
-                    Some(_) => Err(self.unwritable()),
+                    Some(_) => Err(writer.unwritable()),
                 };
             }
         }
@@ -590,17 +674,28 @@ impl Writer {
         WalError::Unwritable { reason }
     }
 
-    /// Sleeps until there is something to do, then takes everything queued.
-    fn next_job(&mut self) -> Job {
-        let shared = Arc::clone(&self.shared);
-        let mut queue = shared.queue.lock();
+    /// Sleeps until there is something to do, then takes everything queued and returns with
+    /// the writer's lock held.
+    fn next_job<'a>(core: &'a Mutex<Writer>, shared: &Shared) -> (MutexGuard<'a, Writer>, Job) {
         loop {
-            let sleep = match self.take(&mut queue, Instant::now()) {
-                Ok(job) => return job,
+            let mut writer = core.lock();
+            let mut queue = shared.queue.lock();
+            let now = Instant::now();
+            let sleep = match writer.take(&mut queue, now) {
+                Ok(job) => return (writer, job),
                 Err(sleep) => sleep,
             };
+            drop(writer);
+            // Where waiters combine, an append nobody waits for wakes nobody: look at least
+            // this often, so such a record is written within the interval all the same.
+            let until = match shared.combine {
+                true => Some(
+                    sleep.until.map_or(now + COMBINED_LOOK_INTERVAL, |until| until.min(now + COMBINED_LOOK_INTERVAL)),
+                ),
+                false => sleep.until,
+            };
             queue.writer = if sleep.coalescing { WriterState::Coalescing } else { WriterState::Idle };
-            match sleep.until {
+            match until {
                 Some(deadline) => {
                     shared.work_ready.wait_until(&mut queue, deadline);
                 }
@@ -608,6 +703,18 @@ impl Writer {
             }
             queue.writer = WriterState::Busy;
         }
+    }
+
+    /// Whether a waiter may write the queue on its own thread now: nothing but a write is
+    /// due (no failure, request, periodic fsync or rotation), and the writer is running.
+    fn can_combine(&self, queue: &Queue, now: Instant) -> bool {
+        self.failure.is_none()
+            && !self.shared.failed.load(Ordering::Acquire)
+            && !queue.closing
+            && queue.sync_through <= self.durable_lsn
+            && queue.rotate_requests <= self.rotations_done
+            && self.segment.len <= self.segment_bytes
+            && !self.periodic_sync_due(now)
     }
 
     /// Takes the queue's records and requests if this turn has anything to do (and, when
