@@ -1,22 +1,31 @@
-//! Wall-clock abstraction used for key expiry.
+//! The time a database reads: the wall clock for key expiry, a monotonic one for query
+//! time limits.
 //!
 //! Owns: the [`Clock`] trait plus a real ([`SystemClock`]) and a test
 //! ([`ManualClock`]) implementation.
 //!
 //! Must never: sleep, block, or perform I/O beyond reading the system time.
 //!
-//! Invariants: times are milliseconds since the Unix epoch. `SystemClock`
+//! Invariants: `now_ms` is milliseconds since the Unix epoch; `SystemClock`
 //! saturates instead of panicking when the system time is before the epoch or
-//! absurdly far in the future; `ManualClock` only moves when told to, which is
-//! what lets expiry tests run without sleeping.
+//! absurdly far in the future. `monotonic` is time since an arbitrary origin for
+//! measuring durations; `SystemClock` reads it from `Instant`, so setting the wall
+//! clock (NTP steps, an operator) never cuts a query short or lets it run on.
+//! `ManualClock` only moves when told to (both readings together), which is what
+//! lets expiry and time-limit tests run without sleeping.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// A source of "now" in milliseconds since the Unix epoch.
+/// A source of "now": wall-clock time for expiry, monotonic time for durations.
 pub trait Clock: Send + Sync + 'static {
     /// Current time in milliseconds since the Unix epoch.
     fn now_ms(&self) -> u64;
+
+    /// Time since an arbitrary origin fixed for the clock's life, for measuring how
+    /// long something takes (a query's time limit). Wall-clock changes do not move it.
+    fn monotonic(&self) -> Duration;
 }
 
 /// The real wall clock.
@@ -29,10 +38,18 @@ impl Clock for SystemClock {
         // simply behaves as if time had not started yet.
         SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
     }
+
+    fn monotonic(&self) -> Duration {
+        // One origin for the process, taken before any reading, so no reading is
+        // before it.
+        static ORIGIN: OnceLock<Instant> = OnceLock::new();
+        ORIGIN.get_or_init(Instant::now).elapsed()
+    }
 }
 
 /// A clock that only moves when told to; shared between a test and the
-/// keyspace through an `Arc`.
+/// database through an `Arc`. Its monotonic reading is its wall-clock reading
+/// (milliseconds since its zero), so `advance` moves both.
 #[derive(Debug, Default)]
 pub struct ManualClock {
     now_ms: AtomicU64,
@@ -63,6 +80,10 @@ impl Clock for ManualClock {
     fn now_ms(&self) -> u64 {
         self.now_ms.load(Ordering::SeqCst)
     }
+
+    fn monotonic(&self) -> Duration {
+        Duration::from_millis(self.now_ms())
+    }
 }
 
 #[cfg(test)]
@@ -75,8 +96,11 @@ mod tests {
         assert_eq!(clock.now_ms(), 1_000);
         assert_eq!(clock.advance(250), 1_250);
         assert_eq!(clock.now_ms(), 1_250);
+        assert_eq!(clock.monotonic(), Duration::from_millis(1_250), "read as often as you like");
+        assert_eq!(clock.monotonic(), Duration::from_millis(1_250));
         clock.set(5);
         assert_eq!(clock.now_ms(), 5);
+        assert_eq!(clock.monotonic(), Duration::from_millis(5));
         clock.set(u64::MAX - 1);
         assert_eq!(clock.advance(10), u64::MAX);
     }
@@ -84,5 +108,15 @@ mod tests {
     #[test]
     fn system_clock_is_after_2020() {
         assert!(SystemClock.now_ms() > 1_577_836_800_000);
+    }
+
+    #[test]
+    fn system_monotonic_readings_never_go_backward() {
+        let mut last = SystemClock.monotonic();
+        for _ in 0..1_000 {
+            let now = SystemClock.monotonic();
+            assert!(now >= last, "{now:?} after {last:?}");
+            last = now;
+        }
     }
 }

@@ -40,6 +40,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 /// an `Arc` between threads.
 pub struct Database {
     namespaces: RwLock<BTreeMap<String, Arc<Namespace>>>,
+    /// Key expiry's wall clock and query time limits' monotonic one.
+    clock: Arc<dyn Clock>,
     keyspaces: Keyspaces,
     limits: Limits,
     walk_choice: AtomicU8,
@@ -75,12 +77,14 @@ impl Database {
         Database::with_clock(Arc::new(SystemClock), limits)
     }
 
-    /// A database whose key expiry reads time from `clock` (tests use a manual clock).
+    /// A database that reads time from `clock`: key expiry its wall-clock time, query
+    /// time limits its monotonic time (tests use a manual clock).
     pub fn with_clock(clock: Arc<dyn Clock>, limits: Limits) -> Database {
         let journal = JournalSlot::default();
         Database {
             namespaces: RwLock::new(BTreeMap::new()),
-            keyspaces: Keyspaces::with_journal(clock, KeyspaceConfig::default(), journal.clone()),
+            keyspaces: Keyspaces::with_journal(clock.clone(), KeyspaceConfig::default(), journal.clone()),
+            clock,
             limits,
             walk_choice: AtomicU8::new(0),
             journal,
@@ -386,7 +390,7 @@ impl Database {
         if query.joins.is_empty() {
             let namespace = self.namespace(&query.namespace)?;
             let data = namespace.data.read();
-            return exec::run(&data, query, &[], self.walk_choice());
+            return exec::run(&data, query, &[], self.walk_choice(), &*self.clock);
         }
         let mut names: Vec<&str> = vec![query.namespace.as_str()];
         names.extend(query.joins.iter().map(|j| j.query.namespace.as_str()));
@@ -398,13 +402,13 @@ impl Database {
         let guards: Vec<RwLockReadGuard<'_, NamespaceData>> = namespaces.iter().map(|n| n.data.read()).collect();
         let by_name: Vec<(&str, &NamespaceData)> = names.iter().copied().zip(guards.iter().map(|g| &**g)).collect();
         let main = by_name.iter().find(|(n, _)| *n == query.namespace).expect("the main namespace is locked").1;
-        exec::run(main, query, &by_name, self.walk_choice())
+        exec::run(main, query, &by_name, self.walk_choice(), &*self.clock)
     }
 
     /// Sets fields of every document the query matches, atomically; returns how many.
     pub fn update_query(&self, query: &Query, sets: &[SetField]) -> Result<usize> {
         self.write_namespace(&query.namespace, |_, data, journal| {
-            let rows = update::matching_rows(data, query)?;
+            let rows = update::matching_rows(data, query, &*self.clock)?;
             let updates = update::updated_documents(data, &rows, sets)?;
             let count = updates.len();
             update::apply(data, updates);
@@ -416,7 +420,7 @@ impl Database {
     /// Deletes every document the query matches, atomically; returns how many.
     pub fn delete_query(&self, query: &Query) -> Result<usize> {
         self.write_namespace(&query.namespace, |_, data, journal| {
-            let rows = update::matching_rows(data, query)?;
+            let rows = update::matching_rows(data, query, &*self.clock)?;
             let deleted: Vec<Document> = rows.iter().map(|&row| data.delete_row(row)).collect();
             let logged = deleted.iter().map(Logged::Deleted);
             Ok((rows.len(), journal.filter(|_| !rows.is_empty()).map(|journal| log::docs(journal, data, logged))))

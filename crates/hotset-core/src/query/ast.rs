@@ -201,9 +201,10 @@ pub struct Query {
     pub highlight: Option<Highlight>,
     /// Cut the text around matched words (`_snippet` of each item).
     pub snippet: Option<Snippet>,
-    /// Most time the query may run; past it the query stops and fails with
-    /// `Error::Timeout` (`None`: no limit). Checked between rows, so one step that does not
-    /// loop over rows (a sort, building an index set) finishes before the check.
+    /// Most time the query may run, measured on the database's monotonic clock
+    /// (`Clock::monotonic`); past it the query stops and fails with `Error::Timeout`
+    /// (`None`: no limit). Checked between rows, so one step that does not loop over rows
+    /// (a sort, building an index set) finishes before the check.
     pub timeout: Option<std::time::Duration>,
 }
 

@@ -15,6 +15,7 @@ use super::pred::{Pred, RowView};
 use super::result::{Explain, ExplainStep, Item, QueryResult};
 use super::scan::{IndexScan, ScanKind};
 use super::sort::{compare_keys, sort_rows};
+use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::index::postings::Postings;
 use crate::namespace::NamespaceData;
@@ -55,12 +56,14 @@ impl Recorder {
     }
 }
 
-/// Runs `query` on `data`; `others` holds the read-locked namespaces joins refer to.
+/// Runs `query` on `data`; `others` holds the read-locked namespaces joins refer to. The
+/// query's time limit is measured on `clock`.
 pub(crate) fn run(
     data: &NamespaceData,
     query: &Query,
     others: &[(&str, &NamespaceData)],
     choice: WalkChoice,
+    clock: &dyn Clock,
 ) -> Result<QueryResult> {
     let mut recorder = Recorder::new(query.explain);
     let plan = plan(data, query, choice)?;
@@ -77,7 +80,7 @@ pub(crate) fn run(
         })
         .collect::<Result<Vec<_>>>()?;
     recorder.step("plan", || describe_plan(data, &plan), None);
-    let deadline = Deadline::after(query.timeout);
+    let deadline = Deadline::after(query.timeout, clock);
     let direct = direct_scan(data, &plan, query, &joins);
     let set = if direct.is_some() { None } else { plan.set.as_ref().map(|s| materialize(data, s)) };
     if let Some(set) = &set {
@@ -107,12 +110,13 @@ pub(crate) fn run(
     })
 }
 
-/// The page's row ids of a query without joins (update and delete by query).
-pub(crate) fn page_rows(data: &NamespaceData, query: &Query) -> Result<Vec<u32>> {
+/// The page's row ids of a query without joins (update and delete by query), its time
+/// limit measured on `clock`.
+pub(crate) fn page_rows(data: &NamespaceData, query: &Query, clock: &dyn Clock) -> Result<Vec<u32>> {
     let plan = plan(data, query, WalkChoice::Cost)?;
     let direct = direct_scan(data, &plan, query, &[]);
     let set = if direct.is_some() { None } else { plan.set.as_ref().map(|s| materialize(data, s)) };
-    let deadline = Deadline::after(query.timeout);
+    let deadline = Deadline::after(query.timeout, clock);
     let run = Run { data, plan: &plan, direct, set: set.as_ref(), joins: &[], query, deadline: &deadline };
     let page = run.outcome().page;
     deadline.check()?;
@@ -136,7 +140,7 @@ struct Run<'a> {
     joins: &'a [JoinPlan<'a>],
     query: &'a Query,
     /// Row loops stop once it passes (`run` then fails with `Error::Timeout`).
-    deadline: &'a Deadline,
+    deadline: &'a Deadline<'a>,
 }
 
 impl Run<'_> {

@@ -8,6 +8,7 @@
 
 use super::ast::{ArithOp, Expr, Query, SetField};
 use super::exec;
+use crate::clock::Clock;
 use crate::doc::{self, FieldPath};
 use crate::error::{Error, Result};
 use crate::limits::EXPRESSION_DEPTH_MAX;
@@ -16,14 +17,14 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 /// The rows a query matches, in its sort order and window (joins and aggregations are
-/// refused: they have no meaning for a write).
-pub(crate) fn matching_rows(data: &NamespaceData, query: &Query) -> Result<Vec<u32>> {
+/// refused: they have no meaning for a write); its time limit is measured on `clock`.
+pub(crate) fn matching_rows(data: &NamespaceData, query: &Query, clock: &dyn Clock) -> Result<Vec<u32>> {
     if !query.joins.is_empty() || !query.aggregations.is_empty() {
         return Err(Error::InvalidQuery {
             reason: "update and delete by query take a filter, not joins or aggregations".to_string(),
         });
     }
-    exec::page_rows(data, query)
+    exec::page_rows(data, query, clock)
 }
 
 /// A checked new document for one row: its stored bytes and indexed values.
