@@ -85,8 +85,8 @@ def micros(text):
     return float(value) * {"us": 1, "ms": 1e3, "s": 1e6}[unit]
 
 
-def wrk(addr, script, seconds):
-    out = subprocess.run(["wrk", "-t1", "-c50", f"-d{seconds}s", "--latency", "-s", script, f"http://{addr}"],
+def wrk(addr, script, seconds, connections=50):
+    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", script, f"http://{addr}"],
                          capture_output=True, text=True, check=True).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     latency = {p: micros(re.search(rf"^\s+{p}%\s+(\S+)", out, re.M).group(1)) for p in ("50", "99")}

@@ -10,7 +10,7 @@
 //! position, plus membership, uniqueness and count.
 //! `PROPTEST_CASES` scales the run (CI uses the default below).
 
-use hotset_core::query::{Aggregation, AggregationResult, Query, WalkChoice};
+use hotset_core::query::{Aggregation, AggregationResult, Choice, PlanChoice, Query};
 use hotset_core::{Database, Error, IndexDef};
 use hotset_testkit::generate::{self, NAMESPACE, TransactionWrite, Write};
 use hotset_testkit::reference::{RefAggregation, RefNamespace, RefScalar, Refusal, Refused, keys_equal};
@@ -21,7 +21,15 @@ use std::cmp::Ordering;
 
 /// The namespaces writes go to: two that exist, and one that never does.
 const NAMESPACES: [&str; 3] = [NAMESPACE, "second", "missing"];
-const WALKS: [WalkChoice; 3] = [WalkChoice::Cost, WalkChoice::Always, WalkChoice::Never];
+/// The planner's choices each query runs under: by cost, and each tool forced on and off
+/// (walking a sort index instead of sorting; skip scans of composite indexes).
+const PLANS: [PlanChoice; 5] = [
+    PlanChoice { walk: Choice::Cost, skip: Choice::Cost },
+    PlanChoice { walk: Choice::Always, skip: Choice::Always },
+    PlanChoice { walk: Choice::Never, skip: Choice::Never },
+    PlanChoice { walk: Choice::Always, skip: Choice::Never },
+    PlanChoice { walk: Choice::Never, skip: Choice::Always },
+];
 
 /// Applies a write; returns what the engine's call says it affected.
 fn apply_engine(db: &Database, namespace: &str, write: &Write) -> Result<usize, Error> {
@@ -218,13 +226,14 @@ fn run_case(
             );
         }
         let queried = (*target).min(models.len() - 1);
-        db.set_walk_choice(WALKS[step % WALKS.len()]);
+        db.set_plan_choice(PLANS[step % PLANS.len()]);
         check_query(&db, &models[queried], &on(NAMESPACES[queried], &queries[step % queries.len()]))?;
     }
-    // Each query runs with every paging strategy: by cost, always walking a sort index
-    // when one gives the order, and always sorting. All three must agree with the model.
-    for choice in WALKS {
-        db.set_walk_choice(choice);
+    // Each query runs under every plan choice: by cost, and each tool forced on and off
+    // (walking a sort index or sorting; a skip scan or the ranges apart). All must agree
+    // with the model.
+    for choice in PLANS {
+        db.set_plan_choice(choice);
         for query in &queries {
             for (name, model) in NAMESPACES.iter().zip(&models) {
                 check_query(&db, model, &on(name, query))?;

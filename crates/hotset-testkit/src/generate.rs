@@ -317,15 +317,37 @@ fn leaf() -> BoxedStrategy<Cond> {
     const OPS: &[Op] =
         &[Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::Range, Op::In, Op::AllSet, Op::Empty, Op::Any, Op::Like];
     (proptest::sample::select(QUERY_FIELDS), proptest::sample::select(OPS))
-        .prop_flat_map(|(field, op)| {
-            let values: BoxedStrategy<Vec<Value>> = match op {
-                Op::Empty | Op::Any => Just(Vec::new()).boxed(),
-                Op::Range => proptest::collection::vec(query_value(field), 2).boxed(),
-                Op::In | Op::AllSet => proptest::collection::vec(query_value(field), 0..4).boxed(),
-                Op::Like => proptest::sample::select(PATTERNS).prop_map(|p| vec![json!(p)]).boxed(),
-                _ => proptest::collection::vec(query_value(field), 1).boxed(),
-            };
-            values.prop_map(move |values| Cond::Field { field: field.to_string(), op, values })
+        .prop_flat_map(|(field, op)| field_cond(field, op))
+        .boxed()
+}
+
+/// A condition of `op` on `field` with values fit for both.
+fn field_cond(field: &'static str, op: Op) -> BoxedStrategy<Cond> {
+    let values: BoxedStrategy<Vec<Value>> = match op {
+        Op::Empty | Op::Any => Just(Vec::new()).boxed(),
+        Op::Range => proptest::collection::vec(query_value(field), 2).boxed(),
+        Op::In | Op::AllSet => proptest::collection::vec(query_value(field), 0..4).boxed(),
+        Op::Like => proptest::sample::select(PATTERNS).prop_map(|p| vec![json!(p)]).boxed(),
+        _ => proptest::collection::vec(query_value(field), 1).boxed(),
+    };
+    values.prop_map(move |values| Cond::Field { field: field.to_string(), op, values }).boxed()
+}
+
+/// Range conditions (comparisons, `BETWEEN`, prefix LIKEs, IN lists, equalities) ANDed
+/// on two or three of the fields the composite indexes cover (`b+s`, `a+s`): the shape
+/// that skip scans, intersections and merged IN lists answer.
+pub fn range_conjunction() -> BoxedStrategy<Cond> {
+    const RANGE_OPS: &[Op] = &[Op::Eq, Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::Range, Op::In, Op::Like, Op::Like];
+    const FIELDS: &[&[&str]] = &[&["b", "s"], &["a", "s"], &["s", "b"], &["a", "b", "s"], &["b", "s", "a"]];
+    proptest::sample::select(FIELDS)
+        .prop_flat_map(|fields| {
+            let conds: Vec<BoxedStrategy<Cond>> = fields
+                .iter()
+                .map(|&field| {
+                    proptest::sample::select(RANGE_OPS).prop_flat_map(move |op| field_cond(field, op)).boxed()
+                })
+                .collect();
+            conds.prop_map(Cond::And)
         })
         .boxed()
 }
@@ -368,8 +390,9 @@ fn aggregation() -> BoxedStrategy<Aggregation> {
 /// A query: filter, 0–3 sort keys, paging, total and aggregations.
 pub fn query() -> BoxedStrategy<Query> {
     let sort_fields = proptest::sample::select(&["id", "a", "b", "c", "tags", "flag", "n.x", "s", "u"][..]);
+    let filter = prop_oneof![3 => condition(), 1 => range_conjunction()];
     (
-        proptest::option::weighted(0.85, condition()),
+        proptest::option::weighted(0.85, filter),
         proptest::collection::vec((sort_fields, any::<bool>()), 0..3),
         any::<bool>(),
         0usize..5,

@@ -27,7 +27,7 @@ use crate::kv::{KeyspaceConfig, Keyspaces};
 use crate::limits::Limits;
 use crate::namespace::write::WriteMode;
 use crate::namespace::{Namespace, NamespaceData, NamespaceInfo};
-use crate::query::{Query, QueryResult, SetField, WalkChoice, exec, update};
+use crate::query::{Choice, PlanChoice, Query, QueryResult, SetField, WalkChoice, exec, update};
 use crate::schema::IndexDef;
 use log::Logged;
 use parking_lot::{RwLock, RwLockReadGuard};
@@ -44,7 +44,8 @@ pub struct Database {
     clock: Arc<dyn Clock>,
     keyspaces: Keyspaces,
     limits: Limits,
-    walk_choice: AtomicU8,
+    /// The planner's forced choices (tests), packed: two bits per tool.
+    plan_choice: AtomicU8,
     journal: JournalSlot,
     /// Set between `begin_bulk_load` and `finish_bulk_load` (recovery).
     bulk_loading: AtomicBool,
@@ -86,7 +87,7 @@ impl Database {
             keyspaces: Keyspaces::with_journal(clock.clone(), KeyspaceConfig::default(), journal.clone()),
             clock,
             limits,
-            walk_choice: AtomicU8::new(0),
+            plan_choice: AtomicU8::new(0),
             journal,
             bulk_loading: AtomicBool::new(false),
         }
@@ -153,20 +154,28 @@ impl Database {
     /// Sets when queries page by walking a tree index (cost-based by default; tests force
     /// each way to check both give the same answers).
     pub fn set_walk_choice(&self, choice: WalkChoice) {
-        let code = match choice {
-            WalkChoice::Cost => 0,
-            WalkChoice::Always => 1,
-            WalkChoice::Never => 2,
-        };
-        self.walk_choice.store(code, Ordering::Relaxed);
+        self.set_plan_choice(PlanChoice { walk: choice, ..self.plan_choice() });
     }
 
-    fn walk_choice(&self) -> WalkChoice {
-        match self.walk_choice.load(Ordering::Relaxed) {
-            1 => WalkChoice::Always,
-            2 => WalkChoice::Never,
-            _ => WalkChoice::Cost,
-        }
+    /// Sets how the planner chooses among its tools (by cost by default; tests force each
+    /// one on and off to check that every plan gives the same answers).
+    pub fn set_plan_choice(&self, choice: PlanChoice) {
+        let code = |choice: Choice| match choice {
+            Choice::Cost => 0u8,
+            Choice::Always => 1,
+            Choice::Never => 2,
+        };
+        self.plan_choice.store(code(choice.walk) | code(choice.skip) << 2, Ordering::Relaxed);
+    }
+
+    fn plan_choice(&self) -> PlanChoice {
+        let packed = self.plan_choice.load(Ordering::Relaxed);
+        let choice = |code: u8| match code & 3 {
+            1 => Choice::Always,
+            2 => Choice::Never,
+            _ => Choice::Cost,
+        };
+        PlanChoice { walk: choice(packed), skip: choice(packed >> 2) }
     }
 
     /// The key-value keyspaces (Redis-style strings, counters and hashes with expiry).
@@ -390,7 +399,7 @@ impl Database {
         if query.joins.is_empty() {
             let namespace = self.namespace(&query.namespace)?;
             let data = namespace.data.read();
-            return exec::run(&data, query, &[], self.walk_choice(), &*self.clock);
+            return exec::run(&data, query, &[], self.plan_choice(), &*self.clock);
         }
         let mut names: Vec<&str> = vec![query.namespace.as_str()];
         names.extend(query.joins.iter().map(|j| j.query.namespace.as_str()));
@@ -402,7 +411,7 @@ impl Database {
         let guards: Vec<RwLockReadGuard<'_, NamespaceData>> = namespaces.iter().map(|n| n.data.read()).collect();
         let by_name: Vec<(&str, &NamespaceData)> = names.iter().copied().zip(guards.iter().map(|g| &**g)).collect();
         let main = by_name.iter().find(|(n, _)| *n == query.namespace).expect("the main namespace is locked").1;
-        exec::run(main, query, &by_name, self.walk_choice(), &*self.clock)
+        exec::run(main, query, &by_name, self.plan_choice(), &*self.clock)
     }
 
     /// Sets fields of every document the query matches, atomically; returns how many.

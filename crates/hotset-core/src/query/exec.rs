@@ -10,7 +10,7 @@ use super::aggregate::aggregate;
 use super::ast::{JoinKind, Query};
 use super::deadline::Deadline;
 use super::join::JoinPlan;
-use super::planner::{Plan, SetPlan, Walk, WalkChoice, plan};
+use super::planner::{Plan, PlanChoice, SetPlan, Walk, plan};
 use super::pred::{Pred, RowView};
 use super::result::{Explain, ExplainStep, Item, QueryResult};
 use super::scan::{IndexScan, ScanKind};
@@ -62,7 +62,7 @@ pub(crate) fn run(
     data: &NamespaceData,
     query: &Query,
     others: &[(&str, &NamespaceData)],
-    choice: WalkChoice,
+    choice: PlanChoice,
     clock: &dyn Clock,
 ) -> Result<QueryResult> {
     let mut recorder = Recorder::new(query.explain);
@@ -113,7 +113,7 @@ pub(crate) fn run(
 /// The page's row ids of a query without joins (update and delete by query), its time
 /// limit measured on `clock`.
 pub(crate) fn page_rows(data: &NamespaceData, query: &Query, clock: &dyn Clock) -> Result<Vec<u32>> {
-    let plan = plan(data, query, WalkChoice::Cost)?;
+    let plan = plan(data, query, PlanChoice::default())?;
     let direct = direct_scan(data, &plan, query, &[]);
     let set = if direct.is_some() { None } else { plan.set.as_ref().map(|s| materialize(data, s)) };
     let deadline = Deadline::after(query.timeout, clock);
@@ -491,26 +491,40 @@ fn describe_scan(data: &NamespaceData, scan: &IndexScan) -> String {
     let what = match &scan.kind {
         ScanKind::Keys(keys) => format!("{} key(s)", keys.len()),
         ScanKind::Range(range) if range.full => "full order".to_string(),
-        ScanKind::Range(range) => {
-            let low = match &range.low {
-                Bound::Included(v) => format!("[{}", scalar_text(v)),
-                Bound::Excluded(v) => format!("({}", scalar_text(v)),
-                Bound::Unbounded => "(-inf".to_string(),
-            };
-            let high = match &range.high {
-                Bound::Included(v) => format!("{}]", scalar_text(v)),
-                Bound::Excluded(v) => format!("{})", scalar_text(v)),
-                Bound::Unbounded => "+inf)".to_string(),
-            };
-            let prefix = if range.prefix.is_empty() {
-                String::new()
-            } else {
-                format!("after {} ", range.prefix.iter().map(scalar_text).collect::<Vec<_>>().join(", "))
-            };
-            format!("range {prefix}{low}, {high}")
+        ScanKind::Skip(skip) => {
+            format!(
+                "skip scan {}, then {}",
+                describe_range(&skip.outer),
+                describe_bounds(&skip.inner_low, &skip.inner_high)
+            )
         }
+        ScanKind::Range(range) => describe_range(range),
     };
     format!("index '{}' ({}) {what}, ~{} rows", index.def.name, index.def.kind.name(), scan.estimate)
+}
+
+/// A range as `after P, Q [low, high)`.
+fn describe_range(range: &super::scan::KeyRange) -> String {
+    let prefix = if range.prefix.is_empty() {
+        String::new()
+    } else {
+        format!("after {} ", range.prefix.iter().map(scalar_text).collect::<Vec<_>>().join(", "))
+    };
+    format!("range {prefix}{}", describe_bounds(&range.low, &range.high))
+}
+
+fn describe_bounds(low: &Bound<Scalar>, high: &Bound<Scalar>) -> String {
+    let low = match low {
+        Bound::Included(v) => format!("[{}", scalar_text(v)),
+        Bound::Excluded(v) => format!("({}", scalar_text(v)),
+        Bound::Unbounded => "(-inf".to_string(),
+    };
+    let high = match high {
+        Bound::Included(v) => format!("{}]", scalar_text(v)),
+        Bound::Excluded(v) => format!("{})", scalar_text(v)),
+        Bound::Unbounded => "+inf)".to_string(),
+    };
+    format!("{low}, {high}")
 }
 
 fn scalar_text(value: &Scalar) -> String {

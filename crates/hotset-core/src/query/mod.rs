@@ -26,5 +26,5 @@ pub use ast::{
     Aggregation, ArithOp, Cond, Expr, Facet, Highlight, Join, JoinKind, JoinOn, Op, Query, SetField, Snippet, SortKey,
 };
 pub use fulltext::RANK;
-pub use planner::WalkChoice;
+pub use planner::{Choice, PlanChoice, WalkChoice};
 pub use result::{AggregationResult, Explain, ExplainStep, FacetGroup, Item, QueryResult, TextExtras};

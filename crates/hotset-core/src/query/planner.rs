@@ -10,7 +10,7 @@
 use super::ast::{Cond, Op, Query};
 use super::fulltext::{RANK, Ranks, TextPred};
 use super::pred::{Access, FieldPred, Pred};
-use super::scan::{IndexScan, KeyRange};
+use super::scan::{IndexScan, KeyRange, ScanKind, SkipRange};
 use crate::collate::prefix_successor;
 use crate::error::{Error, Result};
 use crate::index::{Index, Key, bound_for_type, key_for_type};
@@ -24,17 +24,35 @@ use std::sync::Arc;
 /// intersected; its condition is checked on the columns of the driver's rows instead.
 pub const INTERSECT_RATIO_MAX: usize = 8;
 
-/// When to page by walking a tree index in sort order instead of sorting the matches.
+/// Whether the planner uses one of its tools: by estimated cost, or forced either way
+/// (tests force each in turn, so every plan is checked against the same answers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum WalkChoice {
+pub enum Choice {
     /// By estimated cost (the default).
     #[default]
     Cost,
-    /// Whenever an index gives the order (tests use it to exercise the walk).
+    /// Whenever it applies.
     Always,
-    /// Never (tests use it to exercise sorting).
+    /// Never.
     Never,
 }
+
+/// When to page by walking a tree index in sort order instead of sorting the matches.
+pub type WalkChoice = Choice;
+
+/// How the planner chooses among its tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PlanChoice {
+    /// Paging by walking a tree index in sort order instead of sorting the matches.
+    pub walk: Choice,
+    /// Skip scans of composite tree indexes for ranges on two of their fields.
+    pub skip: Choice,
+}
+
+/// What one seek into a tree index costs, in rows read from a posting list: a binary
+/// search over the blocks and within one, comparing keys (tuples of shared strings for a
+/// composite index) about 20 times.
+const SEEK_COST: usize = 32;
 
 /// An id-set plan: index scans combined by set operations.
 #[derive(Debug, Clone)]
@@ -99,7 +117,7 @@ struct Conjunct {
     access: Option<(SetPlan, bool)>,
 }
 
-pub(crate) fn plan(data: &NamespaceData, query: &Query, choice: WalkChoice) -> Result<Plan> {
+pub(crate) fn plan(data: &NamespaceData, query: &Query, choice: PlanChoice) -> Result<Plan> {
     let rows_total = data.len();
     let items: Vec<&Cond> = match &query.filter {
         None => Vec::new(),
@@ -114,13 +132,14 @@ pub(crate) fn plan(data: &NamespaceData, query: &Query, choice: WalkChoice) -> R
         })
         .collect::<Result<Vec<_>>>()?;
     use_composites(data, &mut conjuncts);
+    use_skip_scans(data, query, &mut conjuncts, choice.skip);
     let mut texts = Vec::new();
     conjuncts.iter().for_each(|c| c.pred.texts(&mut texts));
     let ranks = Ranks(texts);
     let sort = sort_specs(data, query, &ranks)?;
     let walk = match choose_walk(data, query, &sort, &mut conjuncts) {
-        Some((walk, _)) if choice == WalkChoice::Always => Some(walk),
-        Some((walk, _)) if choice == WalkChoice::Cost && walk_pays(query, rows_total, &conjuncts, &walk) => Some(walk),
+        Some((walk, _)) if choice.walk == Choice::Always => Some(walk),
+        Some((walk, _)) if choice.walk == Choice::Cost && walk_pays(query, rows_total, &conjuncts, &walk) => Some(walk),
         Some((_, own)) => {
             // Sorting the few candidates is cheaper than walking for them: the walk's
             // own condition goes back among the others.
@@ -305,6 +324,14 @@ fn one_key(value: Scalar, single: bool) -> Key {
 /// A LIKE with a literal prefix reads the prefix's key range; it is exact when the
 /// pattern is just `prefix%`.
 fn like_plan(index: &Index, id: usize, field: &FieldPred) -> Option<(SetPlan, bool)> {
+    let (low, high, exact) = like_bounds(field)?;
+    let scan = IndexScan::range(index, id, KeyRange::between(low, high));
+    Some((SetPlan::Scan(scan), exact))
+}
+
+/// The key range of a LIKE's literal prefix and whether the range is exactly the
+/// pattern's matches (`prefix%`).
+fn like_bounds(field: &FieldPred) -> Option<(Bound<Scalar>, Bound<Scalar>, bool)> {
     let pattern = field.like.as_ref()?;
     let prefix = pattern.prefix();
     let exact = pattern.is_prefix_only();
@@ -313,8 +340,28 @@ fn like_plan(index: &Index, id: usize, field: &FieldPred) -> Option<(SetPlan, bo
     }
     let low = Bound::Included(Scalar::str(prefix.as_bytes()));
     let high = prefix_successor(prefix.as_bytes()).map_or(Bound::Unbounded, |s| Bound::Excluded(Scalar::str(&s)));
-    let scan = IndexScan::range(index, id, KeyRange::between(low, high));
-    Some((SetPlan::Scan(scan), exact))
+    Some((low, high, exact))
+}
+
+/// The key range a condition on an indexed column reads in a tree index, as index
+/// key bounds, and whether it is exact (no row in it fails the condition): `=` (one
+/// value), `<`, `<=`, `>`, `>=`, `BETWEEN` and a LIKE with a literal prefix.
+fn key_bounds(data: &NamespaceData, field: &FieldPred) -> Option<(Bound<Scalar>, Bound<Scalar>, bool)> {
+    let column = field.access_column()?;
+    let field_type = data.column(column).spec.field_type;
+    let (low, high) = match field.op {
+        Op::Like => return like_bounds(field),
+        Op::Eq | Op::In if field.values.len() == 1 => {
+            (Bound::Included(&field.values[0]), Bound::Included(&field.values[0]))
+        }
+        Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Range => field_bounds(field),
+        _ => return None,
+    };
+    match (bound_for_type(low, field_type, true), bound_for_type(high, field_type, false)) {
+        (Ok(low), Ok(high)) => Some((low, high, true)),
+        // A bound of another type than the field's: nothing in the index can match.
+        _ => None,
+    }
 }
 
 /// Replaces equality conditions on the leading fields of a composite index (and a range
@@ -355,6 +402,83 @@ fn use_composites(data: &NamespaceData, conjuncts: &mut Vec<Conjunct>) {
         used.sort_unstable();
         let preds: Vec<Pred> = used.iter().rev().map(|&at| conjuncts.remove(at).pred).collect();
         conjuncts.push(Conjunct { pred: Pred::And(preds), access: Some((SetPlan::Scan(scan), true)) });
+    }
+}
+
+/// Replaces range conditions on two consecutive fields of a composite tree index (after
+/// equalities on the fields before them) by one skip scan of that index, when its cost
+/// beats what those conditions cost apart (or always / never, as `choice` says).
+///
+/// Costs, in rows read: the skip scan pays two seeks per distinct leading value it visits
+/// plus the rows it yields, and a page without a total stops after the leading values
+/// that fill the window; apart, the conditions build the id set of the smaller range and
+/// check or intersect the other (what `choose_sets` does), whatever the window.
+fn use_skip_scans(data: &NamespaceData, query: &Query, conjuncts: &mut Vec<Conjunct>, choice: Choice) {
+    if choice == Choice::Never {
+        return;
+    }
+    let rows_total = data.len().max(1);
+    for (id, index) in data.indexes.iter().enumerate() {
+        if index.columns.len() < 2 || !index.is_ordered() || index.def.array {
+            continue;
+        }
+        let (mut taken, prefix) = equality_prefix(data, index, conjuncts);
+        let fixed = prefix.len();
+        let Some(&outer_column) = index.columns.get(fixed) else { continue };
+        let Some(&inner_column) = index.columns.get(fixed + 1) else { continue };
+        let range_on = |column: usize, eq_ok: bool| {
+            conjuncts.iter().enumerate().find_map(|(at, c)| match &c.pred {
+                Pred::Field(f)
+                    if f.access_column() == Some(column) && (eq_ok || f.op != Op::Eq) && !taken.contains(&at) =>
+                {
+                    key_bounds(data, f).map(|bounds| (at, bounds))
+                }
+                _ => None,
+            })
+        };
+        let Some((outer_at, (outer_low, outer_high, outer_exact))) = range_on(outer_column, false) else { continue };
+        let Some((inner_at, (inner_low, inner_high, inner_exact))) = range_on(inner_column, true) else { continue };
+        let outer = KeyRange { prefix, low: outer_low, high: outer_high, full: false };
+        let outer_rows = IndexScan::range(index, id, outer.clone()).estimate;
+        let estimate_of = |at: usize| conjuncts[at].access.as_ref().map(|(plan, _)| plan.estimate(rows_total));
+        let inner_rows = estimate_of(inner_at).unwrap_or(rows_total);
+        let rows_out = (outer_rows as u128 * inner_rows as u128 / rows_total as u128) as usize;
+        let leads = distinct_in(data, outer_column, outer_rows);
+        let window = query.offset.saturating_add(query.limit.unwrap_or(usize::MAX));
+        // Without a total the scan stops once the window is full: after about
+        // `window / (rows_out / leads)` leading values.
+        let leads_visited = if query.total || !query.aggregations.is_empty() || rows_out == 0 {
+            leads
+        } else {
+            leads.min(window.saturating_mul(leads) / rows_out.max(1) + 1)
+        };
+        let skip_cost = leads_visited.saturating_mul(2 * SEEK_COST).saturating_add(rows_out.min(window));
+        // Apart, the executor builds the id set of the smaller range whatever the window.
+        let apart_cost = [Some(outer_rows), estimate_of(inner_at)].into_iter().flatten().min().unwrap_or(rows_total);
+        if choice == Choice::Cost && skip_cost >= apart_cost {
+            continue;
+        }
+        let skip = SkipRange { outer, inner_low, inner_high };
+        let scan = IndexScan::skip(id, skip, rows_out.max(1));
+        taken.push(outer_at);
+        taken.push(inner_at);
+        taken.sort_unstable();
+        let preds: Vec<Pred> = taken.iter().rev().map(|&at| conjuncts.remove(at).pred).collect();
+        let exact = outer_exact && inner_exact;
+        conjuncts.push(Conjunct { pred: Pred::And(preds), access: Some((SetPlan::Scan(scan), exact)) });
+    }
+}
+
+/// About how many distinct values of `column` lie in a range holding `rows` rows: from
+/// the rows per distinct key of a single-field tree index on it, else (unknown) `rows`.
+fn distinct_in(data: &NamespaceData, column: usize, rows: usize) -> usize {
+    let per_key =
+        data.indexes.iter().filter(|index| index.columns == [column] && index.is_ordered()).find_map(|index| {
+            index.distinct_keys().filter(|&keys| keys > 0).map(|keys| data.len() as f64 / keys as f64)
+        });
+    match per_key {
+        Some(per_key) => ((rows as f64 / per_key.max(1.0)).ceil() as usize).min(rows),
+        None => rows,
     }
 }
 
@@ -406,6 +530,9 @@ fn choose_walk(
     let Access::Column(first_column) = first.access else {
         return None;
     };
+    if let Some(found) = skip_walk(data, sort, first_column, conjuncts) {
+        return Some(found);
+    }
     let mut best: Option<WalkCandidate> = None;
     for (id, index) in data.indexes.iter().enumerate() {
         if index.def.kind != IndexKind::Tree || index.def.sparse || index.def.array {
@@ -459,6 +586,37 @@ fn choose_walk(
     taken.sort_unstable();
     taken.dedup();
     let own: Vec<Conjunct> = taken.iter().rev().map(|&at| conjuncts.remove(at)).collect();
+    Some((Walk { scan, desc: first.desc, covered, group_len: fixed + covered }, own))
+}
+
+/// An exact skip scan whose index order is the sort order from its leading range on
+/// (`first_name LIKE 'a%' AND last_name LIKE 'n%' ORDER BY first_name, last_name` on
+/// `first_name+last_name`): walking it pages the query without a sort.
+fn skip_walk(
+    data: &NamespaceData,
+    sort: &[SortSpec],
+    first_column: usize,
+    conjuncts: &mut Vec<Conjunct>,
+) -> Option<(Walk, Vec<Conjunct>)> {
+    let first = sort.first()?;
+    let (at, scan, fixed) = conjuncts.iter().enumerate().find_map(|(at, c)| match &c.access {
+        Some((SetPlan::Scan(scan), true)) => match &scan.kind {
+            ScanKind::Skip(skip) => {
+                let fixed = skip.outer.prefix.len();
+                (data.indexes[scan.index].columns[fixed] == first_column).then(|| (at, scan.clone(), fixed))
+            }
+            _ => None,
+        },
+        _ => None,
+    })?;
+    let covered = sort
+        .iter()
+        .zip(&data.indexes[scan.index].columns[fixed..])
+        .take_while(|(spec, column)| {
+            spec.desc == first.desc && matches!(spec.access, Access::Column(c) if c == **column)
+        })
+        .count();
+    let own = vec![conjuncts.remove(at)];
     Some((Walk { scan, desc: first.desc, covered, group_len: fixed + covered }, own))
 }
 

@@ -1,8 +1,8 @@
 //! Index scans: reading the row ids for a key list or a key range of one index.
 //!
-//! Owns: `IndexScan` (which index, which keys or range, how many rows it yields), the
-//! exact map bounds of a range over one component of a (composite) key, counting the
-//! rows between them, and walking those entries in either direction.
+//! Owns: `IndexScan` (which index, which keys, range or skip scan, how many rows it
+//! yields), the exact map bounds of a range over one component of a (composite) key,
+//! counting the rows between them, and walking those entries in either direction.
 //! Never: check conditions on rows; a scan only yields the rows its keys hold.
 
 use crate::index::postings::Postings;
@@ -141,6 +141,64 @@ fn successor(value: &Scalar) -> Option<Scalar> {
     }
 }
 
+/// A skip scan of a composite tree index: for each distinct value of the component after
+/// `outer.prefix` that lies in `outer`'s range (the leading range), the keys whose next
+/// component lies in `inner` (`low`..`high`; its prefix and `full` are unused). In key
+/// order, so it pages a sort on those components without sorting.
+///
+/// ```text
+///   (ada, kim) (ada, nash) (ada, nye) (ada, orr) (aja, lee) (aja, nil) (amy, ...)
+///   └ seek (ada, n..o) ┘ ──────────────────────▶ └ seek (aja, n..o) ┘ ──▶ ...
+/// ```
+/// Each distinct leading value costs two seeks (find it, then its inner range), so it
+/// pays when the leading range has few distinct values for its rows.
+#[derive(Debug, Clone)]
+pub(crate) struct SkipRange {
+    pub outer: KeyRange,
+    pub inner_low: Bound<Scalar>,
+    pub inner_high: Bound<Scalar>,
+}
+
+impl SkipRange {
+    /// The inner range under one leading value.
+    fn inner(&self, lead: &Scalar) -> KeyRange {
+        let mut prefix = self.outer.prefix.clone();
+        prefix.push(lead.clone());
+        KeyRange { prefix, low: self.inner_low.clone(), high: self.inner_high.clone(), full: false }
+    }
+
+    /// Calls `f` with each distinct leading value in the outer range, in order (descending
+    /// when `desc`), until it returns false. Returns true when every value was visited.
+    fn leads(&self, index: &Index, desc: bool, mut f: impl FnMut(&Scalar) -> bool) -> bool {
+        let at = self.outer.prefix.len();
+        let (mut lower, mut upper) = self.outer.map_bounds(true);
+        loop {
+            // The first (last) key left in the range carries the next leading value.
+            let mut lead = None;
+            index.walk(lower.as_ref(), upper.as_ref(), desc, |key, _| {
+                lead = key.parts().get(at).cloned();
+                false
+            });
+            let Some(lead) = lead else { return true };
+            if !f(&lead) {
+                return false;
+            }
+            let mut parts = self.outer.prefix.clone();
+            if desc {
+                // Every key with this leading value is above the tuple that ends with it.
+                parts.push(lead);
+                upper = Bound::Excluded(Key::Many(parts.into_boxed_slice()));
+            } else {
+                // Every key with this leading value is below the tuple that ends with its
+                // successor; the largest value has none, and nothing comes after it.
+                let Some(next) = successor(&lead) else { return true };
+                parts.push(next);
+                lower = Bound::Included(Key::Many(parts.into_boxed_slice()));
+            }
+        }
+    }
+}
+
 /// What an index scan reads.
 #[derive(Debug, Clone)]
 pub(crate) enum ScanKind {
@@ -148,6 +206,8 @@ pub(crate) enum ScanKind {
     Keys(Vec<Key>),
     /// A key range (tree indexes).
     Range(KeyRange),
+    /// Ranges on two components of a composite tree index, by a skip scan.
+    Skip(SkipRange),
 }
 
 /// One read of one index.
@@ -176,13 +236,25 @@ impl IndexScan {
         scan
     }
 
-    /// The exact number of rows the scan yields, without walking a range.
+    /// A skip scan, with an estimate of the rows it yields (counting them exactly takes
+    /// two seeks per distinct leading value: [`count`](Self::count) does that).
+    pub fn skip(index_id: usize, skip: SkipRange, estimate: usize) -> IndexScan {
+        IndexScan { index: index_id, kind: ScanKind::Skip(skip), estimate }
+    }
+
+    /// The exact number of rows the scan yields, without walking a range (a skip scan
+    /// counts each leading value's inner range).
     pub fn count(&self, index: &Index) -> usize {
         match &self.kind {
             ScanKind::Keys(keys) => keys.iter().filter_map(|k| index.get(k)).map(|rows| rows.len()).sum(),
-            ScanKind::Range(range) => {
-                let (lower, upper) = range.map_bounds(index.def.is_composite());
-                index.count_rows(lower.as_ref(), upper.as_ref()).unwrap_or(0)
+            ScanKind::Range(range) => count_range(index, range),
+            ScanKind::Skip(skip) => {
+                let mut rows = 0;
+                skip.leads(index, false, |lead| {
+                    rows += count_range(index, &skip.inner(lead));
+                    true
+                });
+                rows
             }
         }
     }
@@ -192,12 +264,18 @@ impl IndexScan {
     pub fn walk(&self, index: &Index, desc: bool, mut f: impl FnMut(&Key, &Postings) -> bool) -> bool {
         match &self.kind {
             ScanKind::Range(range) => walk(index, range, desc, f),
+            ScanKind::Skip(skip) => skip.leads(index, desc, |lead| walk(index, &skip.inner(lead), desc, &mut f)),
             ScanKind::Keys(keys) => {
                 let mut visit = |key: &Key| index.get(key).is_none_or(|rows| f(key, &rows));
                 if desc { keys.iter().rev().all(&mut visit) } else { keys.iter().all(&mut visit) }
             }
         }
     }
+}
+
+fn count_range(index: &Index, range: &KeyRange) -> usize {
+    let (lower, upper) = range.map_bounds(index.def.is_composite());
+    index.count_rows(lower.as_ref(), upper.as_ref()).unwrap_or(0)
 }
 
 fn walk(index: &Index, range: &KeyRange, desc: bool, mut f: impl FnMut(&Key, &Postings) -> bool) -> bool {
