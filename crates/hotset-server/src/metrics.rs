@@ -106,6 +106,13 @@ pub fn render(state: &ServerState) -> String {
         load(&stats.batches),
     );
     single(&mut out, "hotset_http_requests_total", "HTTP requests answered.", "counter", load(&stats.http_requests));
+    single(
+        &mut out,
+        "hotset_tls_handshake_failures_total",
+        "TLS handshakes that failed, timed out or were refused (both TLS ports).",
+        "counter",
+        state.tls_handshake_failures() as f64,
+    );
 
     let store = state.store.read();
     if let Some(store) = store.as_ref() {

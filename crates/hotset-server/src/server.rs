@@ -174,6 +174,7 @@ async fn run(state: Arc<ServerState>, listeners: Listeners, tls: Option<TlsListe
         serve_http(app.clone(), listener, "HTTP");
     }
     if let Some(tls) = tls {
+        let _ = state.tls.set([Arc::clone(&tls.resp), Arc::clone(&tls.https)]);
         if let Some(listener) = tls_listener {
             accept_resp(&state, listener, Some(tls.resp));
         }

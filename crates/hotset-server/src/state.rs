@@ -25,6 +25,8 @@ pub struct ServerState {
     pub clients: Mutex<BTreeMap<u64, ClientInfo>>,
     next_client_id: AtomicU64,
     pub stats: Stats,
+    /// The TLS listeners' acceptors, once they serve (for their handshake failure counts).
+    pub tls: std::sync::OnceLock<[Arc<crate::tls::Tls>; 2]>,
 }
 
 impl ServerState {
@@ -85,7 +87,15 @@ impl ServerState {
             clients: Mutex::new(BTreeMap::new()),
             next_client_id: AtomicU64::new(1),
             stats: Stats::default(),
+            tls: std::sync::OnceLock::new(),
         })
+    }
+
+    /// TLS handshakes that failed, timed out or were refused, over both TLS listeners.
+    pub fn tls_handshake_failures(&self) -> u64 {
+        self.tls
+            .get()
+            .map_or(0, |listeners| listeners.iter().map(|tls| tls.handshake_failures.load(Ordering::Relaxed)).sum())
     }
 
     /// Registers a new connection; `None` when `max_clients` are connected already.

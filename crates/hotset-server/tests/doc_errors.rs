@@ -162,5 +162,10 @@ fn text_errors_are_unchanged_and_the_form_switches_back() {
     assert_eq!(sql, format!("-ERR {parsed}"));
     assert_eq!(line(&mut c, &["DOC.SCAN", "books", "x"]), "-ERR invalid cursor");
     assert_eq!(line(&mut c, &["DOC.ERRORS", "XML"]), "-ERR DOC.ERRORS takes JSON or TEXT");
+    // RESET gives the connection back as a new one: TEXT again.
+    assert_eq!(line(&mut c, &["DOC.ERRORS", "JSON"]), "+OK");
+    assert_eq!(line(&mut c, &["RESET"]), "+RESET");
+    assert_eq!(line(&mut c, &["DOC.ERRORS"]), "+TEXT");
+    assert_eq!(line(&mut c, &["DOC.GET", "nope", "1"]), "-ERR namespace 'nope' does not exist");
     server.stop();
 }

@@ -25,7 +25,7 @@
 //! | `DOC.ERRORS [JSON\|TEXT]` | `+OK`; without an argument, the connection's error form |
 //!
 //! Errors come in one of two forms, chosen per connection by `DOC.ERRORS` (TEXT until a
-//! client asks): TEXT is a plain Redis line, `-ERR message` (`-MISCONF reason` when the
+//! client asks, and again after `RESET`): TEXT is a plain Redis line, `-ERR message` (`-MISCONF reason` when the
 //! log cannot write), with a refused operation of a multi-document write named in front
 //! (`-ERR document 2: ...`); JSON is `-<CODE> <json>`, CODE the upper-cased
 //! `hotset_core::error::ErrorCode` and json the engine error's JSON form

@@ -45,6 +45,7 @@ pub fn run(state: &Arc<ServerState>, session: &mut Session, spec: &Spec, a: &[&[
         }
         "RESET" => {
             session.multi = None;
+            session.errors_json = false;
             session.protocol = Protocol::Resp2;
             session.authenticated = state.config.password.is_none();
             select(state, session, b"0", &mut Reply { out: &mut Vec::new(), protocol: Protocol::Resp2 })?;
@@ -472,12 +473,13 @@ fn info(state: &ServerState, section: Option<&[u8]>) -> String {
     if wanted("stats") {
         let _ = write!(
             text,
-            "# Stats\r\ntotal_connections_received:{}\r\nrejected_connections:{}\r\ntotal_commands_processed:{}\r\nprotocol_errors:{}\r\nrequest_batches:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\nrejected_connections:{}\r\ntotal_commands_processed:{}\r\nprotocol_errors:{}\r\nrequest_batches:{}\r\ntls_handshake_failures:{}\r\n\r\n",
             stats.connections_received.load(Ordering::Relaxed),
             stats.connections_rejected.load(Ordering::Relaxed),
             stats.commands.load(Ordering::Relaxed),
             stats.protocol_errors.load(Ordering::Relaxed),
             stats.batches.load(Ordering::Relaxed),
+            state.tls_handshake_failures(),
         );
     }
     if wanted("keyspace") {
