@@ -310,12 +310,17 @@ def test_bad_queries_raise_query_errors(db, items):
 
 
 def test_a_query_past_its_time_limit_raises_and_nothing_is_returned(db):
-    db.create_namespace("t", indexes=[{"field": "id", "type": "int", "index": "hash", "pk": True}])
+    pk = [{"field": "id", "type": "int", "index": "hash", "pk": True}]
+    db.create_namespace("t", indexes=pk)
     db.upsert_many("t", [{"id": i, "s": f"value {i}"} for i in range(100_000)])
-    # 1 ms for a LIKE and a sort over 100,000 documents by a field without a column
-    # (each document is read): far beyond it on any machine.
+    db.create_namespace("few", indexes=pk)
+    db.upsert_many("few", [{"id": i, "below": -1} for i in range(200)])
+    # 1 ms for an inner join whose ON never holds (every id is 0 or more, every `below` is
+    # -1), so each of the 100,000 rows is compared with all 200 of "few", read from their
+    # documents: seconds of work on any machine, thousands of times the limit. (The limit is
+    # asked between rows, so the query stops soon after it passes.)
     with pytest.raises(hotset.QueryTimeoutError, match="timed out") as e:
-        db.query("t").where("s", "like", "%9%").sort("-s").timeout(1).execute()
+        db.query("t").inner_join(db.query("few"), [("id", "<", "below")]).timeout(1).execute()
     assert isinstance(e.value, hotset.Error) and e.value.limit_ms == 1
     # 0 asks for no limit of the query's own (it once meant "already past").
     matches = [i for i in range(100_000) if "9" in f"value {i}"]

@@ -528,10 +528,13 @@ fn query_calls() -> Vec<Call> {
     let at = |ns: &str, body: Value, status, shape| {
         json_call(NAMESPACE_QUERY, &format!("/api/v1/namespaces/{ns}/query"), body, status, shape)
     };
-    // A query's own limit of 1 ms over 100,000 documents filtered and sorted by a field
-    // without a column (each row's document is read): it cannot finish in time. (`0` asks
-    // for no limit of its own, so it no longer serves as an always-expired one.)
-    let slow = json!({"filter": {"field": "first", "op": "like", "value": "%1%"}, "sort": "-first", "timeout_ms": 1});
+    // A query's own limit of 1 ms for an inner join whose ON condition never holds (every id
+    // is 0 or more, every `below` is -1), so each of the 100,000 rows of "big" is compared
+    // with all 200 of "few", read from their documents: seconds of work on any machine,
+    // thousands of times the limit. (`0` asks for no limit of its own, so it no longer
+    // serves as an always-expired one.)
+    let joins = json!([{"type": "inner", "namespace": "few", "on": [{"left": "id", "op": "<", "right": "below"}]}]);
+    let slow = json!({"joins": joins, "limit": 5, "timeout_ms": 1});
     let mut calls = big_namespace_calls();
     calls.extend(vec![
         query(full, 200, Fits),
@@ -546,7 +549,7 @@ fn query_calls() -> Vec<Call> {
         query(json!({"filter": []}), 400, Refused),
         json_call(QUERY, QUERY, "[1", 400, Unchecked),
         query(json!({"namespace": "nope"}), 404, Fits),
-        query(json!({"namespace": "big", "filter": slow["filter"], "sort": slow["sort"], "timeout_ms": 1}), 503, Fits),
+        query(json!({"namespace": "big", "joins": slow["joins"], "limit": 5, "timeout_ms": 1}), 503, Fits),
         too_large(QUERY, QUERY),
         at("items", json!({"sort": "-year", "limit": 2, "total": null}), 200, Fits),
         at("items", json!({"namespace": "other"}), 400, Unchecked),
@@ -559,11 +562,17 @@ fn query_calls() -> Vec<Call> {
     calls
 }
 
-/// A namespace of 100,000 small documents (in bodies under the test server's limit), for
-/// queries that cannot finish within a millisecond.
+/// A namespace of 100,000 small documents (in bodies under the test server's limit) and one
+/// of 200, for queries that cannot finish within a millisecond.
 fn big_namespace_calls() -> Vec<Call> {
     let create = json!({"name": "big", "indexes": [{"field": "id", "type": "int", "index": "hash", "pk": true}]});
     let mut calls = vec![json_call(NAMESPACES, NAMESPACES, create, 201, Shape::Fits)];
+    let create = json!({"name": "few", "indexes": [{"field": "id", "type": "int", "index": "hash", "pk": true}]});
+    calls.push(json_call(NAMESPACES, NAMESPACES, create, 201, Shape::Fits));
+    let ndjson: String = (0..200).map(|i| format!("{{\"id\":{i},\"below\":-1}}\n")).collect();
+    let body = Some(("application/x-ndjson", ndjson.into_bytes()));
+    let path = "/api/v1/namespaces/few/items".to_string();
+    calls.push(Call { route: ITEMS, method: "post", path, body, status: 200, shape: Shape::Fits });
     for batch in 0..100 {
         let ndjson: String =
             (batch * 1000..(batch + 1) * 1000).map(|i| format!("{{\"id\":{i},\"first\":\"f{i}\"}}\n")).collect();
