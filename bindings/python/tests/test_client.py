@@ -1,6 +1,8 @@
 """The client mode against a real `hotset serve`: addresses, passwords, a server that goes
 away, connections shared by threads, and data written through the client read back by
-the server's other protocols (and the other way round)."""
+the server's other protocols (and the other way round). And, against a fake server that
+holds its reply, that a call waiting inside Rust lets other Python threads run."""
+import socket
 import subprocess
 import tempfile
 import threading
@@ -123,3 +125,82 @@ def test_server_errors_keep_the_connection_usable(server):
         with pytest.raises(hotset.NotFoundError):
             db.get("nowhere", 1)
     assert isinstance(db.namespaces(), list)
+
+
+# ---- the GIL is released while a call works: a fake server holds the reply
+
+def read_command(reader):
+    """One RESP command (an array of bulk strings) from `reader`, as a list of bytes."""
+    count = int(reader.readline()[1:])
+    args = []
+    for _ in range(count):
+        size = int(reader.readline()[1:])
+        args.append(reader.read(size + 2)[:-2])
+    return args
+
+
+def test_a_call_waiting_inside_rust_lets_other_python_threads_run():
+    """A call is inside Rust (it sent its request and waits for the reply) while another
+    Python thread runs from start to end; only then does the fake server, a thread of this
+    process, reply. Were the GIL held through the call, neither the fake server nor the
+    main thread nor the other thread could run while it waits: the handshake below would
+    stall until the client's timeout ended the call with an error, and the test fails.
+    Covers `Database` calls and `Query.execute`, the two ways a call reaches the backend
+    (the same code runs them embedded)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = "hotset://127.0.0.1:%d" % listener.getsockname()[1]
+    calls = [
+        (lambda db: db.namespaces(), b"*1\r\n$5\r\nitems\r\n", ["items"]),
+        (lambda db: db.query("items").execute().items, b'$20\r\n{"items":[{"id":7}]}\r\n', [{"id": 7}]),
+    ]
+    request_seen, release = threading.Event(), threading.Event()
+    events = []
+
+    def serve():
+        conn, _ = listener.accept()
+        reader = conn.makefile("rb")
+        with conn, reader:
+            assert read_command(reader) == [b"DOC.ERRORS", b"JSON"]
+            conn.sendall(b"+OK\r\n")
+            for _, reply, _ in calls:
+                events.append(("request", read_command(reader)[0]))
+                request_seen.set()
+                if release.wait(timeout=60):
+                    conn.sendall(reply)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    # The client's timeout only ends a call whose reply never comes (the GIL held).
+    db = hotset.connect(url, timeout=30)
+    try:
+        for call, _, expected in calls:
+            request_seen.clear()
+            release.clear()
+            answers = []
+
+            def caller():
+                try:
+                    answers.append(call(db))
+                except Exception as e:  # noqa: BLE001 (reported below)
+                    answers.append(e)
+
+            inside = threading.Thread(target=caller)
+            inside.start()
+            # The request reached the server: the call is inside Rust, waiting for its reply.
+            assert request_seen.wait(timeout=60), "the request never arrived"
+            other = threading.Thread(target=lambda: events.append("another thread ran"))
+            other.start()
+            other.join(timeout=60)
+            assert not other.is_alive()
+            # No reply was sent yet, so the call cannot have returned.
+            assert inside.is_alive() and answers == []
+            release.set()
+            inside.join(timeout=60)
+            assert answers == [expected]
+        assert events == [("request", b"DOC.NSLIST"), "another thread ran", ("request", b"DOC.QUERY"),
+                          "another thread ran"]
+    finally:
+        release.set()
+        db.close()
+        server.join(timeout=60)
+        listener.close()
