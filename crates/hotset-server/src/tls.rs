@@ -197,3 +197,53 @@ impl axum::serve::Listener for HttpsListener {
         Ok(self.local)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// A config naming a fresh self-signed certificate (its files in `dir`).
+    fn config_with_certificate(dir: &Path, handshake_timeout_ms: Option<u64>) -> Config {
+        let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&cert, certified.cert.pem()).unwrap();
+        std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+        let mut config = Config::default();
+        config.tls.cert_file = Some(cert);
+        config.tls.key_file = Some(key);
+        if let Some(ms) = handshake_timeout_ms {
+            config.tls.handshake_timeout_ms = ms;
+        }
+        config
+    }
+
+    /// On tokio's paused clock, which moves only when every task waits (and then straight
+    /// to the next timer), a client that connects and never starts its handshake is dropped
+    /// when `tls.handshake_timeout_ms` has passed, not before and not at the default's 10 s,
+    /// and counted; its side sees the connection closed.
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_client_is_dropped_when_the_handshake_timeout_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        for (setting, expected) in [(Some(200), Duration::from_millis(200)), (None, Duration::from_secs(10))] {
+            let listeners = TlsListeners::load(&config_with_certificate(dir.path(), setting)).unwrap();
+            for tls in [&listeners.resp, &listeners.https] {
+                let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let mut client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+                let (stream, peer) = listener.accept().await.unwrap();
+                let started = tokio::time::Instant::now();
+                assert!(tls.handshake(stream, peer).await.is_none(), "a silent client never handshakes");
+                let took = started.elapsed();
+                // The timer wheel counts whole milliseconds, rounding a deadline up.
+                assert!(took >= expected && took < expected + Duration::from_millis(1), "{setting:?}: {took:?}");
+                assert_eq!(tls.handshake_failures.load(Ordering::Relaxed), 1);
+                let mut buf = [0u8; 8];
+                match client.read(&mut buf).await {
+                    Ok(0) => {}
+                    Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => {}
+                    other => panic!("the client's side is still open: {other:?}"),
+                }
+            }
+        }
+    }
+}

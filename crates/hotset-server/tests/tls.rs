@@ -189,8 +189,10 @@ fn redis_cli_and_curl_over_tls_beside_the_plain_ports() {
     server.stop();
 }
 
-/// A client that connects and never starts the handshake is closed after
-/// `tls.handshake_timeout_ms`, on both TLS ports; the server keeps serving meanwhile.
+/// A client that connects and never starts the handshake is closed, on both TLS ports; the
+/// server keeps serving others. (That it is closed when `tls.handshake_timeout_ms` has
+/// passed, not before and not at the default, the unit test in src/tls.rs measures on a
+/// paused clock; here the wait is only bounded.)
 #[test]
 fn a_client_that_never_handshakes_is_closed_after_the_timeout() {
     let dir = tempfile::tempdir().unwrap();
@@ -200,9 +202,8 @@ fn a_client_that_never_handshakes_is_closed_after_the_timeout() {
     let ca = ["--cacert", text(&pki.ca)];
     for addr in [server.tls.as_deref().unwrap(), server.https.as_deref().unwrap()] {
         let mut silent = TcpStream::connect(addr).unwrap();
-        // Far above the 200 ms the server is given, and below the default 10 s, so the
-        // setting is what closes it.
-        silent.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        // A bound on a server that never closes it, not a measure of the timeout.
+        silent.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
         assert_eq!(redis_cli_ok(&server, &ca, &["PING"]), "PONG", "others are served while one stays silent");
         let mut buf = [0u8; 64];
         match silent.read(&mut buf) {
