@@ -220,6 +220,9 @@ def main():
     subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "hotset-server", "--bin", "hotset"], cwd=ROOT)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     pairs = prefix_pairs(jsonl, a.pairs)
+    # The same pairs for the in-process runner (`hotset-bench profile`).
+    with open(os.path.join(HERE, "data", f"users_{a.n}.pairs.json"), "w") as f:
+        json.dump(pairs, f)
     work = tempfile.mkdtemp(prefix="hotset-profile-bench-")
     os.chmod(work, 0o755)
     load_before = os.getloadavg()

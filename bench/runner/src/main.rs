@@ -5,11 +5,15 @@
 //!
 //! usage: hotset-bench items ITEMS.jsonl PARAMS.json [--seconds S] [--warmup S]
 //!        hotset-bench users USERS.jsonl PREFIXES.json [--seconds S] [--warmup S]
+//!        hotset-bench profile USERS.jsonl PAIRS.json [--seconds S] [--warmup S]
+//!          (PAIRS from bench/profile_search.py: first and last name prefix pairs; each
+//!          variant is timed under every plan choice, so the planner's pick can be
+//!          compared with the plans it did not pick)
 //!        hotset-bench fulltext ITEMS.jsonl FTPARAMS.json [--seconds S] [--warmup S]
 //!          (FTPARAMS from bench/fulltext_params.py; the report has the keys of
 //!          bench/fulltext_peers.py so bench/run_fulltext.py lines them up)
 
-use hotset_core::query::{Op, Query};
+use hotset_core::query::{Choice, Op, PlanChoice, Query};
 use hotset_core::{Collation, Database, FieldType, IndexDef, IndexKind};
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
@@ -40,6 +44,7 @@ fn main() {
     let report = match args[1].as_str() {
         "items" => items(&lines, &params, &options),
         "users" => users(&lines, &params, &options),
+        "profile" => profile(&lines, &params, &options),
         "fulltext" => fulltext(&lines, &params, &options),
         other => panic!("unknown data set kind {other}"),
     };
@@ -308,6 +313,64 @@ fn users(lines: &[String], params: &Value, options: &Options) -> Value {
     results.insert("g_prefix_page_total".into(), timed(&prefixes, options, |p| render(&db, &query(p, true), &mut out)));
     report(
         "hotset_core_users",
+        &db.describe("users").expect("namespace"),
+        lines,
+        options,
+        results,
+        (rss_start, rss_loaded),
+    )
+}
+
+/// The profile-search task in process: first AND last name prefixes over the four
+/// indexes of the HTTP benchmark, LIMIT 20, with and without the sort and the total, each
+/// under the plan chosen by cost and with skip scans forced on and off.
+fn profile(lines: &[String], params: &Value, options: &Options) -> Value {
+    let mut results = Map::new();
+    let rss_start = rss_mb();
+    let db = Database::new();
+    let indexes = vec![
+        IndexDef::hash("id", FieldType::Int).pk(),
+        IndexDef::new("first_name", IndexKind::Tree, FieldType::String).collate(Collation::Utf8Ci),
+        IndexDef::new("last_name", IndexKind::Tree, FieldType::String).collate(Collation::Utf8Ci),
+        IndexDef::composite(&["first_name", "last_name"], IndexKind::Tree, FieldType::String)
+            .collate(Collation::Utf8Ci),
+    ];
+    db.create_namespace("users", indexes).expect("schema");
+    let seconds = load(&db, "users", lines);
+    results.insert(
+        "load".into(),
+        json!({"seconds": (seconds * 1000.0).round() / 1000.0, "rows_s": (lines.len() as f64 / seconds).round()}),
+    );
+    let rss_loaded = rss_mb();
+    let pairs: Vec<(String, String)> = params
+        .as_array()
+        .expect("a list of pairs")
+        .iter()
+        .map(|p| (p[0].as_str().expect("first").to_string(), p[1].as_str().expect("last").to_string()))
+        .collect();
+    let mut out = Vec::with_capacity(1 << 16);
+    let choices = [("cost", Choice::Cost), ("skip", Choice::Always), ("apart", Choice::Never)];
+    for (variant, sorted, total) in
+        [("plain", false, false), ("sorted", true, false), ("total", false, true), ("sorted_total", true, true)]
+    {
+        for (name, skip) in choices {
+            db.set_plan_choice(PlanChoice { skip, ..PlanChoice::default() });
+            let query = |(first, last): &(String, String)| {
+                let mut q = Query::new("users")
+                    .where_("first_name", Op::Like, format!("{first}%"))
+                    .where_("last_name", Op::Like, format!("{last}%"))
+                    .limit(20);
+                if sorted {
+                    q = q.sort("first_name", false).sort("last_name", false);
+                }
+                if total { q.with_total() } else { q }
+            };
+            results.insert(format!("{variant}_{name}"), timed(&pairs, options, |p| render(&db, &query(p), &mut out)));
+        }
+    }
+    db.set_plan_choice(PlanChoice::default());
+    report(
+        "hotset_core_profile",
         &db.describe("users").expect("namespace"),
         lines,
         options,

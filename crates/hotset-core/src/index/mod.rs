@@ -284,6 +284,14 @@ impl Index {
         }
     }
 
+    /// The ordered map of a tree index (`None` for other kinds).
+    pub fn tree(&self) -> Option<&OrderedMap> {
+        match &self.lookup {
+            Lookup::Tree(map) => Some(map),
+            _ => None,
+        }
+    }
+
     /// The number of distinct keys of a tree index (`None` for other kinds).
     pub fn distinct_keys(&self) -> Option<usize> {
         match &self.lookup {

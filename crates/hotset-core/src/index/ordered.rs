@@ -15,6 +15,7 @@
 
 use super::Key;
 use super::postings::Postings;
+use crate::value::Scalar;
 use std::ops::Bound;
 
 /// Most keys in one block: small enough that inserting into a block (a memmove) is cheap,
@@ -24,12 +25,122 @@ pub const BLOCK_KEYS_MAX: usize = 256;
 #[derive(Debug, Default)]
 struct Block {
     keys: Vec<Key>,
+    /// `order_prefix` of each key, beside the keys: searches compare these first, in one
+    /// dense array, and follow a key's pointers (a composite's parts, a string's bytes)
+    /// only on a tie.
+    prefixes: Vec<u128>,
     postings: Vec<Postings>,
     rows: usize,
 }
 
+impl Block {
+    /// The position of the first key in `from..` not before `probe` (keys are sorted).
+    fn lower(&self, from: usize, probe: &Probe<'_>) -> usize {
+        let (mut low, mut high) = (from, self.keys.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if probe.after(self.prefixes[mid], &self.keys[mid]) {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low
+    }
+
+    fn last_before(&self, probe: &Probe<'_>) -> bool {
+        let last = self.keys.len() - 1;
+        probe.after(self.prefixes[last], &self.keys[last])
+    }
+}
+
+/// A search target with its order prefix: which keys come before it.
+struct Probe<'a> {
+    key: &'a Key,
+    prefix: u128,
+    /// Keys equal to the target come before it too (a search for the first key `> key`).
+    strict: bool,
+}
+
+impl Probe<'_> {
+    fn new(key: &Key, strict: bool) -> Probe<'_> {
+        Probe { key, prefix: order_prefix(key), strict }
+    }
+
+    /// Whether a key (with its prefix) comes before the target: settled by the prefixes
+    /// unless they tie.
+    #[inline]
+    fn after(&self, prefix: u128, key: &Key) -> bool {
+        match prefix.cmp(&self.prefix) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => {
+                if self.strict {
+                    key <= self.key
+                } else {
+                    key < self.key
+                }
+            }
+        }
+    }
+}
+
+/// The first 16 bytes of an order-preserving byte encoding of `key`, as a big-endian
+/// number: `order_prefix(a) < order_prefix(b)` implies `a < b`, and `a <= b` implies
+/// `order_prefix(a) <= order_prefix(b)` (ties say nothing). The encoding follows `Key`'s
+/// derived order: the variant (`One` before `Many`), then each part as its `Scalar`
+/// variant's tag and an order-preserving form of its value (integers with the sign bit
+/// flipped, doubles in `total_cmp` order, strings with 0x00 escaped as 0x00 0xFF and ended
+/// by 0x00 0x00, so a string's encoding is never a prefix of a longer string's).
+pub(crate) fn order_prefix(key: &Key) -> u128 {
+    let mut out = [0u8; 16];
+    let mut at = 0;
+    // Stops quietly once full: the rest cannot change the prefix.
+    let mut put = |bytes: &[u8]| {
+        for &byte in bytes {
+            if at == out.len() {
+                return false;
+            }
+            out[at] = byte;
+            at += 1;
+        }
+        true
+    };
+    let parts: &[Scalar] = match key {
+        Key::One(one) => {
+            put(&[1]);
+            std::slice::from_ref(one)
+        }
+        Key::Many(many) => {
+            put(&[2]);
+            many
+        }
+    };
+    for part in parts {
+        let more = match part {
+            Scalar::Null => put(&[1]),
+            Scalar::Bool(b) => put(&[2, u8::from(*b)]),
+            Scalar::Int(i) => put(&[3]) && put(&((*i as u64) ^ (1 << 63)).to_be_bytes()),
+            Scalar::Double(d) => {
+                let bits = d.0.to_bits();
+                let ordered = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
+                put(&[4]) && put(&ordered.to_be_bytes())
+            }
+            Scalar::Str(text) => {
+                put(&[5])
+                    && text.iter().all(|&byte| if byte == 0 { put(&[0, 0xff]) } else { put(&[byte]) })
+                    && put(&[0, 0])
+            }
+        };
+        if !more {
+            break;
+        }
+    }
+    u128::from_be_bytes(out)
+}
+
 /// A position: block index and index within it. `(blocks.len(), 0)` is the end.
-type Position = (usize, usize);
+pub type Position = (usize, usize);
 
 /// Ordered `Key -> Postings` with counted ranges.
 #[derive(Debug, Default)]
@@ -62,6 +173,7 @@ impl SortedLayout {
             self.seal();
         }
         self.open.rows += postings.len();
+        self.open.prefixes.push(order_prefix(&key));
         self.open.keys.push(key);
         self.open.postings.push(postings);
         self.keys += 1;
@@ -134,11 +246,11 @@ impl OrderedMap {
 
     /// The first position whose key is `>= key` (or `> key` when `strict`).
     fn seek(&self, key: &Key, strict: bool) -> Position {
-        let before = |k: &Key| if strict { k <= key } else { k < key };
-        let block = self.blocks.partition_point(|b| before(b.keys.last().expect("blocks are never empty")));
+        let probe = Probe::new(key, strict);
+        let block = self.blocks.partition_point(|b| b.last_before(&probe));
         match self.blocks.get(block) {
             None => self.end(),
-            Some(b) => (block, b.keys.partition_point(|k| before(k))),
+            Some(b) => (block, b.lower(0, &probe)),
         }
     }
 
@@ -167,7 +279,8 @@ impl OrderedMap {
     /// Adds `row` under `key`; returns true when the key is new.
     pub fn insert(&mut self, key: Key, row: u32) -> bool {
         if self.blocks.is_empty() {
-            self.blocks.push(Block { keys: vec![key], postings: vec![Postings::new(row)], rows: 1 });
+            let prefixes = vec![order_prefix(&key)];
+            self.blocks.push(Block { keys: vec![key], prefixes, postings: vec![Postings::new(row)], rows: 1 });
             self.keys = 1;
             self.rebuild_fenwick();
             return true;
@@ -182,6 +295,7 @@ impl OrderedMap {
         b.rows += 1;
         let new_key = b.keys.get(at) != Some(&key);
         if new_key {
+            b.prefixes.insert(at, order_prefix(&key));
             b.keys.insert(at, key);
             b.postings.insert(at, Postings::new(row));
             self.keys += 1;
@@ -206,6 +320,7 @@ impl OrderedMap {
         let emptied = b.postings[at].remove(row);
         if emptied {
             b.keys.remove(at);
+            b.prefixes.remove(at);
             b.postings.remove(at);
             self.keys -= 1;
         }
@@ -222,10 +337,11 @@ impl OrderedMap {
         let b = &mut self.blocks[block];
         let half = b.keys.len() / 2;
         let keys = b.keys.split_off(half);
+        let prefixes = b.prefixes.split_off(half);
         let postings = b.postings.split_off(half);
         let rows: usize = postings.iter().map(Postings::len).sum();
         b.rows -= rows;
-        self.blocks.insert(block + 1, Block { keys, postings, rows });
+        self.blocks.insert(block + 1, Block { keys, prefixes, postings, rows });
         self.rebuild_fenwick();
     }
 
@@ -240,6 +356,7 @@ impl OrderedMap {
             }
         }
         debug_assert!(self.blocks.iter().all(|b| b.rows == b.postings.iter().map(Postings::len).sum::<usize>()));
+        debug_assert!(self.blocks.iter().all(|b| b.keys.iter().map(order_prefix).eq(b.prefixes.iter().copied())));
     }
 
     fn fenwick_add(&mut self, block: usize, delta: usize) {
@@ -270,7 +387,12 @@ impl OrderedMap {
 
     /// Rows under every key between the bounds.
     pub fn count_rows(&self, lower: Bound<&Key>, upper: Bound<&Key>) -> usize {
-        let (start, end) = (self.start_of(lower), self.end_of(upper));
+        self.rows_between(self.start_of(lower), self.end_of(upper))
+    }
+
+    /// Rows under the keys from `start` up to (not including) `end`: two partial block
+    /// sums and one Fenwick query.
+    pub fn rows_between(&self, start: Position, end: Position) -> usize {
         if start >= end {
             return 0;
         }
@@ -286,6 +408,74 @@ impl OrderedMap {
         head + middle + tail
     }
 
+    /// The positions of the first key inside the bounds and of the first one past them.
+    pub fn span(&self, lower: Bound<&Key>, upper: Bound<&Key>) -> (Position, Position) {
+        (self.start_of(lower), self.end_of(upper))
+    }
+
+    /// The key at a position before the end.
+    pub fn key_at(&self, at: Position) -> Option<&Key> {
+        self.blocks.get(at.0).and_then(|block| block.keys.get(at.1))
+    }
+
+    /// The first position in `from..to` whose key is `>= key` (`> key` when `strict`), or
+    /// `to`. It gallops forward from `from` (1, 2, 4, ... blocks), so a key a few blocks
+    /// on costs a few comparisons in blocks likely in cache, not a search from the top:
+    /// what a skip scan's many short hops need.
+    pub fn seek_forward(&self, from: Position, to: Position, key: &Key, strict: bool) -> Position {
+        if from >= to {
+            return to;
+        }
+        let probe = Probe::new(key, strict);
+        // Blocks that may hold the answer: `from.0 ..= to.0` (the end block only if it exists).
+        let limit = (to.0 + 1).min(self.blocks.len());
+        let mut block = from.0;
+        if self.blocks[block].last_before(&probe) {
+            // Gallop: find a block whose last key is not before `key`, then search the
+            // stretch since the previous probe.
+            let mut passed = block;
+            let mut step = 1;
+            let found = loop {
+                let next = block + step;
+                if next >= limit {
+                    break limit;
+                }
+                if !self.blocks[next].last_before(&probe) {
+                    break next;
+                }
+                passed = next;
+                step *= 2;
+            };
+            block = passed + 1 + self.blocks[passed + 1..found].partition_point(|b| b.last_before(&probe));
+            if block >= limit {
+                return to;
+            }
+        }
+        let first = if block == from.0 { from.1 } else { 0 };
+        let at = (block, self.blocks[block].lower(first, &probe));
+        // Past the block's keys only when `key` is above them all, which the gallop ruled out.
+        debug_assert!(at.1 < self.blocks[block].keys.len());
+        at.min(to)
+    }
+
+    /// `seek_forward` for a lower bound: the first position in `from..to` inside it.
+    pub fn seek_lower(&self, from: Position, to: Position, bound: Bound<&Key>) -> Position {
+        match bound {
+            Bound::Unbounded => from,
+            Bound::Included(key) => self.seek_forward(from, to, key, false),
+            Bound::Excluded(key) => self.seek_forward(from, to, key, true),
+        }
+    }
+
+    /// `seek_forward` for an upper bound: the first position in `from..to` past it.
+    pub fn seek_upper(&self, from: Position, to: Position, bound: Bound<&Key>) -> Position {
+        match bound {
+            Bound::Unbounded => to,
+            Bound::Included(key) => self.seek_forward(from, to, key, true),
+            Bound::Excluded(key) => self.seek_forward(from, to, key, false),
+        }
+    }
+
     /// Calls `f` on each entry between the bounds, in key order (descending when
     /// `desc`), until it returns false. Returns true when the walk completed.
     pub fn walk(
@@ -293,9 +483,20 @@ impl OrderedMap {
         lower: Bound<&Key>,
         upper: Bound<&Key>,
         desc: bool,
-        mut f: impl FnMut(&Key, &Postings) -> bool,
+        f: impl FnMut(&Key, &Postings) -> bool,
     ) -> bool {
         let (start, end) = (self.start_of(lower), self.end_of(upper));
+        self.walk_span(start, end, desc, f)
+    }
+
+    /// `walk` between two positions (`start` included, `end` not).
+    pub fn walk_span(
+        &self,
+        start: Position,
+        end: Position,
+        desc: bool,
+        mut f: impl FnMut(&Key, &Postings) -> bool,
+    ) -> bool {
         if start >= end {
             return true;
         }
@@ -335,7 +536,7 @@ impl OrderedMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::Scalar;
+
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
@@ -351,7 +552,75 @@ mod tests {
         }
     }
 
+    fn scalar() -> impl Strategy<Value = Scalar> {
+        prop_oneof![
+            Just(Scalar::Null),
+            any::<bool>().prop_map(Scalar::Bool),
+            prop_oneof![any::<i64>(), -3i64..3].prop_map(Scalar::Int),
+            prop_oneof![any::<f64>(), Just(0.0), Just(-0.0)].prop_map(|d| Scalar::Double(crate::value::OrdF64(d))),
+            proptest::collection::vec(prop_oneof![Just(0u8), Just(0xff), Just(b'a'), Just(b'b'), any::<u8>()], 0..24)
+                .prop_map(|bytes| Scalar::str(&bytes)),
+        ]
+    }
+
+    fn any_key() -> impl Strategy<Value = Key> {
+        prop_oneof![
+            scalar().prop_map(Key::One),
+            proptest::collection::vec(scalar(), 1..4).prop_map(|parts| Key::Many(parts.into_boxed_slice())),
+        ]
+    }
+
     proptest! {
+        /// Order prefixes never contradict the key order: a smaller prefix means a smaller
+        /// key, and a smaller key never has a bigger prefix.
+        #[test]
+        fn order_prefixes_follow_the_key_order(a in any_key(), b in any_key()) {
+            let (pa, pb) = (order_prefix(&a), order_prefix(&b));
+            if pa < pb {
+                prop_assert!(a < b, "{:?} < {:?} by prefix only", a, b);
+            }
+            if a <= b {
+                prop_assert!(pa <= pb, "{:?} <= {:?} but the prefixes say otherwise", a, b);
+            }
+        }
+
+        /// Seeks over string keys (where the prefixes decide most comparisons, and the
+        /// full keys the ties) land where a sorted list says.
+        #[test]
+        fn seeks_over_string_keys_agree_with_a_sorted_list(
+            keys in proptest::collection::btree_set(any_key(), 1..1500),
+            targets in proptest::collection::vec((any_key(), any::<bool>()), 1..40),
+        ) {
+            let sorted: Vec<Key> = keys.into_iter().collect();
+            let map = OrderedMap::from_sorted(sorted.iter().enumerate().map(|(i, k)| (k.clone(), Postings::new(i as u32))));
+            for (target, strict) in targets {
+                let want = sorted.partition_point(|k| if strict { *k <= target } else { *k < target });
+                let (block, at) = map.seek(&target, strict);
+                let got = map.blocks[..block].iter().map(|b| b.keys.len()).sum::<usize>() + at;
+                prop_assert_eq!(got, want, "target {:?} strict {}", target, strict);
+            }
+        }
+
+        /// Galloping seeks from any position land where a search from the top lands
+        /// (clamped to the end position given), and rows between positions are the range's.
+        #[test]
+        fn seeks_from_a_position_agree_with_seeks_from_the_top(
+            keys in proptest::collection::btree_set(0i64..5000, 1..2000),
+            probes in proptest::collection::vec((-5i64..5005, -5i64..5005, -5i64..5005, any::<bool>()), 1..40),
+        ) {
+            let map = OrderedMap::from_sorted(keys.iter().map(|&k| (key(k), Postings::new(k as u32))));
+            for (from_key, to_key, target, strict) in probes {
+                let from = map.seek(&key(from_key), false);
+                let to = map.seek(&key(to_key), false);
+                let top = map.seek(&key(target), strict);
+                let want = if top < from { from } else { top.min(to) };
+                let got = map.seek_forward(from, to, &key(target), strict);
+                prop_assert_eq!(got, if from >= to { to } else { want }, "from {:?} to {:?} target {} strict {}", from, to, target, strict);
+                let rows = map.rows_between(from, to);
+                prop_assert_eq!(rows, keys.range(from_key..).filter(|&&k| k < to_key).count().min(if from >= to { 0 } else { usize::MAX }));
+            }
+        }
+
         /// Against a BTreeMap of row sets: same entries, walks and range counts after any
         /// mix of inserts and removes (enough of them to split and drop blocks).
         #[test]

@@ -17,6 +17,10 @@ enum Token {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LikePattern {
     tokens: Vec<Token>,
+    /// The literal prefix's UTF-8 bytes: every match starts with them.
+    prefix: Vec<u8>,
+    /// The pattern is `prefix%` (or `%`): starting with `prefix` is the whole test.
+    prefix_only: bool,
 }
 
 /// Patterns longer than this are refused: matching is O(pattern × text) in the worst
@@ -48,7 +52,17 @@ impl LikePattern {
                 tokens.push(token);
             }
         }
-        Ok(LikePattern { tokens })
+        let literal = tokens.iter().take_while(|t| matches!(t, Token::Char(_))).count();
+        let prefix_only = matches!(&tokens[literal..], [Token::Any]);
+        let prefix = tokens[..literal]
+            .iter()
+            .map(|t| match t {
+                Token::Char(c) => *c,
+                _ => unreachable!("the literal run holds characters only"),
+            })
+            .collect::<String>()
+            .into_bytes();
+        Ok(LikePattern { tokens, prefix, prefix_only })
     }
 
     /// The literal text every match starts with.
@@ -65,24 +79,38 @@ impl LikePattern {
     /// True when the pattern is `prefix%` (or just `prefix`, or `%`): a prefix range
     /// answers it exactly, with no check per row.
     pub fn is_prefix_only(&self) -> bool {
-        let literal = self.tokens.iter().take_while(|t| matches!(t, Token::Char(_))).count();
-        matches!(&self.tokens[literal..], [Token::Any])
+        self.prefix_only
+    }
+
+    /// Whether UTF-8 `text` matches (text that is not UTF-8 never does). A row check:
+    /// it allocates nothing, and a `prefix%` pattern is one byte comparison.
+    pub fn matches_bytes(&self, text: &[u8]) -> bool {
+        if !text.starts_with(&self.prefix) {
+            return false;
+        }
+        if self.prefix_only {
+            // The rest is `%`; `text` is a column value, so the rest is whole characters
+            // after a whole-character prefix. Valid UTF-8 is checked where values enter.
+            return true;
+        }
+        std::str::from_utf8(text).is_ok_and(|text| self.matches(text))
     }
 
     pub fn matches(&self, text: &str) -> bool {
-        let text: Vec<char> = text.chars().collect();
         // Greedy matching with one backtrack point (the last `%`): linear for typical
-        // patterns, O(pattern × text) at worst, never exponential.
+        // patterns, O(pattern × text) at worst, never exponential. `t` is a byte offset.
+        let next = |t: usize| text[t..].chars().next().expect("an offset before the end");
         let (mut t, mut p) = (0usize, 0usize);
         let mut star: Option<(usize, usize)> = None;
         while t < text.len() {
+            let c = next(t);
             match self.tokens.get(p) {
-                Some(Token::Char(c)) if *c == text[t] => {
-                    t += 1;
+                Some(Token::Char(want)) if *want == c => {
+                    t += c.len_utf8();
                     p += 1;
                 }
                 Some(Token::One) => {
-                    t += 1;
+                    t += c.len_utf8();
                     p += 1;
                 }
                 Some(Token::Any) => {
@@ -91,9 +119,10 @@ impl LikePattern {
                 }
                 _ => match star {
                     Some((star_p, star_t)) => {
+                        let skipped = star_t + next(star_t).len_utf8();
                         p = star_p + 1;
-                        t = star_t + 1;
-                        star = Some((star_p, star_t + 1));
+                        t = skipped;
+                        star = Some((star_p, skipped));
                     }
                     None => return false,
                 },

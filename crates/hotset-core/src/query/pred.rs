@@ -336,7 +336,7 @@ impl FieldPred {
             Op::Like => {
                 let pattern = self.like.as_ref().expect("LIKE predicates carry a pattern");
                 view.any(&self.access, |v| match v {
-                    ScalarRef::Str(bytes) => std::str::from_utf8(bytes).is_ok_and(|s| pattern.matches(s)),
+                    ScalarRef::Str(bytes) => pattern.matches_bytes(bytes),
                     _ => false,
                 })
             }

@@ -5,6 +5,7 @@
 //! counting the rows between them, and walking those entries in either direction.
 //! Never: check conditions on rows; a scan only yields the rows its keys hold.
 
+use crate::index::ordered::{OrderedMap, Position};
 use crate::index::postings::Postings;
 use crate::index::{Index, Key};
 use crate::value::{OrdF64, Scalar};
@@ -160,6 +161,30 @@ pub(crate) struct SkipRange {
 }
 
 impl SkipRange {
+    /// Calls `f` with the span (start, end positions) of each leading value's inner range,
+    /// in ascending order, until it returns false; returns true when all were visited.
+    /// Every hop is a galloping seek forward from the last position, so leading values
+    /// close together cost a few comparisons each.
+    fn spans(&self, map: &OrderedMap, mut f: impl FnMut(Position, Position) -> bool) -> bool {
+        let at = self.outer.prefix.len();
+        let (lower, upper) = self.outer.map_bounds(true);
+        let (mut cursor, end) = map.span(lower.as_ref(), upper.as_ref());
+        while cursor < end {
+            let lead = map.key_at(cursor).expect("a position before the end").parts()[at].clone();
+            let (inner_lower, inner_upper) = self.inner(&lead).map_bounds(true);
+            let start = map.seek_lower(cursor, end, inner_lower.as_ref());
+            let stop = map.seek_upper(start, end, inner_upper.as_ref());
+            if start < stop && !f(start, stop) {
+                return false;
+            }
+            let Some(next) = successor(&lead) else { return true };
+            let mut parts = self.outer.prefix.clone();
+            parts.push(next);
+            cursor = map.seek_forward(stop, end, &Key::Many(parts.into_boxed_slice()), false);
+        }
+        true
+    }
+
     /// The inner range under one leading value.
     fn inner(&self, lead: &Scalar) -> KeyRange {
         let mut prefix = self.outer.prefix.clone();
@@ -249,9 +274,10 @@ impl IndexScan {
             ScanKind::Keys(keys) => keys.iter().filter_map(|k| index.get(k)).map(|rows| rows.len()).sum(),
             ScanKind::Range(range) => count_range(index, range),
             ScanKind::Skip(skip) => {
+                let Some(map) = index.tree() else { return 0 };
                 let mut rows = 0;
-                skip.leads(index, false, |lead| {
-                    rows += count_range(index, &skip.inner(lead));
+                skip.spans(map, |start, stop| {
+                    rows += map.rows_between(start, stop);
                     true
                 });
                 rows
@@ -264,7 +290,10 @@ impl IndexScan {
     pub fn walk(&self, index: &Index, desc: bool, mut f: impl FnMut(&Key, &Postings) -> bool) -> bool {
         match &self.kind {
             ScanKind::Range(range) => walk(index, range, desc, f),
-            ScanKind::Skip(skip) => skip.leads(index, desc, |lead| walk(index, &skip.inner(lead), desc, &mut f)),
+            ScanKind::Skip(skip) => match index.tree() {
+                Some(map) if !desc => skip.spans(map, |start, stop| map.walk_span(start, stop, false, &mut f)),
+                _ => skip.leads(index, desc, |lead| walk(index, &skip.inner(lead), desc, &mut f)),
+            },
             ScanKind::Keys(keys) => {
                 let mut visit = |key: &Key| index.get(key).is_none_or(|rows| f(key, &rows));
                 if desc { keys.iter().rev().all(&mut visit) } else { keys.iter().all(&mut visit) }
