@@ -250,23 +250,32 @@ struct WriteParams {
     mode: Option<String>,
 }
 
-/// The documents of a write body: NDJSON, a JSON array, or one object.
-fn documents(body: &[u8]) -> Result<Vec<Value>, ApiError> {
+/// The documents of a write body.
+enum Documents {
+    /// A JSON array, or one object: parsed here.
+    Values(Vec<Value>),
+    /// NDJSON: each non-blank line's text with its line number, handed to the engine as
+    /// JSON text, which parses it once, straight into the document's stored form (no
+    /// `Value` tree per document).
+    Lines(Vec<(usize, Vec<u8>)>),
+}
+
+/// Splits a write body: NDJSON, a JSON array, or one object.
+fn documents(body: &[u8]) -> Result<Documents, ApiError> {
     let text = std::str::from_utf8(body).map_err(|_| bad_request("the body is not UTF-8"))?;
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('[') {
+    if text.trim_start().starts_with('[') {
         return match json_body(body)? {
-            Value::Array(docs) => Ok(docs),
+            Value::Array(docs) => Ok(Documents::Values(docs)),
             _ => Err(bad_request("expected a JSON array of documents")),
         };
     }
-    text.lines()
+    let lines = text
+        .lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| {
-            serde_json::from_str(line).map_err(|e| bad_request(format!("line {}: invalid JSON: {e}", i + 1)))
-        })
-        .collect()
+        .map(|(i, line)| (i + 1, line.as_bytes().to_vec()))
+        .collect();
+    Ok(Documents::Lines(lines))
 }
 
 async fn write_items(
@@ -282,22 +291,38 @@ async fn write_items(
     let db = Arc::clone(&state.db);
     let count = blocking(move || {
         let docs = documents(&body)?;
+        drop(body);
         let mut txn = db.transaction(&ns)?;
-        for (i, doc) in docs.into_iter().enumerate() {
-            let written = match mode.as_str() {
-                "insert" => txn.insert(doc),
-                "update" => txn.update(doc),
-                _ => txn.upsert(doc),
-            };
-            written.map_err(|e| {
-                let ApiError(status, message) = ApiError::from(e);
-                ApiError(status, format!("document {}: {message}", i + 1))
-            })?;
-        }
+        // Where a refused document is: its line in NDJSON, its place in an array.
+        let places: Vec<String> = match docs {
+            Documents::Values(values) => {
+                let places = (1..=values.len()).map(|n| format!("document {n}")).collect();
+                for doc in values {
+                    match mode.as_str() {
+                        "insert" => txn.insert(doc),
+                        "update" => txn.update(doc),
+                        _ => txn.upsert(doc),
+                    }?;
+                }
+                places
+            }
+            Documents::Lines(lines) => {
+                let mut places = Vec::with_capacity(lines.len());
+                for (line, text) in lines {
+                    places.push(format!("line {line}"));
+                    match mode.as_str() {
+                        "insert" => txn.insert_json(text),
+                        "update" => txn.update_json(text),
+                        _ => txn.upsert_json(text),
+                    }?;
+                }
+                places
+            }
+        };
         txn.commit_naming_failure().map_err(|(position, error)| {
             let ApiError(status, message) = ApiError::from(error);
-            match position {
-                Some(position) => ApiError(status, format!("document {}: {message}", position + 1)),
+            match position.and_then(|position| places.get(position)) {
+                Some(place) => ApiError(status, format!("{place}: {message}")),
                 None => ApiError(status, message),
             }
         })

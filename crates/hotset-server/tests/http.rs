@@ -75,7 +75,7 @@ fn namespaces_items_and_queries() {
     let bad = "{\"id\": 500, \"year\": 1}\n{\"id\": 501, \"year\": \"not a number\"}\n";
     let (status, error) = call(&server, "POST", "/api/v1/namespaces/items/items", Some(bad.as_bytes()));
     assert_eq!(status, 400);
-    assert_eq!(error["error"], "document 2: field 'year' of index 'year' expects int, got string");
+    assert_eq!(error["error"], "line 2: field 'year' of index 'year' expects int, got string");
     assert_eq!(call(&server, "GET", "/api/v1/namespaces/items/items/500", None).0, 404);
     assert_eq!(call(&server, "POST", "/api/v1/namespaces/items/items?mode=insert", Some(b"{\"id\": 1}")).0, 409);
     assert_eq!(call(&server, "POST", "/api/v1/namespaces/items/items?mode=update", Some(b"{\"id\": 999}")).0, 404);
@@ -125,7 +125,8 @@ fn bad_requests_get_clear_errors_and_change_nothing() {
         ),
         ("POST", "/api/v1/namespaces", b"{\"name\": \"x\", \"extra\": 1}", 400, "unknown key 'extra'"),
         ("POST", "/api/v1/namespaces/missing/items", b"{\"id\": 1}", 404, "does not exist"),
-        ("POST", "/api/v1/namespaces/n/items", b"{\"id\": 2}\n{broken", 400, "line 2: invalid JSON"),
+        ("POST", "/api/v1/namespaces/n/items", b"{\"id\": 2}\n\n{broken", 400, "line 3: invalid JSON"),
+        ("POST", "/api/v1/namespaces/n/items", b"[{\"id\": 2}, {broken", 400, "invalid JSON"),
         ("POST", "/api/v1/namespaces/n/items", b"[1, 2]", 400, "a document must be a JSON object"),
         ("POST", "/api/v1/namespaces/n/items?mode=replace", b"{\"id\": 2}", 400, "mode must be"),
         (
