@@ -30,10 +30,26 @@ struct Block {
     /// only on a tie.
     prefixes: Vec<u128>,
     postings: Vec<Postings>,
+    /// Rows under `keys[..=i]`, so the rows of any run of keys in the block are one
+    /// subtraction (a range count reads no posting list).
+    upto: Vec<u32>,
     rows: usize,
 }
 
 impl Block {
+    /// Rows under `keys[from..to]`.
+    fn rows_in(&self, from: usize, to: usize) -> usize {
+        let before = |i: usize| if i == 0 { 0 } else { self.upto[i - 1] as usize };
+        before(to) - before(from)
+    }
+
+    /// Adds `delta` (+1 or -1) rows under key `at` and every count after it.
+    fn shift_upto(&mut self, at: usize, delta: i32) {
+        for count in &mut self.upto[at..] {
+            *count = count.wrapping_add_signed(delta);
+        }
+    }
+
     /// The position of the first key in `from..` not before `probe` (keys are sorted).
     fn lower(&self, from: usize, probe: &Probe<'_>) -> usize {
         let (mut low, mut high) = (from, self.keys.len());
@@ -173,6 +189,8 @@ impl SortedLayout {
             self.seal();
         }
         self.open.rows += postings.len();
+        let before = self.open.upto.last().copied().unwrap_or(0);
+        self.open.upto.push(before + u32::try_from(postings.len()).expect("under 2^32 rows"));
         self.open.prefixes.push(order_prefix(&key));
         self.open.keys.push(key);
         self.open.postings.push(postings);
@@ -186,6 +204,7 @@ impl SortedLayout {
         if maybe_last && self.open.keys.last() == Some(&key) {
             self.open.postings.last_mut().expect("one posting list per key").insert(row);
             self.open.rows += 1;
+            *self.open.upto.last_mut().expect("one count per key") += 1;
             return None;
         }
         self.push(key, Postings::new(row));
@@ -280,7 +299,8 @@ impl OrderedMap {
     pub fn insert(&mut self, key: Key, row: u32) -> bool {
         if self.blocks.is_empty() {
             let prefixes = vec![order_prefix(&key)];
-            self.blocks.push(Block { keys: vec![key], prefixes, postings: vec![Postings::new(row)], rows: 1 });
+            let postings = vec![Postings::new(row)];
+            self.blocks.push(Block { keys: vec![key], prefixes, postings, upto: vec![1], rows: 1 });
             self.keys = 1;
             self.rebuild_fenwick();
             return true;
@@ -298,10 +318,13 @@ impl OrderedMap {
             b.prefixes.insert(at, order_prefix(&key));
             b.keys.insert(at, key);
             b.postings.insert(at, Postings::new(row));
+            let before = if at == 0 { 0 } else { b.upto[at - 1] };
+            b.upto.insert(at, before);
             self.keys += 1;
         } else {
             b.postings[at].insert(row);
         }
+        b.shift_upto(at, 1);
         if b.keys.len() > BLOCK_KEYS_MAX {
             self.split(block);
         } else {
@@ -318,10 +341,12 @@ impl OrderedMap {
         assert_eq!(b.keys.get(at), Some(key), "removing an unindexed key");
         b.rows -= 1;
         let emptied = b.postings[at].remove(row);
+        b.shift_upto(at, -1);
         if emptied {
             b.keys.remove(at);
             b.prefixes.remove(at);
             b.postings.remove(at);
+            b.upto.remove(at);
             self.keys -= 1;
         }
         if b.keys.is_empty() {
@@ -339,9 +364,12 @@ impl OrderedMap {
         let keys = b.keys.split_off(half);
         let prefixes = b.prefixes.split_off(half);
         let postings = b.postings.split_off(half);
+        let mut upto = b.upto.split_off(half);
+        let left = b.upto[half - 1];
+        upto.iter_mut().for_each(|count| *count -= left);
         let rows: usize = postings.iter().map(Postings::len).sum();
         b.rows -= rows;
-        self.blocks.insert(block + 1, Block { keys, prefixes, postings, rows });
+        self.blocks.insert(block + 1, Block { keys, prefixes, postings, upto, rows });
         self.rebuild_fenwick();
     }
 
@@ -357,6 +385,15 @@ impl OrderedMap {
         }
         debug_assert!(self.blocks.iter().all(|b| b.rows == b.postings.iter().map(Postings::len).sum::<usize>()));
         debug_assert!(self.blocks.iter().all(|b| b.keys.iter().map(order_prefix).eq(b.prefixes.iter().copied())));
+        debug_assert!(self.blocks.iter().all(|b| {
+            b.postings
+                .iter()
+                .scan(0, |sum, p| {
+                    *sum += p.len() as u32;
+                    Some(*sum)
+                })
+                .eq(b.upto.iter().copied())
+        }));
     }
 
     fn fenwick_add(&mut self, block: usize, delta: usize) {
@@ -396,9 +433,7 @@ impl OrderedMap {
         if start >= end {
             return 0;
         }
-        let partial = |block: usize, from: usize, to: usize| -> usize {
-            self.blocks[block].postings[from..to].iter().map(Postings::len).sum()
-        };
+        let partial = |block: usize, from: usize, to: usize| self.blocks[block].rows_in(from, to);
         if start.0 == end.0 {
             return partial(start.0, start.1, end.1);
         }

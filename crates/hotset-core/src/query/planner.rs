@@ -50,11 +50,14 @@ pub struct PlanChoice {
     pub skip: Choice,
 }
 
-/// What one seek into a tree index costs, in rows put into an id set: a search over the
-/// blocks (galloping from the last position in a skip scan) and within one, comparing
-/// keys' order prefixes and, on ties, the keys. Measured on the 1M profiles: about 0.25 µs
-/// a seek against about 20 ns a row (`hotset-bench profile`).
-const SEEK_COST: usize = 12;
+/// What one seek into a tree index costs, in rows put into an id set (about 70 ns each):
+/// a search over the blocks (galloping from the last position in a skip scan) and within
+/// one, comparing keys' order prefixes and, on ties, the keys. Measured on the 1M
+/// profiles with `hotset-bench profile` and `EXPLAIN`: about 0.2 µs a seek.
+const SEEK_COST: usize = 3;
+/// What checking a condition on one row's column costs, in the same rows: about 0.25 µs,
+/// mostly the load of the row's value (a string lives behind a pointer).
+const CHECK_COST: usize = 3;
 
 /// An id-set plan: index scans combined by set operations.
 #[derive(Debug, Clone)]
@@ -468,7 +471,7 @@ fn use_skip_scans(data: &NamespaceData, query: &Query, conjuncts: &mut Vec<Conju
             .flatten()
             .min()
             .unwrap_or(rows_total)
-            .saturating_mul(2);
+            .saturating_mul(1 + CHECK_COST);
         if choice == Choice::Cost && skip_cost >= apart_cost {
             continue;
         }
