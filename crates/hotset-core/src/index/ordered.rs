@@ -3,10 +3,13 @@
 //!
 //! Owns: `OrderedMap`, a two-level sorted structure. Keys live in blocks of at most
 //! `BLOCK_KEYS_MAX` sorted keys; blocks are in key order; a Fenwick tree over the blocks'
-//! row counts answers "how many rows between these bounds" with two partial block sums
-//! and one tree query, so an exact total over a range never walks the range.
-//! Never: hold an empty block or an empty posting list; let a block's `rows` differ from
-//! the sum of its postings' lengths (checked in debug builds).
+//! row counts and each block's running counts answer "how many rows between these
+//! bounds" with two subtractions and one tree query, so an exact total over a range never
+//! walks the range. Each key's order prefix sits beside it, so a search compares 16-byte
+//! numbers and touches a key itself only on a tie. Positions (`Position`) let a caller
+//! seek on from where it is (`seek_forward`, galloping), as skip scans do.
+//! Never: hold an empty block or an empty posting list; let a block's `rows`, running
+//! counts or order prefixes disagree with its postings and keys (checked in debug builds).
 //!
 //! ```text
 //!   blocks:  [k0 k1 .. k255] [k256 .. ] [ .. ]       binary search on each block's last key
