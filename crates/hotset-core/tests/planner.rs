@@ -153,3 +153,27 @@ fn skip_scans_cover_equality_prefixes_ranges_and_empty_answers() {
         agree(&db, &query.with_total());
     }
 }
+
+/// Regression (debug builds, found by `prop_reference`): without a limit the window is
+/// unbounded, and costing a skip scan expected to yield one row overflowed
+/// (`window * leads / rows + 1`).
+#[test]
+fn an_unbounded_page_is_costed_without_overflow() {
+    let db = Database::new();
+    db.create_namespace(
+        "users",
+        vec![
+            IndexDef::hash("id", FieldType::Int).pk(),
+            IndexDef::new("first_name", IndexKind::Tree, FieldType::String),
+            IndexDef::new("last_name", IndexKind::Tree, FieldType::String),
+            IndexDef::composite(&["first_name", "last_name"], IndexKind::Tree, FieldType::String),
+        ],
+    )
+    .unwrap();
+    for (id, first, last) in [(1, "ja1", "k1"), (2, "ja2", "k2"), (3, "zed", "w")] {
+        db.insert("users", &json!({"id": id, "first_name": first, "last_name": last})).unwrap();
+    }
+    let (_, mut ids) = agree(&db, &prefixes("ja", "k"));
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2]);
+}

@@ -461,7 +461,7 @@ fn use_skip_scans(data: &NamespaceData, query: &Query, conjuncts: &mut Vec<Conju
         let leads_visited = if query.total || !query.aggregations.is_empty() || rows_out == 0 {
             leads
         } else {
-            leads.min(window.saturating_mul(leads) / rows_out.max(1) + 1)
+            leads.min((window.saturating_mul(leads) / rows_out.max(1)).saturating_add(1))
         };
         let skip_cost = leads_visited.saturating_mul(3 * SEEK_COST).saturating_add(rows_out.min(window));
         // Apart, the executor builds the id set of the smaller range whatever the window,
