@@ -76,6 +76,11 @@ fn namespaces_items_and_queries() {
     let (status, error) = call(&server, "POST", "/api/v1/namespaces/items/items", Some(bad.as_bytes()));
     assert_eq!(status, 400);
     assert_eq!(error["error"], "line 2: field 'year' of index 'year' expects int, got string");
+    // In a JSON array the refused document is named by its place.
+    let bad = "[{\"id\": 500, \"year\": 1}, {\"id\": 501, \"year\": \"not a number\"}]";
+    let (status, error) = call(&server, "POST", "/api/v1/namespaces/items/items", Some(bad.as_bytes()));
+    assert_eq!(status, 400);
+    assert_eq!(error["error"], "document 2: field 'year' of index 'year' expects int, got string");
     assert_eq!(call(&server, "GET", "/api/v1/namespaces/items/items/500", None).0, 404);
     assert_eq!(call(&server, "POST", "/api/v1/namespaces/items/items?mode=insert", Some(b"{\"id\": 1}")).0, 409);
     assert_eq!(call(&server, "POST", "/api/v1/namespaces/items/items?mode=update", Some(b"{\"id\": 999}")).0, 404);

@@ -292,14 +292,6 @@ impl Index {
         }
     }
 
-    /// The number of distinct keys of a tree index (`None` for other kinds).
-    pub fn distinct_keys(&self) -> Option<usize> {
-        match &self.lookup {
-            Lookup::Tree(map) => Some(map.len()),
-            _ => None,
-        }
-    }
-
     pub fn is_ordered(&self) -> bool {
         matches!(self.lookup, Lookup::Tree(_))
     }

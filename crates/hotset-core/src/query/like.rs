@@ -66,14 +66,8 @@ impl LikePattern {
     }
 
     /// The literal text every match starts with.
-    pub fn prefix(&self) -> String {
-        self.tokens
-            .iter()
-            .map_while(|t| match t {
-                Token::Char(c) => Some(*c),
-                _ => None,
-            })
-            .collect()
+    pub fn prefix(&self) -> &str {
+        std::str::from_utf8(&self.prefix).expect("made from characters")
     }
 
     /// True when the pattern is `prefix%` (or just `prefix`, or `%`): a prefix range

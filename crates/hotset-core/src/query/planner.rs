@@ -491,7 +491,7 @@ fn use_skip_scans(data: &NamespaceData, query: &Query, conjuncts: &mut Vec<Conju
 fn distinct_in(data: &NamespaceData, column: usize, rows: usize) -> usize {
     let per_key =
         data.indexes.iter().filter(|index| index.columns == [column] && index.is_ordered()).find_map(|index| {
-            index.distinct_keys().filter(|&keys| keys > 0).map(|keys| data.len() as f64 / keys as f64)
+            index.tree().map(|map| map.len()).filter(|&keys| keys > 0).map(|keys| data.len() as f64 / keys as f64)
         });
     match per_key {
         Some(per_key) => ((rows as f64 / per_key.max(1.0)).ceil() as usize).min(rows),

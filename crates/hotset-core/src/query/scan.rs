@@ -151,8 +151,8 @@ fn successor(value: &Scalar) -> Option<Scalar> {
 ///   (ada, kim) (ada, nash) (ada, nye) (ada, orr) (aja, lee) (aja, nil) (amy, ...)
 ///   └ seek (ada, n..o) ┘ ──────────────────────▶ └ seek (aja, n..o) ┘ ──▶ ...
 /// ```
-/// Each distinct leading value costs two seeks (find it, then its inner range), so it
-/// pays when the leading range has few distinct values for its rows.
+/// Each distinct leading value costs three seeks (its inner range's start and end, then the
+/// next value), so it pays when the leading range has few distinct values for its rows.
 #[derive(Debug, Clone)]
 pub(crate) struct SkipRange {
     pub outer: KeyRange,
@@ -190,37 +190,6 @@ impl SkipRange {
         let mut prefix = self.outer.prefix.clone();
         prefix.push(lead.clone());
         KeyRange { prefix, low: self.inner_low.clone(), high: self.inner_high.clone(), full: false }
-    }
-
-    /// Calls `f` with each distinct leading value in the outer range, in order (descending
-    /// when `desc`), until it returns false. Returns true when every value was visited.
-    fn leads(&self, index: &Index, desc: bool, mut f: impl FnMut(&Scalar) -> bool) -> bool {
-        let at = self.outer.prefix.len();
-        let (mut lower, mut upper) = self.outer.map_bounds(true);
-        loop {
-            // The first (last) key left in the range carries the next leading value.
-            let mut lead = None;
-            index.walk(lower.as_ref(), upper.as_ref(), desc, |key, _| {
-                lead = key.parts().get(at).cloned();
-                false
-            });
-            let Some(lead) = lead else { return true };
-            if !f(&lead) {
-                return false;
-            }
-            let mut parts = self.outer.prefix.clone();
-            if desc {
-                // Every key with this leading value is above the tuple that ends with it.
-                parts.push(lead);
-                upper = Bound::Excluded(Key::Many(parts.into_boxed_slice()));
-            } else {
-                // Every key with this leading value is below the tuple that ends with its
-                // successor; the largest value has none, and nothing comes after it.
-                let Some(next) = successor(&lead) else { return true };
-                parts.push(next);
-                lower = Bound::Included(Key::Many(parts.into_boxed_slice()));
-            }
-        }
     }
 }
 
@@ -262,7 +231,7 @@ impl IndexScan {
     }
 
     /// A skip scan, with an estimate of the rows it yields (counting them exactly takes
-    /// two seeks per distinct leading value: [`count`](Self::count) does that).
+    /// three seeks per distinct leading value: [`count`](Self::count) does that).
     pub fn skip(index_id: usize, skip: SkipRange, estimate: usize) -> IndexScan {
         IndexScan { index: index_id, kind: ScanKind::Skip(skip), estimate }
     }
@@ -274,7 +243,7 @@ impl IndexScan {
             ScanKind::Keys(keys) => keys.iter().filter_map(|k| index.get(k)).map(|rows| rows.len()).sum(),
             ScanKind::Range(range) => count_range(index, range),
             ScanKind::Skip(skip) => {
-                let Some(map) = index.tree() else { return 0 };
+                let map = index.tree().expect("skip scans are planned on tree indexes only");
                 let mut rows = 0;
                 skip.spans(map, |start, stop| {
                     rows += map.rows_between(start, stop);
@@ -290,10 +259,20 @@ impl IndexScan {
     pub fn walk(&self, index: &Index, desc: bool, mut f: impl FnMut(&Key, &Postings) -> bool) -> bool {
         match &self.kind {
             ScanKind::Range(range) => walk(index, range, desc, f),
-            ScanKind::Skip(skip) => match index.tree() {
-                Some(map) if !desc => skip.spans(map, |start, stop| map.walk_span(start, stop, false, &mut f)),
-                _ => skip.leads(index, desc, |lead| walk(index, &skip.inner(lead), desc, &mut f)),
-            },
+            ScanKind::Skip(skip) => {
+                let map = index.tree().expect("skip scans are planned on tree indexes only");
+                if !desc {
+                    return skip.spans(map, |start, stop| map.walk_span(start, stop, false, &mut f));
+                }
+                // Backwards: the spans are found going forwards (a few positions each),
+                // then walked from the last.
+                let mut spans = Vec::new();
+                skip.spans(map, |start, stop| {
+                    spans.push((start, stop));
+                    true
+                });
+                spans.iter().rev().all(|&(start, stop)| map.walk_span(start, stop, true, &mut f))
+            }
             ScanKind::Keys(keys) => {
                 let mut visit = |key: &Key| index.get(key).is_none_or(|rows| f(key, &rows));
                 if desc { keys.iter().rev().all(&mut visit) } else { keys.iter().all(&mut visit) }
