@@ -293,10 +293,10 @@ async fn write_items(
         let docs = documents(&body)?;
         drop(body);
         let mut txn = db.transaction(&ns)?;
-        // Where a refused document is: its line in NDJSON, its place in an array.
-        let places: Vec<String> = match docs {
+        // The line of each NDJSON document, to name a refused one by (an array's are named
+        // by their place); formatted only on a failure.
+        let lines: Option<Vec<usize>> = match docs {
             Documents::Values(values) => {
-                let places = (1..=values.len()).map(|n| format!("document {n}")).collect();
                 for doc in values {
                     match mode.as_str() {
                         "insert" => txn.insert(doc),
@@ -304,26 +304,27 @@ async fn write_items(
                         _ => txn.upsert(doc),
                     }?;
                 }
-                places
+                None
             }
-            Documents::Lines(lines) => {
-                let mut places = Vec::with_capacity(lines.len());
-                for (line, text) in lines {
-                    places.push(format!("line {line}"));
+            Documents::Lines(texts) => {
+                let mut lines = Vec::with_capacity(texts.len());
+                for (line, text) in texts {
+                    lines.push(line);
                     match mode.as_str() {
                         "insert" => txn.insert_json(text),
                         "update" => txn.update_json(text),
                         _ => txn.upsert_json(text),
                     }?;
                 }
-                places
+                Some(lines)
             }
         };
         txn.commit_naming_failure().map_err(|(position, error)| {
             let ApiError(status, message) = ApiError::from(error);
-            match position.and_then(|position| places.get(position)) {
-                Some(place) => ApiError(status, format!("{place}: {message}")),
-                None => ApiError(status, message),
+            match (position, &lines) {
+                (Some(position), Some(lines)) => ApiError(status, format!("line {}: {message}", lines[position])),
+                (Some(position), None) => ApiError(status, format!("document {}: {message}", position + 1)),
+                (None, _) => ApiError(status, message),
             }
         })
     })

@@ -390,17 +390,18 @@ impl Shared {
         if self.has_reached(lsn, reach) {
             return std::task::Poll::Ready(Ok(()));
         }
-        if self.combines(reach)
-            && let Some(writer) = core.try_lock()
-        {
-            self.combine(writer);
-            if self.has_reached(lsn, reach) {
-                return std::task::Poll::Ready(Ok(()));
+        if self.combines(reach) {
+            match core.try_lock() {
+                Some(writer) => {
+                    self.combine(writer);
+                    if self.has_reached(lsn, reach) {
+                        return std::task::Poll::Ready(Ok(()));
+                    }
+                }
+                // Whoever holds the lock may have taken the queue before this record was
+                // appended, and an append does not wake the writer: make sure it looks.
+                None => self.wake_writer(self.queue.lock(), true),
             }
-        } else if self.combines(reach) {
-            // Whoever holds the lock may have taken the queue before this record was
-            // appended, and an append does not wake the writer: make sure it looks.
-            self.wake_writer(self.queue.lock(), true);
         }
         let mut ack = self.ack.lock();
         if let Some(outcome) = ack.outcome(lsn, reach) {
