@@ -182,3 +182,55 @@ fn an_unbounded_page_is_costed_without_overflow() {
     ids.sort_unstable();
     assert_eq!(ids, [1, 2]);
 }
+
+/// The catalogue shape of issue 15: `name IN (...) AND year BETWEEN ... ORDER BY year
+/// DESC, id` on a composite tree index `name+year`.
+fn catalogue() -> Database {
+    let db = Database::new();
+    db.create_namespace(
+        "items",
+        vec![
+            IndexDef::hash("id", FieldType::Int).pk(),
+            IndexDef::new("name", IndexKind::Hash, FieldType::String),
+            IndexDef::new("year", IndexKind::Tree, FieldType::Int),
+            IndexDef::composite_typed(&[("name", FieldType::String), ("year", FieldType::Int)], IndexKind::Tree),
+        ],
+    )
+    .unwrap();
+    for id in 0..ROWS {
+        let name = format!("n{}", mix(id as u64) % 300);
+        let year = 2000 + (mix(!(id as u64)) % 50) as i64;
+        db.insert("items", &json!({"id": id, "name": name, "year": year})).unwrap();
+    }
+    db
+}
+
+#[test]
+fn an_in_list_on_a_composite_is_a_merge_of_walks_in_sort_order() {
+    let db = catalogue();
+    let names = json!(["n3", "n17", "n150", "n299", "n42", "no such name"]);
+    for (desc, offset, total) in [(true, 10, true), (false, 0, false), (true, 100, true)] {
+        let query = Query::new("items")
+            .where_("name", Op::In, names.clone())
+            .where_("year", Op::Range, json!([2010, 2030]))
+            .sort("year", desc)
+            .sort("id", false)
+            .offset(offset)
+            .limit(10);
+        let query = if total { query.with_total() } else { query };
+        let (plan, ids) = agree(&db, &query);
+        assert!(plan.contains("merge of 6 range(s) by key part 2"), "{plan}");
+        assert!(plan.contains("sorted by walking index 'name+year'"), "{plan}");
+        assert_eq!(ids.len(), 10, "{plan}");
+    }
+    // Sorted by the IN field itself, then the next: the walks one after another.
+    let query = Query::new("items")
+        .where_("name", Op::In, names)
+        .sort("name", false)
+        .sort("year", false)
+        .sort("id", false)
+        .limit(30);
+    let (plan, ids) = agree(&db, &query);
+    assert!(plan.contains("merge of 6 range(s) by key part 1"), "{plan}");
+    assert_eq!(ids.len(), 30);
+}

@@ -4,8 +4,9 @@
 //!
 //! Field pool (the type is what indexes declare; `u` is never indexed and mixes kinds):
 //! `id` int pk, `a` int, `b` string, `c` double, `tags` int array, `flag` bool,
-//! `n.x` nested int, `s` string (composites `b+s` and `a+s`), `u` anything, `body` text
-//! (words from `TEXT_WORDS`, always under a text index, searched with `MATCH`).
+//! `n.x` nested int, `s` string (composites `b+s`, `a+s` and `a+b+s`), `u` anything,
+//! `body` text (words from `TEXT_WORDS`, always under a text index, searched with
+//! `MATCH`).
 //!
 //! Values come mostly from small pools, so that equalities hit; mixed into them at a
 //! lower rate are the values where representations break: i64's ends and their
@@ -118,9 +119,10 @@ pub fn schema() -> BoxedStrategy<Vec<IndexDef>> {
         kind(&[IndexKind::Tree]),
         (kind(LOOKUP), collation()),
         (kind(&[IndexKind::Tree]), collation()),
+        (kind(&[IndexKind::Tree]), collation()),
         any::<u64>(),
     )
-        .prop_map(|(pk, a, b, c, tags, flag, nx, bs, as_, shuffle)| {
+        .prop_map(|(pk, a, b, c, tags, flag, nx, bs, as_, abs, shuffle)| {
             let mut defs = Vec::new();
             let sparse = |def: IndexDef, on: bool| if on { def.sparse() } else { def };
             if let (Some(k), sp) = a {
@@ -146,6 +148,10 @@ pub fn schema() -> BoxedStrategy<Vec<IndexDef>> {
             }
             if let (Some(k), coll) = as_ {
                 let fields = [("a", FieldType::Int), ("s", FieldType::String)];
+                defs.push(IndexDef::composite_typed(&fields, k).collate(coll));
+            }
+            if let (Some(k), coll) = abs {
+                let fields = [("a", FieldType::Int), ("b", FieldType::String), ("s", FieldType::String)];
                 defs.push(IndexDef::composite_typed(&fields, k).collate(coll));
             }
             // A deterministic shuffle: declaration order decides each field's collation.
@@ -334,7 +340,7 @@ fn field_cond(field: &'static str, op: Op) -> BoxedStrategy<Cond> {
 }
 
 /// Range conditions (comparisons, `BETWEEN`, prefix LIKEs, IN lists, equalities) ANDed
-/// on two or three of the fields the composite indexes cover (`b+s`, `a+s`): the shape
+/// on two or three of the fields the composite indexes cover (`b+s`, `a+s`, `a+b+s`): the shape
 /// that skip scans, intersections and merged IN lists answer.
 pub fn range_conjunction() -> BoxedStrategy<Cond> {
     const RANGE_OPS: &[Op] = &[Op::Eq, Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::Range, Op::In, Op::Like, Op::Like];
@@ -387,8 +393,43 @@ fn aggregation() -> BoxedStrategy<Aggregation> {
     .boxed()
 }
 
-/// A query: filter, 0–3 sort keys, paging, total and aggregations.
+/// A query: mostly `any_query`, sometimes a `sorted_conjunction`.
 pub fn query() -> BoxedStrategy<Query> {
+    prop_oneof![4 => any_query(), 1 => sorted_conjunction()].boxed()
+}
+
+/// A `range_conjunction` sorted by one or two of the composites' fields (mostly in one
+/// direction, as a walk of an index gives), sometimes then by the key, paged (offsets up
+/// to past the matches), with or without a total: the queries skip scans and merged IN
+/// lists page without sorting.
+pub fn sorted_conjunction() -> BoxedStrategy<Query> {
+    let sort_field = proptest::sample::select(&["a", "b", "s"][..]);
+    (
+        range_conjunction(),
+        proptest::collection::vec(sort_field, 1..3),
+        any::<bool>(),
+        proptest::option::weighted(0.2, any::<bool>()),
+        any::<bool>(),
+        prop_oneof![3 => 0usize..3, 1 => 3usize..40],
+        proptest::option::weighted(0.9, 0usize..6),
+        any::<bool>(),
+    )
+        .prop_map(|(filter, fields, desc, second_desc, by_pk, offset, limit, total)| {
+            let mut sort: Vec<SortKey> = fields.iter().map(|&f| SortKey { field: f.into(), desc }).collect();
+            sort.dedup_by(|a, b| a.field == b.field);
+            if let (Some(second), Some(key)) = (second_desc, sort.get_mut(1)) {
+                key.desc = second;
+            }
+            if by_pk {
+                sort.push(SortKey { field: "id".into(), desc: false });
+            }
+            Query { namespace: NAMESPACE.into(), filter: Some(filter), sort, offset, limit, total, ..Query::default() }
+        })
+        .boxed()
+}
+
+/// A query: filter, 0–3 sort keys, paging, total and aggregations.
+fn any_query() -> BoxedStrategy<Query> {
     let sort_fields = proptest::sample::select(&["id", "a", "b", "c", "tags", "flag", "n.x", "s", "u"][..]);
     let filter = prop_oneof![3 => condition(), 1 => range_conjunction()];
     (

@@ -565,6 +565,28 @@ impl OrderedMap {
         true
     }
 
+    /// The entry at a position before the end.
+    pub fn entry_at(&self, at: Position) -> Option<(&Key, &Postings)> {
+        let block = self.blocks.get(at.0)?;
+        Some((block.keys.get(at.1)?, &block.postings[at.1]))
+    }
+
+    /// The position after `at` (a position before the end). Positions stay canonical:
+    /// within a block, or the end.
+    pub fn step_forward(&self, at: Position) -> Position {
+        debug_assert!(at.1 < self.blocks[at.0].keys.len(), "a position before the end");
+        if at.1 + 1 < self.blocks[at.0].keys.len() { (at.0, at.1 + 1) } else { (at.0 + 1, 0) }
+    }
+
+    /// The position before `at` (which must not be the first).
+    pub fn step_back(&self, at: Position) -> Position {
+        if at.1 > 0 {
+            return (at.0, at.1 - 1);
+        }
+        debug_assert!(at.0 > 0, "a position after the first");
+        (at.0 - 1, self.blocks[at.0 - 1].keys.len() - 1)
+    }
+
     /// Every entry, for memory accounting.
     pub fn postings(&self) -> impl Iterator<Item = &Postings> {
         self.blocks.iter().flat_map(|b| b.postings.iter())

@@ -14,7 +14,7 @@ use super::planner::{Plan, PlanChoice, SetPlan, Walk, plan};
 use super::pred::{Pred, RowView};
 use super::result::{Explain, ExplainStep, Item, QueryResult};
 use super::scan::{IndexScan, ScanKind};
-use super::sort::{compare_keys, sort_rows};
+use super::sort::sort_rows;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::index::postings::Postings;
@@ -301,7 +301,8 @@ impl Run<'_> {
         let streaming = rest.is_empty();
         walk.scan.walk(index, walk.desc, |key, postings| {
             if !streaming {
-                let prefix = &key.parts()[..walk.group_len.min(key.parts().len())];
+                let parts = key.parts();
+                let prefix = &parts[walk.group.start.min(parts.len())..walk.group.end.min(parts.len())];
                 if group_key.as_deref() != Some(prefix) {
                     flush(&mut group, &mut page, &mut seen);
                     group_key = Some(prefix.to_vec());
@@ -383,16 +384,7 @@ impl Run<'_> {
 }
 
 fn sort_group(data: &NamespaceData, group: &mut Vec<u32>, specs: &[super::planner::SortSpec]) {
-    let mut keyed: Vec<(Vec<Option<Scalar>>, u32)> = group
-        .iter()
-        .map(|&row| {
-            let view = RowView::new(data, row);
-            (specs.iter().map(|s| view.first(&s.access)).collect(), row)
-        })
-        .collect();
-    keyed.sort_by(|a, b| compare_keys(&a.0, &b.0, specs));
-    group.clear();
-    group.extend(keyed.into_iter().map(|(_, row)| row));
+    sort_rows(data, group, specs, 0, None);
 }
 
 /// The plan's one exact scan when it can page the query by itself: unsorted, nothing
@@ -499,6 +491,11 @@ fn describe_scan(data: &NamespaceData, scan: &IndexScan) -> String {
             )
         }
         ScanKind::Range(range) => describe_range(range),
+        ScanKind::Merge(merge) => {
+            let first =
+                merge.ranges.first().map_or_else(String::new, |range| format!(", first {}", describe_range(range)));
+            format!("merge of {} range(s) by key part {}{first}", merge.ranges.len(), merge.from + 1)
+        }
     };
     format!("index '{}' ({}) {what}, ~{} rows", index.def.name, index.def.kind.name(), scan.estimate)
 }

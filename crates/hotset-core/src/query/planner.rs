@@ -3,21 +3,22 @@
 //! Owns: turning a filter into an id-set plan (index scans combined with AND / OR / NOT)
 //! plus residual predicates checked per row; ordering ANDed scans by their estimated
 //! size so the smallest drives and much larger ones become cheap column checks; matching
-//! composite indexes; and choosing between walking a tree index in sort order and
-//! sorting the matches. Never: read rows or documents, or change a condition's meaning:
+//! composite indexes (skip scans over two of their fields, IN lists merged in sort
+//! order); and choosing between walking a tree index in sort order and sorting the
+//! matches. Never: read rows or documents, or change a condition's meaning:
 //! every plan yields exactly the rows its predicates would.
 
 use super::ast::{Cond, Op, Query};
 use super::fulltext::{RANK, Ranks, TextPred};
 use super::pred::{Access, FieldPred, Pred};
-use super::scan::{IndexScan, KeyRange, ScanKind, SkipRange};
+use super::scan::{IndexScan, KeyRange, MergeRange, ScanKind, SkipRange};
 use crate::collate::prefix_successor;
 use crate::error::{Error, Result};
 use crate::index::{Index, Key, bound_for_type, key_for_type};
 use crate::namespace::NamespaceData;
 use crate::schema::IndexKind;
 use crate::value::Scalar;
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 use std::sync::Arc;
 
 /// A key lookup that is bigger than the driving scan by more than this factor is not
@@ -95,11 +96,11 @@ pub(crate) struct SortSpec {
 pub(crate) struct Walk {
     pub scan: IndexScan,
     pub desc: bool,
-    /// Sort keys the index order gives; rows whose first `group_len` key components are
-    /// equal form a group sorted by `Plan::sort[covered..]`.
+    /// Sort keys the index order gives; rows whose key components in `group` are equal
+    /// form a group sorted by `Plan::sort[covered..]`.
     pub covered: usize,
-    /// Leading components fixed by equality plus `covered`.
-    pub group_len: usize,
+    /// The key components that give the `covered` sort keys.
+    pub group: Range<usize>,
 }
 
 /// The plan of one query over one namespace.
@@ -552,6 +553,9 @@ fn choose_walk(
     if let Some(found) = skip_walk(data, sort, first_column, conjuncts) {
         return Some(found);
     }
+    if let Some(found) = merge_walk(data, sort, first_column, conjuncts) {
+        return Some(found);
+    }
     let mut best: Option<WalkCandidate> = None;
     for (id, index) in data.indexes.iter().enumerate() {
         if index.def.kind != IndexKind::Tree || index.def.sparse || index.def.array {
@@ -605,7 +609,7 @@ fn choose_walk(
     taken.sort_unstable();
     taken.dedup();
     let own: Vec<Conjunct> = taken.iter().rev().map(|&at| conjuncts.remove(at)).collect();
-    Some((Walk { scan, desc: first.desc, covered, group_len: fixed + covered }, own))
+    Some((Walk { scan, desc: first.desc, covered, group: fixed..fixed + covered }, own))
 }
 
 /// An exact skip scan whose index order is the sort order from its leading range on
@@ -636,7 +640,80 @@ fn skip_walk(
         })
         .count();
     let own = vec![conjuncts.remove(at)];
-    Some((Walk { scan, desc: first.desc, covered, group_len: fixed + covered }, own))
+    Some((Walk { scan, desc: first.desc, covered, group: fixed..fixed + covered }, own))
+}
+
+/// An IN list on a component of a composite tree index (after equalities on the ones
+/// before it), with the sort on that component or the next: `name IN (a, b) AND year >
+/// 2010 ORDER BY year` on `name+year` walks `(a, >2010)` and `(b, >2010)` merged by year,
+/// so the page comes off the index without sorting the matches. An exact condition on the
+/// next component bounds each walk. Takes out the conditions the merge answers.
+fn merge_walk(
+    data: &NamespaceData,
+    sort: &[SortSpec],
+    first_column: usize,
+    conjuncts: &mut Vec<Conjunct>,
+) -> Option<(Walk, Vec<Conjunct>)> {
+    let first = sort.first()?;
+    for (id, index) in data.indexes.iter().enumerate() {
+        if index.columns.len() < 2 || index.def.kind != IndexKind::Tree || index.def.sparse || index.def.array {
+            continue;
+        }
+        let (mut taken, prefix) = equality_prefix(data, index, conjuncts);
+        let fixed = prefix.len();
+        let Some(&in_column) = index.columns.get(fixed) else { continue };
+        let from = if in_column == first_column {
+            fixed
+        } else if index.columns.get(fixed + 1) == Some(&first_column) {
+            fixed + 1
+        } else {
+            continue;
+        };
+        let in_type = data.column(in_column).spec.field_type;
+        let found = conjuncts.iter().enumerate().find_map(|(at, c)| match &c.pred {
+            Pred::Field(f) if f.op == Op::In && f.access_column() == Some(in_column) => Some((at, f)),
+            _ => None,
+        });
+        let Some((in_at, in_field)) = found else { continue };
+        // Values of another type than the field's match no key.
+        let mut values: Vec<Scalar> = in_field.values.iter().filter_map(|v| key_for_type(v, in_type)).collect();
+        values.sort();
+        values.dedup();
+        let next = index.columns.get(fixed + 1).and_then(|&column| {
+            conjuncts.iter().enumerate().find_map(|(at, c)| match &c.pred {
+                Pred::Field(f) if f.access_column() == Some(column) && !taken.contains(&at) && at != in_at => {
+                    key_bounds(data, f).filter(|(.., exact)| *exact).map(|(low, high, _)| (at, low, high))
+                }
+                _ => None,
+            })
+        });
+        let (low, high, full) = match &next {
+            Some((_, low, high)) => (low.clone(), high.clone(), false),
+            None => (Bound::Unbounded, Bound::Unbounded, true),
+        };
+        let ranges = values
+            .into_iter()
+            .map(|value| {
+                let mut parts = prefix.clone();
+                parts.push(value);
+                KeyRange { prefix: parts, low: low.clone(), high: high.clone(), full }
+            })
+            .collect();
+        let scan = IndexScan::merge(index, id, MergeRange { ranges, from });
+        let covered = sort
+            .iter()
+            .zip(&index.columns[from..])
+            .take_while(|(spec, column)| {
+                spec.desc == first.desc && matches!(spec.access, Access::Column(c) if c == **column)
+            })
+            .count();
+        taken.push(in_at);
+        taken.extend(next.map(|(at, ..)| at));
+        taken.sort_unstable();
+        let own: Vec<Conjunct> = taken.iter().rev().map(|&at| conjuncts.remove(at)).collect();
+        return Some((Walk { scan, desc: first.desc, covered, group: from..from + covered }, own));
+    }
+    None
 }
 
 /// A tree index that can give the sort order: `fixed` leading components set by the

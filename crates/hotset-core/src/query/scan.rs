@@ -193,6 +193,103 @@ impl SkipRange {
     }
 }
 
+/// Several ranges of one composite tree index that differ in one component (an IN list
+/// on it: `name IN (a, b) AND year > 2010` on `name+year` reads `(a, >2010)` and
+/// `(b, >2010)`), walked together in the order of the key components from `from` on:
+/// a k-way merge of k walks. With `from` past the IN component, that is the order of the
+/// components after it (`ORDER BY year`), which no single walk of the index gives.
+#[derive(Debug, Clone)]
+pub(crate) struct MergeRange {
+    /// One range per IN value, in ascending order of that value.
+    pub ranges: Vec<KeyRange>,
+    /// The first key component the merge orders by.
+    pub from: usize,
+}
+
+/// One walk of a merge: the next entry it yields and where its span ends.
+struct Head<'a> {
+    key: &'a Key,
+    postings: &'a Postings,
+    /// The position of `key`, and the far end of the walk's span (its start when
+    /// walking backwards).
+    at: Position,
+    stop: Position,
+    /// Which range, to break ties so equal merge keys come in a fixed order.
+    range: usize,
+    from: usize,
+    desc: bool,
+}
+
+impl Head<'_> {
+    fn merge_order(&self, other: &Self) -> Ordering {
+        let by_key = self.key.parts()[self.from..].cmp(&other.key.parts()[other.from..]);
+        // `BinaryHeap` pops its greatest: ascending walks pop the smallest key first.
+        let by_key = if self.desc { by_key } else { by_key.reverse() };
+        by_key.then(other.range.cmp(&self.range))
+    }
+}
+
+impl PartialEq for Head<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.merge_order(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Head<'_> {}
+
+impl PartialOrd for Head<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Head<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.merge_order(other)
+    }
+}
+
+impl MergeRange {
+    /// Walks the entries of every range merged in the order of their components from
+    /// `from` on (descending when `desc`), calling `f` until it returns false; returns
+    /// true when all were visited. Each step costs one heap operation over the k walks.
+    fn walk(&self, map: &OrderedMap, desc: bool, mut f: impl FnMut(&Key, &Postings) -> bool) -> bool {
+        let mut heap = std::collections::BinaryHeap::with_capacity(self.ranges.len());
+        let head = |at: Position, stop: Position, range: usize| {
+            let (key, postings) = map.entry_at(at).expect("a position inside a span");
+            Head { key, postings, at, stop, range, from: self.from, desc }
+        };
+        for (range_id, range) in self.ranges.iter().enumerate() {
+            let (lower, upper) = range.map_bounds(true);
+            let (start, end) = map.span(lower.as_ref(), upper.as_ref());
+            if start < end {
+                heap.push(if desc { head(map.step_back(end), start, range_id) } else { head(start, end, range_id) });
+            }
+        }
+        while let Some(mut top) = heap.peek_mut() {
+            debug_assert_eq!(self.ranges[top.range].place(top.key), Place::Inside);
+            if !f(top.key, top.postings) {
+                return false;
+            }
+            let next = if desc {
+                (top.at > top.stop).then(|| map.step_back(top.at))
+            } else {
+                Some(map.step_forward(top.at)).filter(|&next| next < top.stop)
+            };
+            match next {
+                Some(at) => {
+                    let (key, postings) = map.entry_at(at).expect("a position inside a span");
+                    (top.key, top.postings, top.at) = (key, postings, at);
+                }
+                None => {
+                    std::collections::binary_heap::PeekMut::pop(top);
+                }
+            }
+        }
+        true
+    }
+}
+
 /// What an index scan reads.
 #[derive(Debug, Clone)]
 pub(crate) enum ScanKind {
@@ -202,6 +299,8 @@ pub(crate) enum ScanKind {
     Range(KeyRange),
     /// Ranges on two components of a composite tree index, by a skip scan.
     Skip(SkipRange),
+    /// Ranges of a composite tree index for each value of an IN list, merged in order.
+    Merge(MergeRange),
 }
 
 /// One read of one index.
@@ -230,6 +329,13 @@ impl IndexScan {
         scan
     }
 
+    /// A merge of ranges; its estimate is their exact row count.
+    pub fn merge(index: &Index, index_id: usize, merge: MergeRange) -> IndexScan {
+        let mut scan = IndexScan { index: index_id, kind: ScanKind::Merge(merge), estimate: 0 };
+        scan.estimate = scan.count(index);
+        scan
+    }
+
     /// A skip scan, with an estimate of the rows it yields (counting them exactly takes
     /// three seeks per distinct leading value: [`count`](Self::count) does that).
     pub fn skip(index_id: usize, skip: SkipRange, estimate: usize) -> IndexScan {
@@ -251,10 +357,12 @@ impl IndexScan {
                 });
                 rows
             }
+            ScanKind::Merge(merge) => merge.ranges.iter().map(|range| count_range(index, range)).sum(),
         }
     }
 
-    /// Walks the scanned entries in key order (descending when `desc`), calling `f`
+    /// Walks the scanned entries in key order (descending when `desc`; a merge in the
+    /// order of its components from `from` on), calling `f`
     /// until it returns false. Returns true when the walk completed.
     pub fn walk(&self, index: &Index, desc: bool, mut f: impl FnMut(&Key, &Postings) -> bool) -> bool {
         match &self.kind {
@@ -272,6 +380,9 @@ impl IndexScan {
                     true
                 });
                 spans.iter().rev().all(|&(start, stop)| map.walk_span(start, stop, true, &mut f))
+            }
+            ScanKind::Merge(merge) => {
+                merge.walk(index.tree().expect("merges are planned on tree indexes only"), desc, f)
             }
             ScanKind::Keys(keys) => {
                 let mut visit = |key: &Key| index.get(key).is_none_or(|rows| f(key, &rows));

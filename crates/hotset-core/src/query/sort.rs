@@ -8,6 +8,7 @@
 use super::fulltext::Ranks;
 use super::planner::SortSpec;
 use super::pred::{Access, RowView, sort_order};
+use crate::index::column::Column;
 use crate::namespace::NamespaceData;
 use crate::value::{FieldType, Scalar, ScalarRef};
 use std::cmp::Ordering;
@@ -30,6 +31,12 @@ pub(crate) fn sort_rows(
         && let Some(keys) = int_keys(data, rows, spec)
     {
         return sort_by_int_keys(rows, keys, spec.desc, start, end);
+    }
+    if let Some(columns) = int_columns::<2>(data, specs) {
+        return sort_by_int_tuples(rows, columns, start, end);
+    }
+    if let Some(columns) = int_columns::<3>(data, specs) {
+        return sort_by_int_tuples(rows, columns, start, end);
     }
     if let [SortSpec { access: Access::Rank(ranks), desc, .. }] = specs {
         return sort_by_rank(rows, ranks, *desc, start, end);
@@ -97,6 +104,48 @@ fn sort_by_int_keys(
     start..end
 }
 
+/// The int columns of `K` sort keys (each scalar, not an array) and their directions.
+fn int_columns<'a, const K: usize>(data: &'a NamespaceData, specs: &[SortSpec]) -> Option<[(&'a Column, bool); K]> {
+    if specs.len() != K {
+        return None;
+    }
+    let mut columns = Vec::with_capacity(K);
+    for spec in specs {
+        let Access::Column(column) = spec.access else { return None };
+        let column = data.column(column);
+        if column.spec.field_type != FieldType::Int || column.spec.array {
+            return None;
+        }
+        columns.push((column, spec.desc));
+    }
+    columns.try_into().ok()
+}
+
+/// Several int sort keys, as fixed arrays of order-preserving words compared as plain
+/// integers (no `Scalar`s, no per-row allocation). Each key is `0` when empty (empty sorts
+/// first, as `sort_order` says) and `1 << 64 | (value with its sign bit flipped)`
+/// otherwise; a descending key is inverted bit for bit, which reverses its order.
+fn sort_by_int_tuples<const K: usize>(
+    rows: &mut Vec<u32>,
+    columns: [(&Column, bool); K],
+    start: usize,
+    end: usize,
+) -> Range<usize> {
+    let word = |(column, desc): (&Column, bool), row: u32| {
+        let key = match column.first(row) {
+            Some(ScalarRef::Int(v)) => 1u128 << 64 | u128::from((v as u64) ^ (1 << 63)),
+            _ => 0,
+        };
+        if desc { !key } else { key }
+    };
+    let mut keys: Vec<([u128; K], u32)> =
+        rows.iter().map(|&row| (std::array::from_fn(|i| word(columns[i], row)), row)).collect();
+    select_window(&mut keys, end, |a, b| a.0.cmp(&b.0));
+    rows.clear();
+    rows.extend(keys.into_iter().map(|(_, row)| row));
+    start..end
+}
+
 /// One sort key, `rank()`: plain floats, ties in row order (so equal ranks page stably).
 fn sort_by_rank(rows: &mut Vec<u32>, ranks: &Ranks, desc: bool, start: usize, end: usize) -> Range<usize> {
     let mut keys: Vec<(f32, u32)> = rows.iter().map(|&row| (ranks.rank(row), row)).collect();
@@ -111,7 +160,7 @@ fn sort_by_rank(rows: &mut Vec<u32>, ranks: &Ranks, desc: bool, start: usize, en
 }
 
 /// Compares two rows' sort values under the specs (descending ones reversed).
-pub(crate) fn compare_keys(left: &[Option<Scalar>], right: &[Option<Scalar>], specs: &[SortSpec]) -> Ordering {
+fn compare_keys(left: &[Option<Scalar>], right: &[Option<Scalar>], specs: &[SortSpec]) -> Ordering {
     for ((l, r), spec) in left.iter().zip(right).zip(specs) {
         let order = sort_order(l.as_ref(), r.as_ref());
         let order = if spec.desc { order.reverse() } else { order };
