@@ -16,7 +16,7 @@ use crate::schema::{IndexDef, IndexKind};
 use crate::text::{TextConfig, TextIndex};
 use crate::value::{FieldType, OrdF64, Scalar};
 use column::Column;
-use ordered::{OrderedMap, SortedLayout};
+use ordered::{OrderedMap, SortedLayout, short_order_prefix};
 use postings::Postings;
 use smallvec::SmallVec;
 use std::ops::Bound;
@@ -139,7 +139,7 @@ impl Index {
 
     /// Replaces the contents of a tree index with the keys of `rows` (ascending), read
     /// from `columns`: sorted once, then laid out in order. Sorting compares a 16-byte
-    /// prefix of each key first (`order_prefix`), so most comparisons never follow a
+    /// prefix of each key first (`short_order_prefix`), so most comparisons never follow a
     /// key's pointers, and moves small (prefix, position) pairs rather than keys.
     ///
     /// Many rows are split between this thread and one more by key range, not by rows:
@@ -182,7 +182,7 @@ impl Index {
             .iter()
             .step_by(step)
             .flat_map(|&row| self.row_keys(columns, row))
-            .map(|key| order_prefix(&key))
+            .map(|key| short_order_prefix(&key))
             .collect();
         sample.sort_unstable();
         sample.get(sample.len() / 2).copied().unwrap_or_default()
@@ -196,7 +196,7 @@ impl Index {
         let mut above = Vec::with_capacity(rows.len() - expected);
         for &row in rows {
             for key in self.row_keys(columns, row) {
-                let prefix = order_prefix(&key);
+                let prefix = short_order_prefix(&key);
                 if pivot.is_none_or(|pivot| prefix < pivot) { &mut below } else { &mut above }.push((prefix, key, row));
             }
         }
@@ -399,67 +399,6 @@ fn insert_posting(entry: hashbrown::hash_map::Entry<'_, Key, Postings, ahash::Ra
     }
 }
 
-/// A number whose order agrees with the keys' order wherever it differs: the first
-/// part's variant, then its value (an int's bits with the sign flipped, a string's first
-/// eight bytes). Equal prefixes say nothing; the keys are compared in full then.
-/// The first 16 bytes of an order-preserving byte encoding of `key`, as a number: when
-/// `a < b` then `order_prefix(a) <= order_prefix(b)`, so a sort may compare prefixes first
-/// and compare whole keys only on a tie. The encoding writes, per part, a tag in the
-/// derived variant order, then the value: booleans as a byte, integers big-endian with the
-/// sign flipped, doubles by their total order bits, strings with each 0 byte escaped as
-/// `00 FF` and ended by `00 00` (so a string that is a prefix of another sorts first even
-/// when the other continues with a 0 byte). Composite keys hold several parts, so keys
-/// that share a first value (`first_name`, `last_name` with common first names) are
-/// still told apart by the prefix.
-fn order_prefix(key: &Key) -> u128 {
-    struct Prefix {
-        bytes: [u8; 16],
-        len: usize,
-    }
-    impl Prefix {
-        /// Appends bytes; false once the prefix is full (the rest cannot matter).
-        fn push(&mut self, more: &[u8]) -> bool {
-            let n = more.len().min(16 - self.len);
-            self.bytes[self.len..self.len + n].copy_from_slice(&more[..n]);
-            self.len += n;
-            self.len < 16
-        }
-    }
-    let mut prefix = Prefix { bytes: [0; 16], len: 0 };
-    let variant = match key {
-        Key::One(_) => 0,
-        Key::Many(_) => 1,
-    };
-    let mut open = prefix.push(&[variant]);
-    for part in key.parts() {
-        if !open {
-            break;
-        }
-        open = match part {
-            Scalar::Null => prefix.push(&[1]),
-            Scalar::Bool(b) => prefix.push(&[2, u8::from(*b)]),
-            Scalar::Int(i) => prefix.push(&[3]) && prefix.push(&((*i as u64) ^ (1 << 63)).to_be_bytes()),
-            Scalar::Double(d) => {
-                let bits = d.0.to_bits();
-                let ordered = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
-                prefix.push(&[4]) && prefix.push(&ordered.to_be_bytes())
-            }
-            Scalar::Str(text) => {
-                let mut open = prefix.push(&[5]);
-                for piece in text.split(|&b| b == 0).enumerate().map(|(i, piece)| (i > 0, piece)) {
-                    if !open {
-                        break;
-                    }
-                    let (escaped_zero, piece) = piece;
-                    open = (!escaped_zero || prefix.push(&[0, 0xFF])) && prefix.push(piece);
-                }
-                open && prefix.push(&[0, 0])
-            }
-        };
-    }
-    u128::from_be_bytes(prefix.bytes)
-}
-
 fn key_heap_bytes(key: &Key) -> usize {
     let strings: usize = key
         .parts()
@@ -582,9 +521,9 @@ mod prefix_tests {
             for a in &keys {
                 for b in &keys {
                     if a < b {
-                        prop_assert!(order_prefix(a) <= order_prefix(b), "{a:?} < {b:?}");
+                        prop_assert!(short_order_prefix(a) <= short_order_prefix(b), "{a:?} < {b:?}");
                     } else if a == b {
-                        prop_assert_eq!(order_prefix(a), order_prefix(b));
+                        prop_assert_eq!(short_order_prefix(a), short_order_prefix(b));
                     }
                 }
             }
@@ -596,8 +535,8 @@ mod prefix_tests {
         let key = |first: &str, last: &str| {
             Key::Many(vec![Scalar::Str(Arc::from(first.as_bytes())), Scalar::Str(Arc::from(last.as_bytes()))].into())
         };
-        assert!(order_prefix(&key("anna", "bell")) < order_prefix(&key("anna", "cole")));
-        assert!(order_prefix(&key("ann", "zed")) < order_prefix(&key("anna", "a")));
-        assert!(order_prefix(&key("a", "\0")) < order_prefix(&key("a\0", "")));
+        assert!(short_order_prefix(&key("anna", "bell")) < short_order_prefix(&key("anna", "cole")));
+        assert!(short_order_prefix(&key("ann", "zed")) < short_order_prefix(&key("anna", "a")));
+        assert!(short_order_prefix(&key("a", "\0")) < short_order_prefix(&key("a\0", "")));
     }
 }

@@ -5,7 +5,7 @@
 //! `BLOCK_KEYS_MAX` sorted keys; blocks are in key order; a Fenwick tree over the blocks'
 //! row counts and each block's running counts answer "how many rows between these
 //! bounds" with two subtractions and one tree query, so an exact total over a range never
-//! walks the range. Each key's order prefix sits beside it, so a search compares 16-byte
+//! walks the range. Each key's order prefix sits beside it, so a search compares 32-byte
 //! numbers and touches a key itself only on a tie. Positions (`Position`) let a caller
 //! seek on from where it is (`seek_forward`, galloping), as skip scans do.
 //! Never: hold an empty block or an empty posting list; let a block's `rows`, running
@@ -31,7 +31,7 @@ struct Block {
     /// `order_prefix` of each key, beside the keys: searches compare these first, in one
     /// dense array, and follow a key's pointers (a composite's parts, a string's bytes)
     /// only on a tie.
-    prefixes: Vec<u128>,
+    prefixes: Vec<Prefix>,
     postings: Vec<Postings>,
     /// Rows under `keys[..=i]`, so the rows of any run of keys in the block are one
     /// subtraction (a range count reads no posting list).
@@ -73,89 +73,256 @@ impl Block {
     }
 }
 
+/// What a search looks for.
+#[derive(Debug, Clone, Copy)]
+enum Target<'a> {
+    /// A whole key.
+    Key(&'a Key),
+    /// The keys of a composite index that start with these parts: the target sits just
+    /// before the first of them, or just after the last when `past`. Built from borrowed
+    /// parts, so a skip scan seeks without cloning keys (no allocation, and no reference
+    /// count of a shared string touched by every thread that reads it).
+    Parts { parts: &'a [&'a Scalar], past: bool },
+}
+
 /// A search target with its order prefix: which keys come before it.
-struct Probe<'a> {
-    key: &'a Key,
-    prefix: u128,
+#[derive(Debug, Clone, Copy)]
+pub struct Probe<'a> {
+    target: Target<'a>,
+    prefix: Prefix,
     /// Keys equal to the target come before it too (a search for the first key `> key`).
     strict: bool,
 }
 
-impl Probe<'_> {
-    fn new(key: &Key, strict: bool) -> Probe<'_> {
-        Probe { key, prefix: order_prefix(key), strict }
+impl<'a> Probe<'a> {
+    /// The first key `>= key`, or `> key` when `strict`.
+    pub fn key(key: &'a Key, strict: bool) -> Probe<'a> {
+        Probe { target: Target::Key(key), prefix: order_prefix(key), strict }
+    }
+
+    /// The first key of a composite index that starts with `parts` or comes after them,
+    /// or (`past`) the first key after every key that starts with them.
+    pub fn parts(parts: &'a [&'a Scalar], past: bool) -> Probe<'a> {
+        let mut encoded = PartsEncoder::composite();
+        parts.iter().for_each(|part| encoded.push(part));
+        Probe::encoded(parts, past, encoded)
+    }
+
+    /// `Probe::parts` with `parts` already encoded (`encoded` holds exactly them).
+    pub fn encoded(parts: &'a [&'a Scalar], past: bool, mut encoded: PartsEncoder) -> Probe<'a> {
+        // Past the keys with these parts: the order prefix continues with bytes above
+        // any tag (0xff), so every key starting with them has a prefix below or tied.
+        if past {
+            encoded.bytes[encoded.at..].fill(0xff);
+        }
+        debug_assert!({
+            let mut fresh = PartsEncoder::composite();
+            parts.iter().for_each(|part| fresh.push(part));
+            fresh.bytes[..fresh.at] == encoded.bytes[..encoded.at] && fresh.at == encoded.at
+        });
+        Probe { target: Target::Parts { parts, past }, prefix: prefix_of(encoded.bytes), strict: false }
     }
 
     /// Whether a key (with its prefix) comes before the target: settled by the prefixes
     /// unless they tie.
     #[inline]
-    fn after(&self, prefix: u128, key: &Key) -> bool {
+    fn after(&self, prefix: Prefix, key: &Key) -> bool {
         match prefix.cmp(&self.prefix) {
             std::cmp::Ordering::Less => true,
             std::cmp::Ordering::Greater => false,
-            std::cmp::Ordering::Equal => {
-                if self.strict {
-                    key <= self.key
-                } else {
-                    key < self.key
-                }
-            }
+            std::cmp::Ordering::Equal => match self.target {
+                Target::Key(target) if self.strict => key <= target,
+                Target::Key(target) => key < target,
+                Target::Parts { parts, past } => before_parts(key, parts, past),
+            },
         }
     }
 }
 
-/// The first 16 bytes of an order-preserving byte encoding of `key`, as a big-endian
-/// number: `order_prefix(a) < order_prefix(b)` implies `a < b`, and `a <= b` implies
-/// `order_prefix(a) <= order_prefix(b)` (ties say nothing). The encoding follows `Key`'s
-/// derived order: the variant (`One` before `Many`), then each part as its `Scalar`
-/// variant's tag and an order-preserving form of its value (integers with the sign bit
-/// flipped, doubles in `total_cmp` order, strings with 0x00 escaped as 0x00 0xFF and ended
-/// by 0x00 0x00, so a string's encoding is never a prefix of a longer string's).
-pub(crate) fn order_prefix(key: &Key) -> u128 {
-    let mut out = [0u8; 16];
-    let mut at = 0;
-    // Stops quietly once full: the rest cannot change the prefix.
-    let mut put = |bytes: &[u8]| {
-        for &byte in bytes {
-            if at == out.len() {
-                return false;
+/// Whether a composite key comes before the target `Target::Parts { parts, past }` in
+/// `Key`'s order (its parts compared in turn; a key that is a prefix of another first).
+fn before_parts(key: &Key, parts: &[&Scalar], past: bool) -> bool {
+    debug_assert!(matches!(key, Key::Many(_)), "parts probes search composite indexes");
+    let have = key.parts();
+    for (at, want) in parts.iter().enumerate() {
+        match have.get(at).map(|part| part.cmp(want)) {
+            // Shorter, and equal so far: a prefix of the target's keys comes first.
+            None | Some(std::cmp::Ordering::Less) => return true,
+            Some(std::cmp::Ordering::Greater) => return false,
+            Some(std::cmp::Ordering::Equal) => {}
+        }
+    }
+    past
+}
+
+/// The first 32 bytes of an order-preserving byte encoding of a key, as two big-endian
+/// numbers compared in turn: `prefix(a) < prefix(b)` implies `a < b`, and `a <= b`
+/// implies `prefix(a) <= prefix(b)` (ties say nothing). 32 bytes rather than 16 because
+/// composite keys of names spend the first 16 on the first name: keys that share it would
+/// tie, and every tie follows the key's pointers to its parts and their bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Prefix(u128, u128);
+
+impl Prefix {
+    fn to_bytes(self) -> [u8; 32] {
+        let mut bytes = [0; 32];
+        bytes[..16].copy_from_slice(&self.0.to_be_bytes());
+        bytes[16..].copy_from_slice(&self.1.to_be_bytes());
+        bytes
+    }
+}
+
+/// `Prefix` of a key.
+pub(crate) fn order_prefix(key: &Key) -> Prefix {
+    prefix_of(key_prefix_bytes(key))
+}
+
+/// The first 16 bytes of `order_prefix`, as one number (what sorts of many keys compare
+/// first: half the bytes to move).
+pub(crate) fn short_order_prefix(key: &Key) -> u128 {
+    u128::from_be_bytes(key_prefix_bytes(key))
+}
+
+fn key_prefix_bytes<const N: usize>(key: &Key) -> [u8; N] {
+    let mut out = match key {
+        Key::One(_) => Encoder::new(1),
+        Key::Many(_) => Encoder::new(2),
+    };
+    key.parts().iter().for_each(|part| out.push(part));
+    out.bytes
+}
+
+fn prefix_of(bytes: [u8; 32]) -> Prefix {
+    let (high, low) = bytes.split_at(16);
+    Prefix(
+        u128::from_be_bytes(high.try_into().expect("16 bytes")),
+        u128::from_be_bytes(low.try_into().expect("16 bytes")),
+    )
+}
+
+/// The first `N` bytes of an order-preserving encoding of a key, written part by part.
+/// The encoding follows `Key`'s derived order: the variant (1 for `One`, 2 for `Many`),
+/// then each part as its `Scalar` variant's tag and an order-preserving form of its value
+/// (integers with the sign bit flipped, doubles in `total_cmp` order, strings with 0x00
+/// escaped as 0x00 0xFF and ended by 0x00 0x00, so a string's encoding is never a prefix
+/// of a longer string's). Bytes past the end of the encoding are 0. Stops quietly once
+/// full (the rest cannot change the prefix).
+#[derive(Debug, Clone, Copy)]
+pub struct Encoder<const N: usize> {
+    bytes: [u8; N],
+    at: usize,
+}
+
+/// A composite key's order prefix being written part by part: a skip scan encodes its
+/// fixed parts and each leading value once, and derives from that the probes of the
+/// value's inner range (`Probe::encoded`).
+pub type PartsEncoder = Encoder<32>;
+
+impl<const N: usize> Encoder<N> {
+    fn new(tag: u8) -> Self {
+        let mut bytes = [0; N];
+        bytes[0] = tag;
+        Encoder { bytes, at: 1 }
+    }
+
+    /// Appends one part.
+    #[inline]
+    pub fn push(&mut self, part: &Scalar) {
+        if self.at == N {
+            return;
+        }
+        match part {
+            Scalar::Null => self.put(&[1]),
+            Scalar::Bool(b) => self.put(&[2, u8::from(*b)]),
+            Scalar::Int(i) => {
+                self.put(&[3]);
+                self.put(&((*i as u64) ^ (1 << 63)).to_be_bytes());
             }
-            out[at] = byte;
-            at += 1;
-        }
-        true
-    };
-    let parts: &[Scalar] = match key {
-        Key::One(one) => {
-            put(&[1]);
-            std::slice::from_ref(one)
-        }
-        Key::Many(many) => {
-            put(&[2]);
-            many
-        }
-    };
-    for part in parts {
-        let more = match part {
-            Scalar::Null => put(&[1]),
-            Scalar::Bool(b) => put(&[2, u8::from(*b)]),
-            Scalar::Int(i) => put(&[3]) && put(&((*i as u64) ^ (1 << 63)).to_be_bytes()),
             Scalar::Double(d) => {
                 let bits = d.0.to_bits();
                 let ordered = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
-                put(&[4]) && put(&ordered.to_be_bytes())
+                self.put(&[4]);
+                self.put(&ordered.to_be_bytes());
             }
             Scalar::Str(text) => {
-                put(&[5])
-                    && text.iter().all(|&byte| if byte == 0 { put(&[0, 0xff]) } else { put(&[byte]) })
-                    && put(&[0, 0])
+                self.put(&[5]);
+                self.put_str(text);
             }
-        };
-        if !more {
-            break;
         }
     }
-    u128::from_be_bytes(out)
+
+    /// Appends what fits.
+    #[inline]
+    fn put(&mut self, more: &[u8]) {
+        let n = more.len().min(N - self.at);
+        self.bytes[self.at..self.at + n].copy_from_slice(&more[..n]);
+        self.at += n;
+    }
+
+    /// A string escaped and ended: one copy when the part that fits holds no 0 byte
+    /// (nearly always), byte by byte otherwise.
+    fn put_str(&mut self, text: &[u8]) {
+        let head = &text[..text.len().min(N - self.at)];
+        if !head.contains(&0) {
+            self.put(head);
+        } else {
+            for &byte in head {
+                if byte == 0 {
+                    self.put(&[0, 0xff]);
+                } else {
+                    self.put(&[byte]);
+                }
+            }
+        }
+        if head.len() == text.len() {
+            self.put(&[0, 0]);
+        }
+    }
+}
+
+impl PartsEncoder {
+    /// An empty composite key.
+    pub fn composite() -> PartsEncoder {
+        Encoder::new(2)
+    }
+
+    /// These parts and the next part of the key whose order prefix is `prefix` (a key
+    /// that starts with these parts), read from the prefix's bytes, so the key itself is
+    /// never touched; `None` when that part's encoding does not end within the prefix.
+    pub fn with_next_of(&self, prefix: Prefix) -> Option<PartsEncoder> {
+        let bytes = prefix.to_bytes();
+        debug_assert_eq!(bytes[..self.at], self.bytes[..self.at], "the key starts with these parts");
+        let tag = *bytes.get(self.at)?;
+        let end = match tag {
+            1 => self.at + 1,
+            2 => self.at + 2,
+            3 | 4 => self.at + 9,
+            5 => {
+                // A string ends at the first 00 00; 00 FF is an escaped 0 byte.
+                let mut i = self.at + 1;
+                loop {
+                    match (bytes.get(i)?, bytes.get(i + 1)?) {
+                        (0, 0) => break i + 2,
+                        (0, _) => i += 2,
+                        _ => i += 1,
+                    }
+                }
+            }
+            _ => return None,
+        };
+        (end <= bytes.len()).then(|| {
+            let mut next = *self;
+            next.bytes[self.at..end].copy_from_slice(&bytes[self.at..end]);
+            next.at = end;
+            next
+        })
+    }
+
+    /// Whether the key whose order prefix is `prefix` starts with exactly these parts
+    /// (`self` holding whole parts only).
+    pub fn starts(&self, prefix: Prefix) -> bool {
+        prefix.to_bytes()[..self.at] == self.bytes[..self.at]
+    }
 }
 
 /// A position: block index and index within it. `(blocks.len(), 0)` is the end.
@@ -268,7 +435,7 @@ impl OrderedMap {
 
     /// The first position whose key is `>= key` (or `> key` when `strict`).
     fn seek(&self, key: &Key, strict: bool) -> Position {
-        let probe = Probe::new(key, strict);
+        let probe = Probe::key(key, strict);
         let block = self.blocks.partition_point(|b| b.last_before(&probe));
         match self.blocks.get(block) {
             None => self.end(),
@@ -451,24 +618,28 @@ impl OrderedMap {
         (self.start_of(lower), self.end_of(upper))
     }
 
+    /// The order prefix of the key at a position before the end.
+    pub fn prefix_at(&self, at: Position) -> Option<Prefix> {
+        self.blocks.get(at.0).and_then(|block| block.prefixes.get(at.1)).copied()
+    }
+
     /// The key at a position before the end.
     pub fn key_at(&self, at: Position) -> Option<&Key> {
         self.blocks.get(at.0).and_then(|block| block.keys.get(at.1))
     }
 
-    /// The first position in `from..to` whose key is `>= key` (`> key` when `strict`), or
-    /// `to`. It gallops forward from `from` (1, 2, 4, ... blocks), so a key a few blocks
+    /// The first position in `from..to` whose key is not before `probe`, or `to`. It
+    /// gallops forward from `from` (1, 2, 4, ... blocks), so a key a few blocks
     /// on costs a few comparisons in blocks likely in cache, not a search from the top:
     /// what a skip scan's many short hops need.
-    pub fn seek_forward(&self, from: Position, to: Position, key: &Key, strict: bool) -> Position {
+    pub fn seek_forward(&self, from: Position, to: Position, probe: &Probe<'_>) -> Position {
         if from >= to {
             return to;
         }
-        let probe = Probe::new(key, strict);
         // Blocks that may hold the answer: `from.0 ..= to.0` (the end block only if it exists).
         let limit = (to.0 + 1).min(self.blocks.len());
         let mut block = from.0;
-        if self.blocks[block].last_before(&probe) {
+        if self.blocks[block].last_before(probe) {
             // Gallop: find a block whose last key is not before `key`, then search the
             // stretch since the previous probe.
             let mut passed = block;
@@ -478,19 +649,19 @@ impl OrderedMap {
                 if next >= limit {
                     break limit;
                 }
-                if !self.blocks[next].last_before(&probe) {
+                if !self.blocks[next].last_before(probe) {
                     break next;
                 }
                 passed = next;
                 step *= 2;
             };
-            block = passed + 1 + self.blocks[passed + 1..found].partition_point(|b| b.last_before(&probe));
+            block = passed + 1 + self.blocks[passed + 1..found].partition_point(|b| b.last_before(probe));
             if block >= limit {
                 return to;
             }
         }
         let first = if block == from.0 { from.1 } else { 0 };
-        let at = (block, self.blocks[block].lower(first, &probe));
+        let at = (block, self.blocks[block].lower(first, probe));
         // Past the block's keys only when `key` is above them all, which the gallop ruled out.
         debug_assert!(at.1 < self.blocks[block].keys.len());
         at.min(to)
@@ -500,8 +671,8 @@ impl OrderedMap {
     pub fn seek_lower(&self, from: Position, to: Position, bound: Bound<&Key>) -> Position {
         match bound {
             Bound::Unbounded => from,
-            Bound::Included(key) => self.seek_forward(from, to, key, false),
-            Bound::Excluded(key) => self.seek_forward(from, to, key, true),
+            Bound::Included(key) => self.seek_forward(from, to, &Probe::key(key, false)),
+            Bound::Excluded(key) => self.seek_forward(from, to, &Probe::key(key, true)),
         }
     }
 
@@ -509,8 +680,8 @@ impl OrderedMap {
     pub fn seek_upper(&self, from: Position, to: Position, bound: Bound<&Key>) -> Position {
         match bound {
             Bound::Unbounded => to,
-            Bound::Included(key) => self.seek_forward(from, to, key, true),
-            Bound::Excluded(key) => self.seek_forward(from, to, key, false),
+            Bound::Included(key) => self.seek_forward(from, to, &Probe::key(key, true)),
+            Bound::Excluded(key) => self.seek_forward(from, to, &Probe::key(key, false)),
         }
     }
 
@@ -623,6 +794,18 @@ mod tests {
         ]
     }
 
+    /// How many of `parts` an encoder built from them holds (whole parts only).
+    fn read_parts(parts: &[Scalar], encoded: &PartsEncoder) -> usize {
+        let mut fresh = PartsEncoder::composite();
+        parts
+            .iter()
+            .take_while(|part| {
+                fresh.push(part);
+                fresh.at <= encoded.at
+            })
+            .count()
+    }
+
     fn any_key() -> impl Strategy<Value = Key> {
         prop_oneof![
             scalar().prop_map(Key::One),
@@ -661,6 +844,55 @@ mod tests {
             }
         }
 
+        /// Probes of borrowed parts (a skip scan's) land where a sorted list of composite
+        /// keys says: before the first key starting with the parts, or after the last.
+        #[test]
+        fn parts_probes_agree_with_a_sorted_list(
+            keys in proptest::collection::btree_set(proptest::collection::vec(scalar(), 1..4), 1..1500),
+            targets in proptest::collection::vec((proptest::collection::vec(scalar(), 1..4), any::<bool>()), 1..40),
+        ) {
+            let sorted: Vec<Key> = keys.into_iter().map(|parts| Key::Many(parts.into_boxed_slice())).collect();
+            let map = OrderedMap::from_sorted(sorted.iter().enumerate().map(|(i, k)| (k.clone(), Postings::new(i as u32))));
+            for (target, past) in targets {
+                let starts_with = |k: &Key| k.parts().len() >= target.len() && k.parts()[..target.len()] == target[..];
+                let want = sorted.partition_point(|k| {
+                    let head = &k.parts()[..k.parts().len().min(target.len())];
+                    head < &target[..] || (past && starts_with(k))
+                });
+                let parts: Vec<&Scalar> = target.iter().collect();
+                let at = map.seek_forward((0, 0), map.end(), &Probe::parts(&parts, past));
+                let got = map.blocks[..at.0].iter().map(|b| b.keys.len()).sum::<usize>() + at.1;
+                prop_assert_eq!(got, want, "target {:?} past {}", target, past);
+            }
+        }
+
+        /// A part read back from a key's order prefix is the part's own encoding, or
+        /// nothing when it does not end within the prefix; `starts` tells the keys that
+        /// begin with the parts read so far from those that do not.
+        #[test]
+        fn parts_read_from_a_prefix_are_the_parts_encodings(
+            parts in proptest::collection::vec(scalar(), 2..4),
+            tail in proptest::collection::vec(scalar(), 1..3),
+            share in 0usize..4,
+        ) {
+            // Another key sharing the first `share` parts (when there are that many).
+            let other: Vec<Scalar> = parts[..share.min(parts.len())].iter().cloned().chain(tail).collect();
+            let key = Key::Many(parts.clone().into_boxed_slice());
+            let prefix = order_prefix(&key);
+            let mut encoded = PartsEncoder::composite();
+            for part in &parts {
+                let Some(read) = encoded.with_next_of(prefix) else { break };
+                encoded.push(part);
+                prop_assert_eq!(read.bytes, encoded.bytes);
+                prop_assert_eq!(read.at, encoded.at);
+                prop_assert!(read.starts(prefix));
+                let other_key = Key::Many(other.clone().into_boxed_slice());
+                let held = read_parts(&parts, &read);
+                let same_start = other.len() >= held && other[..held] == parts[..held];
+                prop_assert_eq!(read.starts(order_prefix(&other_key)), same_start, "{:?} vs {:?}", parts, other);
+            }
+        }
+
         /// Galloping seeks from any position land where a search from the top lands
         /// (clamped to the end position given), and rows between positions are the range's.
         #[test]
@@ -674,7 +906,7 @@ mod tests {
                 let to = map.seek(&key(to_key), false);
                 let top = map.seek(&key(target), strict);
                 let want = if top < from { from } else { top.min(to) };
-                let got = map.seek_forward(from, to, &key(target), strict);
+                let got = map.seek_forward(from, to, &Probe::key(&key(target), strict));
                 prop_assert_eq!(got, if from >= to { to } else { want }, "from {:?} to {:?} target {} strict {}", from, to, target, strict);
                 let rows = map.rows_between(from, to);
                 prop_assert_eq!(rows, keys.range(from_key..).filter(|&&k| k < to_key).count().min(if from >= to { 0 } else { usize::MAX }));

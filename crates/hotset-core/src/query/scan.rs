@@ -5,7 +5,7 @@
 //! counting the rows between them, and walking those entries in either direction.
 //! Never: check conditions on rows; a scan only yields the rows its keys hold.
 
-use crate::index::ordered::{OrderedMap, Position};
+use crate::index::ordered::{OrderedMap, PartsEncoder, Position, Probe};
 use crate::index::postings::Postings;
 use crate::index::{Index, Key};
 use crate::value::{OrdF64, Scalar};
@@ -142,6 +142,9 @@ fn successor(value: &Scalar) -> Option<Scalar> {
     }
 }
 
+/// The smallest scalar above `Null`: where a range without a lower bound starts.
+static SMALLEST_VALUE: Scalar = Scalar::Bool(false);
+
 /// A skip scan of a composite tree index: for each distinct value of the component after
 /// `outer.prefix` that lies in `outer`'s range (the leading range), the keys whose next
 /// component lies in `inner` (`low`..`high`; its prefix and `full` are unused). In key
@@ -169,27 +172,61 @@ impl SkipRange {
         let at = self.outer.prefix.len();
         let (lower, upper) = self.outer.map_bounds(true);
         let (mut cursor, end) = map.span(lower.as_ref(), upper.as_ref());
+        // The inner bounds as probes of parts `prefix, lead, value`: past the keys with that
+        // value when it is excluded below or included above. Without a lower bound the
+        // inner range starts at `false`, the smallest scalar above `Null` (an empty
+        // component is outside every range).
+        let (low, low_past) = match &self.inner_low {
+            Bound::Unbounded => (&SMALLEST_VALUE, false),
+            Bound::Included(value) => (value, false),
+            Bound::Excluded(value) => (value, true),
+        };
+        let (high, high_past) = match &self.inner_high {
+            Bound::Unbounded => (None, true),
+            Bound::Included(value) => (Some(value), true),
+            Bound::Excluded(value) => (Some(value), false),
+        };
+        let mut parts: Vec<&Scalar> = self.outer.prefix.iter().collect();
+        // The fixed parts are encoded once, and each leading value once for its three
+        // probes: read from the order prefix stored beside its first key (no load of the
+        // key's parts or bytes, a cache miss each) unless it does not fit there.
+        let mut fixed = PartsEncoder::composite();
+        parts.iter().for_each(|part| fixed.push(part));
         while cursor < end {
-            let lead = map.key_at(cursor).expect("a position before the end").parts()[at].clone();
-            let (inner_lower, inner_upper) = self.inner(&lead).map_bounds(true);
-            let start = map.seek_lower(cursor, end, inner_lower.as_ref());
-            let stop = map.seek_upper(start, end, inner_upper.as_ref());
+            let lead = &map.key_at(cursor).expect("a position before the end").parts()[at];
+            let from_prefix = fixed.with_next_of(map.prefix_at(cursor).expect("a position before the end"));
+            let with_lead = from_prefix.unwrap_or_else(|| {
+                let mut encoded = fixed;
+                encoded.push(lead);
+                encoded
+            });
+            let mut encoded = with_lead;
+            encoded.push(low);
+            parts.truncate(at);
+            parts.extend([lead, low]);
+            let start = map.seek_forward(cursor, end, &Probe::encoded(&parts, low_past, encoded));
+            parts.truncate(at + 1);
+            let mut encoded = with_lead;
+            if let Some(high) = high {
+                encoded.push(high);
+                parts.push(high);
+            }
+            let stop = map.seek_forward(start, end, &Probe::encoded(&parts, high_past, encoded));
             if start < stop && !f(start, stop) {
                 return false;
             }
-            let Some(next) = successor(&lead) else { return true };
-            let mut parts = self.outer.prefix.clone();
-            parts.push(next);
-            cursor = map.seek_forward(stop, end, &Key::Many(parts.into_boxed_slice()), false);
+            parts.truncate(at + 1);
+            // The key at `stop` often has the next leading value already (no key of this
+            // one above the inner range): then it is the next cursor without a seek.
+            let same_lead = stop < end
+                && match (from_prefix, map.prefix_at(stop)) {
+                    (Some(encoded), Some(prefix)) => encoded.starts(prefix),
+                    _ => map.key_at(stop).map(|key| &key.parts()[at]) == Some(lead),
+                };
+            cursor =
+                if same_lead { map.seek_forward(stop, end, &Probe::encoded(&parts, true, with_lead)) } else { stop };
         }
         true
-    }
-
-    /// The inner range under one leading value.
-    fn inner(&self, lead: &Scalar) -> KeyRange {
-        let mut prefix = self.outer.prefix.clone();
-        prefix.push(lead.clone());
-        KeyRange { prefix, low: self.inner_low.clone(), high: self.inner_high.clone(), full: false }
     }
 }
 
