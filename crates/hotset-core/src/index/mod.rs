@@ -325,7 +325,10 @@ impl Index {
             Lookup::Hash(map) => map.values().map(Postings::heap_bytes).sum::<usize>() + map.capacity() * (entry + 1),
             Lookup::Unique(map) => map.capacity() * (std::mem::size_of::<(Key, u32)>() + 1),
             Lookup::UniqueInt(map) => map.capacity() * (std::mem::size_of::<(i64, u32)>() + 1),
-            Lookup::Tree(map) => map.postings().map(Postings::heap_bytes).sum::<usize>() + map.len() * entry,
+            Lookup::Tree(map) => {
+                map.postings().map(Postings::heap_bytes).sum::<usize>()
+                    + map.len() * (entry + ordered::ENTRY_EXTRA_BYTES)
+            }
         };
         postings + self.key_bytes
     }

@@ -25,6 +25,10 @@ use std::ops::Bound;
 /// large enough that the block list stays short.
 pub const BLOCK_KEYS_MAX: usize = 256;
 
+/// Bytes a block keeps per key beside the key and its postings: the order prefix and the
+/// running row count.
+pub const ENTRY_EXTRA_BYTES: usize = std::mem::size_of::<Prefix>() + std::mem::size_of::<u32>();
+
 #[derive(Debug, Default)]
 struct Block {
     keys: Vec<Key>,
