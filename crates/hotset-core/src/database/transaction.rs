@@ -93,6 +93,7 @@ impl<'a> Transaction<'a> {
                 if batch {
                     data.begin_text_batch(operations.len());
                 }
+                data.begin_tree_batch(operations.len());
                 let mut failure = None;
                 for (position, operation) in operations.iter().enumerate() {
                     let applied = match operation {
@@ -115,9 +116,11 @@ impl<'a> Transaction<'a> {
                 }
                 if let Some((position, error)) = failure {
                     data.rollback(undo);
+                    data.end_tree_batch();
                     failed_at = Some(position);
                     return Err(error);
                 }
+                data.end_tree_batch();
                 let lsn = journal
                     .filter(|_| !undo.is_empty())
                     .map(|journal| log::docs(journal, data, undo.iter().map(Logged::from)));

@@ -174,6 +174,21 @@ impl Index {
         self.key_bytes = key_bytes;
     }
 
+    /// Adds the keys of `rows` (ascending; none of them in the index yet) to a tree
+    /// index: sorted, then merged with its keys in one pass (`OrderedMap::merge_sorted`).
+    pub fn merge_rows(&mut self, columns: &[Option<Column>], rows: &[u32]) {
+        let mut keyed: Vec<(ordered::Prefix, Key, u32)> = Vec::with_capacity(rows.len());
+        for &row in rows {
+            keyed.extend(self.row_keys(columns, row).into_iter().map(|key| (ordered::order_prefix(&key), key, row)));
+        }
+        // Whole keys compared only on a prefix tie; rows ascend within a key.
+        keyed.sort_unstable_by(|a, b| a.0.then_keys(b.0, &a.1, &b.1).then(a.2.cmp(&b.2)));
+        let Lookup::Tree(map) = &mut self.lookup else { unreachable!("only tree indexes merge rows") };
+        let mut added = 0;
+        map.merge_sorted(keyed, |key| added += key_heap_bytes(key));
+        self.key_bytes += added;
+    }
+
     /// The median order prefix of an evenly spaced sample of `rows`' keys.
     fn pivot_prefix(&self, columns: &[Option<Column>], rows: &[u32]) -> u128 {
         const SAMPLE: usize = 1024;

@@ -135,8 +135,10 @@ impl<'a> Probe<'a> {
             std::cmp::Ordering::Less => true,
             std::cmp::Ordering::Greater => false,
             std::cmp::Ordering::Equal => match self.target {
-                Target::Key(target) if self.strict => key <= target,
-                Target::Key(target) => key < target,
+                Target::Key(target) => {
+                    let order = if self.prefix.is_whole() { std::cmp::Ordering::Equal } else { key.cmp(target) };
+                    if self.strict { order.is_le() } else { order.is_lt() }
+                }
                 Target::Parts { parts, past } => before_parts(key, parts, past),
             },
         }
@@ -168,6 +170,43 @@ fn before_parts(key: &Key, parts: &[&Scalar], past: bool) -> bool {
 pub struct Prefix(u128, u128);
 
 impl Prefix {
+    /// Whether the prefix holds its key's whole encoding, so keys with equal prefixes are
+    /// equal without comparing them: the parts end before the last byte, where the 0 fill
+    /// begins (0 is no part's tag).
+    pub fn is_whole(self) -> bool {
+        let bytes = self.to_bytes();
+        let mut at = 1;
+        while at < bytes.len() {
+            at += match bytes[at] {
+                0 => return true,
+                1 => 1,
+                2 => 2,
+                3 | 4 => 9,
+                5 => {
+                    // A string: its bytes up to 00 00 (00 FF is an escaped 0).
+                    let mut i = at + 1;
+                    loop {
+                        match (bytes.get(i), bytes.get(i + 1)) {
+                            (Some(0), Some(0)) => break i + 2 - at,
+                            (Some(0), Some(_)) => i += 2,
+                            (Some(_), _) => i += 1,
+                            (None, _) => return false,
+                        }
+                    }
+                }
+                _ => return false,
+            };
+        }
+        false
+    }
+
+    /// How two keys compare, given their prefixes: by the prefixes, and only on a tie
+    /// that the prefix cannot settle by the keys.
+    #[inline]
+    pub fn then_keys(self, other: Prefix, key: &Key, other_key: &Key) -> std::cmp::Ordering {
+        self.cmp(&other).then_with(|| if self.is_whole() { std::cmp::Ordering::Equal } else { key.cmp(other_key) })
+    }
+
     fn to_bytes(self) -> [u8; 32] {
         let mut bytes = [0; 32];
         bytes[..16].copy_from_slice(&self.0.to_be_bytes());
@@ -358,17 +397,7 @@ impl SortedLayout {
 
     /// Adds a key above every key added so far, with its postings.
     pub fn push(&mut self, key: Key, postings: Postings) {
-        debug_assert!(self.open.keys.last().is_none_or(|last| *last < key), "keys ascend");
-        if self.open.keys.len() == Self::FILL {
-            self.seal();
-        }
-        self.open.rows += postings.len();
-        let before = self.open.upto.last().copied().unwrap_or(0);
-        self.open.upto.push(before + u32::try_from(postings.len()).expect("under 2^32 rows"));
-        self.open.prefixes.push(order_prefix(&key));
-        self.open.keys.push(key);
-        self.open.postings.push(postings);
-        self.keys += 1;
+        self.push_prefixed((order_prefix(&key), key), postings);
     }
 
     /// Adds `row` under `key`, which is the last key added or above it, with rows of one
@@ -382,6 +411,35 @@ impl SortedLayout {
             return None;
         }
         self.push(key, Postings::new(row));
+        self.open.keys.last()
+    }
+
+    /// `push` of a key whose order prefix is known.
+    fn push_prefixed(&mut self, (prefix, key): (Prefix, Key), postings: Postings) {
+        debug_assert!(self.open.keys.last().is_none_or(|last| *last < key), "keys ascend");
+        if self.open.keys.len() == Self::FILL {
+            self.seal();
+        }
+        self.open.rows += postings.len();
+        let before = self.open.upto.last().copied().unwrap_or(0);
+        self.open.upto.push(before + u32::try_from(postings.len()).expect("under 2^32 rows"));
+        self.open.prefixes.push(prefix);
+        self.open.keys.push(key);
+        self.open.postings.push(postings);
+        self.keys += 1;
+    }
+
+    /// `push_row` of a key whose order prefix is known: the last key is compared only
+    /// when the prefixes tie. Returns the key when it is new.
+    fn push_row_prefixed(&mut self, prefix: Prefix, key: Key, row: u32) -> Option<&Key> {
+        let last = self.open.prefixes.last().zip(self.open.keys.last());
+        if last.is_some_and(|(last_prefix, last_key)| last_prefix.then_keys(prefix, last_key, &key).is_eq()) {
+            self.open.postings.last_mut().expect("one posting list per key").insert(row);
+            self.open.rows += 1;
+            *self.open.upto.last_mut().expect("one count per key") += 1;
+            return None;
+        }
+        self.push_prefixed((prefix, key), Postings::new(row));
         self.open.keys.last()
     }
 
@@ -422,6 +480,45 @@ impl OrderedMap {
         }
         map.rebuild_fenwick();
         map
+    }
+
+    /// Adds `(prefix, key, row)` entries (`prefix` the key's `order_prefix`) given in
+    /// ascending order of key, then row (rows not under their key yet): one pass that
+    /// lays out the old entries and the new in key order, instead of a search and a
+    /// shift in a block per entry. Keys are compared by their prefixes, in full only on a
+    /// tie. Calls `new_key` with each key that was not in the map.
+    pub fn merge_sorted(
+        &mut self,
+        entries: impl IntoIterator<Item = (Prefix, Key, u32)>,
+        mut new_key: impl FnMut(&Key),
+    ) {
+        let mut old = std::mem::take(&mut self.blocks)
+            .into_iter()
+            .flat_map(|block| block.prefixes.into_iter().zip(block.keys).zip(block.postings));
+        let mut layout = SortedLayout::default();
+        let mut next_old = old.next();
+        for (prefix, key, row) in entries {
+            debug_assert_eq!(prefix, order_prefix(&key));
+            let order = |(old_prefix, old_key): &(Prefix, Key)| old_prefix.then_keys(prefix, old_key, &key);
+            // Old keys below this one go first.
+            while let Some((old_key, postings)) = next_old.take_if(|(old_key, _)| order(old_key).is_lt()) {
+                layout.push_prefixed(old_key, postings);
+                next_old = old.next();
+            }
+            match &mut next_old {
+                Some((old_key, postings)) if order(old_key).is_eq() => {
+                    debug_assert!(!postings.contains(row), "a merged row is new under its key");
+                    postings.insert(row);
+                }
+                _ => {
+                    if let Some(key) = layout.push_row_prefixed(prefix, key, row) {
+                        new_key(key);
+                    }
+                }
+            }
+        }
+        next_old.into_iter().chain(old).for_each(|(old_key, postings)| layout.push_prefixed(old_key, postings));
+        *self = OrderedMap::from_layouts(vec![layout]);
     }
 
     /// Number of distinct keys.
@@ -803,9 +900,11 @@ mod tests {
         let mut fresh = PartsEncoder::composite();
         parts
             .iter()
+            // A part that adds nothing (the encoder is full) is not held.
             .take_while(|part| {
+                let before = fresh.at;
                 fresh.push(part);
-                fresh.at <= encoded.at
+                fresh.at > before && fresh.at <= encoded.at
             })
             .count()
     }
@@ -828,6 +927,32 @@ mod tests {
             }
             if a <= b {
                 prop_assert!(pa <= pb, "{:?} <= {:?} but the prefixes say otherwise", a, b);
+            }
+            // A whole prefix settles equality, and short keys have one.
+            if pa == pb && pa.is_whole() {
+                prop_assert_eq!(&a, &b);
+            }
+            let short = a.parts().iter().all(|part| matches!(part, Scalar::Null | Scalar::Bool(_))) && a.parts().len() < 4;
+            prop_assert!(!short || pa.is_whole(), "{:?} fits its prefix", a);
+            prop_assert_eq!(pa.then_keys(pb, &a, &b), a.cmp(&b));
+        }
+
+        /// Keys that share their first 20 to 40 bytes (prefixes tie, whole or cut):
+        /// comparing by prefix, then by key only where the prefix cannot settle it, is
+        /// the keys' order.
+        #[test]
+        fn prefix_ties_are_settled_like_the_keys(
+            common in proptest::collection::vec(prop_oneof![Just(0u8), Just(b'a'), any::<u8>()], 20..40),
+            tails in proptest::collection::vec((proptest::collection::vec(prop_oneof![Just(0u8), Just(b'z')], 0..4), 0i64..3, any::<bool>()), 2..6),
+        ) {
+            let keys: Vec<Key> = tails.into_iter().map(|(tail, n, composite)| {
+                let text = Scalar::str(&[common.as_slice(), tail.as_slice()].concat());
+                if composite { Key::Many(vec![Scalar::Int(n), text].into_boxed_slice()) } else { Key::One(text) }
+            }).collect();
+            for a in &keys {
+                for b in &keys {
+                    prop_assert_eq!(order_prefix(a).then_keys(order_prefix(b), a, b), a.cmp(b), "{:?} vs {:?}", a, b);
+                }
             }
         }
 
@@ -915,6 +1040,42 @@ mod tests {
                 let rows = map.rows_between(from, to);
                 prop_assert_eq!(rows, keys.range(from_key..).filter(|&&k| k < to_key).count().min(if from >= to { 0 } else { usize::MAX }));
             }
+        }
+
+        /// Merging sorted new (key, row) entries gives the map a BTreeMap of row sets has
+        /// after the same inserts, and reports exactly the keys that were new.
+        #[test]
+        fn merging_sorted_entries_agrees_with_a_btree(
+            old in proptest::collection::btree_set((0i64..3000, 0u32..3), 0..2000),
+            new in proptest::collection::btree_set((0i64..3000, 3u32..6), 0..2000),
+        ) {
+            let mut map = OrderedMap::new();
+            let mut model: BTreeMap<i64, std::collections::BTreeSet<u32>> = BTreeMap::new();
+            for &(k, row) in &old {
+                map.insert(key(k), row);
+                model.entry(k).or_default().insert(row);
+            }
+            let mut reported = Vec::new();
+            map.merge_sorted(new.iter().map(|&(k, row)| (order_prefix(&key(k)), key(k), row)), |k| reported.push(k.clone()));
+            let mut expected_new = Vec::new();
+            for &(k, row) in &new {
+                if !model.contains_key(&k) && expected_new.last() != Some(&key(k)) {
+                    expected_new.push(key(k));
+                }
+                model.entry(k).or_default().insert(row);
+            }
+            prop_assert_eq!(reported, expected_new);
+            prop_assert_eq!(map.len(), model.len());
+            let mut walked = Vec::new();
+            map.walk(Bound::Unbounded, Bound::Unbounded, false, |k, postings| {
+                let mut rows = Vec::new();
+                postings.for_each(|row| { rows.push(row); true });
+                walked.push((k.clone(), rows));
+                true
+            });
+            let want: Vec<(Key, Vec<u32>)> = model.iter().map(|(k, rows)| (key(*k), rows.iter().copied().collect())).collect();
+            prop_assert_eq!(walked, want);
+            prop_assert_eq!(map.count_rows(Bound::Unbounded, Bound::Unbounded), old.len() + new.len());
         }
 
         /// Against a BTreeMap of row sets: same entries, walks and range counts after any

@@ -12,8 +12,15 @@ use super::text_batch::{self, Job, TextWorkers};
 use crate::doc;
 use crate::error::{Error, Result};
 use crate::schema::IndexDef;
+use roaring::RoaringBitmap;
 use serde_json::Value;
 use std::sync::Arc;
+
+/// Fewest rows for which a batch defers its tree keys (`begin_tree_batch`).
+const TREE_BATCH_ROWS_MIN: usize = 4096;
+/// A batch defers its tree keys when it is at least 1/this of the namespace's rows: the
+/// merge passes over every key, so a small batch into a big index is cheaper row by row.
+const TREE_BATCH_SHARE_MAX: usize = 16;
 
 /// How to roll back one applied write.
 #[derive(Debug)]
@@ -186,8 +193,11 @@ impl NamespaceData {
                 column.set(row, values);
             }
         }
-        let bulk_loading = self.bulk_loading;
-        for index in self.indexes.iter_mut().filter(|i| !(bulk_loading && i.deferrable())) {
+        let defer = self.bulk_loading || self.deferred_rows.is_some();
+        if let Some(pending) = &mut self.deferred_rows {
+            pending.insert(row);
+        }
+        for index in self.indexes.iter_mut().filter(|i| !(defer && i.deferrable())) {
             for key in index.row_keys(&self.columns, row) {
                 index.insert(key, row);
             }
@@ -205,8 +215,11 @@ impl NamespaceData {
                 text.remove(row);
             }
         }
-        let bulk_loading = self.bulk_loading;
-        for index in self.indexes.iter_mut().filter(|i| !(bulk_loading && i.deferrable())) {
+        // A row whose keys wait in a tree batch is not in the deferrable indexes: its
+        // current keys are taken at the end (an update removes a row's keys before it
+        // adds the new ones, so a row is pending only after its old keys are gone).
+        let defer = self.bulk_loading || self.deferred_rows.as_ref().is_some_and(|pending| pending.contains(row));
+        for index in self.indexes.iter_mut().filter(|i| !(defer && i.deferrable())) {
             for key in index.row_keys(&self.columns, row) {
                 index.remove(&key, row);
             }
@@ -249,6 +262,38 @@ impl NamespaceData {
     pub fn end_text_batch(&mut self) {
         std::mem::take(&mut self.text_workers).finish(&mut self.indexes);
         self.indexes.iter_mut().filter_map(|i| i.text_mut()).for_each(|t| t.end_batch());
+    }
+
+    /// Starts a batch of about `rows` writes under one write lock, which must be ended by
+    /// `end_tree_batch` before the lock is released. When the batch is large against the
+    /// namespace, deferrable indexes take its keys at the end, sorted and merged in one
+    /// pass; otherwise nothing changes.
+    pub fn begin_tree_batch(&mut self, rows: usize) {
+        let worth_it = rows >= TREE_BATCH_ROWS_MIN && rows * TREE_BATCH_SHARE_MAX >= self.live.len() as usize;
+        if worth_it && !self.bulk_loading && self.indexes.iter().any(|index| index.deferrable()) {
+            self.deferred_rows = Some(RoaringBitmap::new());
+        }
+    }
+
+    /// Ends a tree batch: the live rows it left pending enter the deferrable indexes.
+    pub fn end_tree_batch(&mut self) {
+        let Some(mut pending) = self.deferred_rows.take() else { return };
+        pending &= &self.live;
+        let rows: Vec<u32> = pending.iter().collect();
+        let columns = &self.columns;
+        let mut deferrable: Vec<&mut crate::index::Index> =
+            self.indexes.iter_mut().filter(|index| index.deferrable()).collect();
+        if rows.len() >= TREE_BATCH_ROWS_MIN && deferrable.len() > 1 && crate::several_cores() {
+            // Indexes are independent: half of them merge on a second thread.
+            let half = deferrable.len() / 2;
+            let (mine, theirs) = deferrable.split_at_mut(half);
+            std::thread::scope(|scope| {
+                scope.spawn(|| theirs.iter_mut().for_each(|index| index.merge_rows(columns, &rows)));
+                mine.iter_mut().for_each(|index| index.merge_rows(columns, &rows));
+            });
+        } else {
+            deferrable.iter_mut().for_each(|index| index.merge_rows(columns, &rows));
+        }
     }
 
     /// Ends a bulk load: builds every deferrable index from the live rows in one sort.
