@@ -21,7 +21,8 @@
 //! ```text
 //!   word length (chars)     variants stored               answers
 //!   1 ..= WORD_CHARS_MAX    itself, every 1 deletion      max 1 when query + 1 <= WORD_CHARS_MAX
-//!   LONG_CHARS ..=          and every 2 deletions         max 2 when query >= LONG_CHARS
+//!   LONG_CHARS ..=          and every 2 deletions but     max 2 when query >= LONG_CHARS
+//!                           of the first letter
 //!   > WORD_CHARS_MAX        nothing (rare, long tokens)   (its lookups go to the trie)
 //! ```
 //!
@@ -45,18 +46,37 @@ pub const WORD_CHARS_MAX: usize = 20;
 /// Most edits the table answers for.
 pub const EDITS_MAX: u8 = 2;
 
-/// Variant hashes to term ids. Each entry is one `u64`: the variant hash's upper 32 bits
-/// (its tag) above the term id, so a slot costs 8 bytes plus hashbrown's control byte.
+/// Fewest recent entries that make a merge into the sorted ones (below, they stay in the
+/// small hash table: a merge rewrites the sorted entries). Small in unit tests, so their
+/// small vocabularies are merged many times over.
+const RECENT_MIN: usize = if cfg!(test) { 64 } else { 4096 };
+
+/// Variant hashes to term ids. An entry is one `u64`: the upper 32 bits of the variant's
+/// hash (its tag) above the term id. Most entries sit in `sorted` (8 bytes each, plus a
+/// directory of about 2 bytes an entry); entries added since the last merge sit in
+/// `recent`, a hash table (about twice the bytes an entry), and are merged in once they are
+/// an eighth of the sorted ones, so a merge's linear cost is spread over the inserts that
+/// led to it, and at the end of a bulk load (`settle`).
 #[derive(Debug, Default)]
 pub struct Deletions {
-    entries: hashbrown::HashTable<u64>,
+    /// Merged entries in ascending order (so by tag).
+    sorted: Vec<u64>,
+    /// `directory[b]`: the first entry of `sorted` whose tag's top `bits` bits are `b` or
+    /// more (`2^bits + 1` of them); empty while `sorted` is.
+    directory: Vec<u32>,
+    bits: u32,
+    recent: hashbrown::HashTable<u64>,
     hasher: ahash::RandomState,
 }
 
-/// The table's own hash of an entry's tag: the tag is already uniform, but hashbrown
-/// reads the top 7 bits and the low bits, so it is spread over all 64.
+/// `recent`'s hash of an entry's tag: the tag is already uniform, but hashbrown reads the
+/// top 7 bits and the low bits, so it is spread over all 64.
 fn slot_hash(tag: u32) -> u64 {
     u64::from(tag).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(tag)
+}
+
+fn tag_of(entry: u64) -> u32 {
+    (entry >> 32) as u32
 }
 
 impl Deletions {
@@ -80,15 +100,80 @@ impl Deletions {
         let mut tags = self.variant_tags(&chars, deletions);
         tags.sort_unstable();
         tags.dedup();
-        self.entries.reserve(tags.len(), |&e| slot_hash((e >> 32) as u32));
+        self.recent.reserve(tags.len(), |&e| slot_hash(tag_of(e)));
         for tag in tags {
             let entry = u64::from(tag) << 32 | u64::from(id);
-            self.entries.insert_unique(slot_hash(tag), entry, |&e| slot_hash((e >> 32) as u32));
+            self.recent.insert_unique(slot_hash(tag), entry, |&e| slot_hash(tag_of(e)));
+        }
+        if self.recent.len() >= RECENT_MIN.max(self.sorted.len() / 8) {
+            self.merge();
+        }
+    }
+
+    /// Merges the recent entries into the sorted ones (the end of a bulk load).
+    pub fn settle(&mut self) {
+        if !self.recent.is_empty() {
+            self.merge();
+        }
+    }
+
+    fn merge(&mut self) {
+        let mut recent: Vec<u64> = std::mem::take(&mut self.recent).into_iter().collect();
+        recent.sort_unstable();
+        let mut merged: Vec<u64> = Vec::with_capacity(self.sorted.len() + recent.len());
+        let (mut old, mut new) = (self.sorted.iter().peekable(), recent.iter().peekable());
+        while let (Some(&&a), Some(&&b)) = (old.peek(), new.peek()) {
+            if a <= b {
+                merged.push(a);
+                old.next();
+            } else {
+                merged.push(b);
+                new.next();
+            }
+        }
+        merged.extend(old);
+        merged.extend(new);
+        debug_assert!(merged.is_sorted());
+        self.sorted = merged;
+        // About two entries a directory slot.
+        self.bits = (self.sorted.len() / 2).max(1).ilog2().clamp(1, 28);
+        let shift = 32 - self.bits;
+        let slots = 1usize << self.bits;
+        let mut directory: Vec<u32> = Vec::with_capacity(slots + 1);
+        let mut at = 0usize;
+        for slot in 0..slots {
+            while at < self.sorted.len() && ((tag_of(self.sorted[at]) >> shift) as usize) < slot {
+                at += 1;
+            }
+            directory.push(u32::try_from(at).expect("fewer than 2^32 variants"));
+        }
+        directory.push(u32::try_from(self.sorted.len()).expect("fewer than 2^32 variants"));
+        self.directory = directory;
+    }
+
+    /// Calls `f` with the term id of every entry tagged `tag`.
+    fn each_with_tag(&self, tag: u32, f: &mut impl FnMut(TermId)) {
+        if !self.directory.is_empty() {
+            let slot = (tag >> (32 - self.bits)) as usize;
+            let range = self.directory[slot] as usize..self.directory[slot + 1] as usize;
+            for &entry in self.sorted[range].iter().skip_while(|&&e| tag_of(e) < tag) {
+                if tag_of(entry) != tag {
+                    break;
+                }
+                f(entry as u32);
+            }
+        }
+        for &entry in self.recent.iter_hash(slot_hash(tag)).filter(|&&e| tag_of(e) == tag) {
+            f(entry as u32);
         }
     }
 
     /// The tags of `chars` and of its variants with up to `deletions` (at most 2)
-    /// characters deleted, duplicates included.
+    /// characters deleted, duplicates included. Two deletions never take the first
+    /// letter: a word whose first letter differs from the query's is one edit away at
+    /// most (the first-letter rule), which one deletion on each side covers; and two
+    /// words with the same first letter are as far apart as they are without it, so
+    /// their shared variant keeps it.
     fn variant_tags(&self, chars: &[char], deletions: u8) -> Vec<u32> {
         assert!(deletions <= EDITS_MAX, "{deletions} deletions");
         let n = chars.len();
@@ -102,7 +187,7 @@ impl Deletions {
         tag_of(usize::MAX, usize::MAX, &mut tags);
         for a in (0..n).take_while(|_| deletions > 0) {
             tag_of(a, usize::MAX, &mut tags);
-            if deletions == 2 {
+            if deletions == 2 && a > 0 {
                 for b in a + 1..n {
                     tag_of(a, b, &mut tags);
                 }
@@ -128,9 +213,7 @@ impl Deletions {
         tags.dedup();
         let mut candidates: Vec<TermId> = Vec::new();
         for tag in tags {
-            candidates.extend(
-                self.entries.iter_hash(slot_hash(tag)).filter(|&&e| (e >> 32) as u32 == tag).map(|&e| e as u32),
-            );
+            self.each_with_tag(tag, &mut |id| candidates.push(id));
         }
         candidates.sort_unstable();
         candidates.dedup();
@@ -148,16 +231,16 @@ impl Deletions {
 
     /// Approximate bytes held.
     pub fn memory_bytes(&self) -> usize {
-        self.entries.allocation_size()
+        self.sorted.capacity() * 8 + self.directory.capacity() * 4 + self.recent.allocation_size()
     }
 
     /// Entries held (variants of all words, after removing each word's duplicates).
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.sorted.len() + self.recent.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 }
 
@@ -318,9 +401,12 @@ mod tests {
         assert_eq!(table_lookup(&words, &q("abc"), 1), [("abc".to_string(), 0)]);
         let mut table = Deletions::default();
         table.insert("headphones", 0);
-        // 1 + 10 + 45 variants, less the duplicates deleting either of `ph`... none: 56.
-        assert_eq!(table.len(), 56);
-        assert!(table.memory_bytes() >= 56 * 8);
+        // Itself, 10 with one letter deleted, 36 with two (never the first): 47.
+        assert_eq!(table.len(), 47);
+        assert!(table.memory_bytes() >= 47 * 8);
+        table.settle();
+        assert_eq!(table.len(), 47);
+        assert!(table.recent.is_empty() && table.sorted.len() == 47);
     }
 
     proptest! {

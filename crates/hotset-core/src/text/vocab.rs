@@ -136,9 +136,11 @@ impl Vocab {
         self.deletions.memory_bytes()
     }
 
-    /// Lays the trie out for fast walks (the end of a bulk load).
+    /// Lays the trie out for fast walks and merges the deletion table (the end of a bulk
+    /// load).
     pub fn settle(&mut self) {
         self.trie.settle();
+        self.deletions.settle();
     }
 
     pub fn memory_bytes(&self) -> usize {
