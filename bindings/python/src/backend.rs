@@ -380,6 +380,16 @@ impl Backend {
         match self.db()? {
             Some(db) => {
                 let statement = hotset_sql::parse(text).map_err(Failure::Sql)?;
+                // A SELECT of whole documents answers as the builder's query does: its
+                // items become dicts straight from the engine's result. Through JSON text
+                // (written, then parsed back) it cost a third of a full-text query's time.
+                if let hotset_sql::Statement::Select(hotset_sql::Select {
+                    query,
+                    projection: hotset_sql::Projection::All,
+                }) = &statement
+                {
+                    return Ok(Answer::Local(db.query(query)?));
+                }
                 Ok(Answer::Wire(hotset_sql::execute(db, &statement)?))
             }
             None => Ok(Answer::Wire(self.call_bulk(&[b"DOC.SQL", text.as_bytes()])?)),
