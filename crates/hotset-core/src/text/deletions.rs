@@ -20,7 +20,8 @@
 //!
 //! ```text
 //!   word length (chars)     variants stored               answers
-//!   1 ..= WORD_CHARS_MAX    itself, every 1 deletion      max 1 when query + 1 <= WORD_CHARS_MAX
+//!   1 ..= WORD_CHARS_MAX    itself, every 1 deletion      max 0 when query <= WORD_CHARS_MAX,
+//!                                                         max 1 when query + 1 <= WORD_CHARS_MAX
 //!   LONG_CHARS ..=          and every 2 deletions but     max 2 when query >= LONG_CHARS
 //!                           of the first letter
 //!   > WORD_CHARS_MAX        nothing (rare, long tokens)   (its lookups go to the trie)
@@ -83,7 +84,7 @@ impl Deletions {
     /// Whether `within_edits` can answer a query of `chars` letters with `max` edits.
     pub fn covers(chars: usize, max: u8) -> bool {
         match max {
-            0 => true,
+            0 => chars <= WORD_CHARS_MAX,
             1 => chars < WORD_CHARS_MAX,
             2 => chars >= LONG_CHARS && chars + 2 <= WORD_CHARS_MAX,
             _ => false,
@@ -92,12 +93,12 @@ impl Deletions {
 
     /// Adds the variants of a new word.
     pub fn insert(&mut self, word: &str, id: TermId) {
-        let chars: Vec<char> = word.chars().collect();
-        if chars.len() > WORD_CHARS_MAX {
+        let chars = word.chars().count();
+        if chars > WORD_CHARS_MAX {
             return;
         }
-        let deletions = if chars.len() >= LONG_CHARS { 2 } else { 1 };
-        let mut tags = self.variant_tags(&chars, deletions);
+        let deletions = if chars >= LONG_CHARS { 2 } else { 1 };
+        let mut tags = self.variant_tags(word, deletions);
         tags.sort_unstable();
         tags.dedup();
         self.recent.reserve(tags.len(), |&e| slot_hash(tag_of(e)));
@@ -168,28 +169,33 @@ impl Deletions {
         }
     }
 
-    /// The tags of `chars` and of its variants with up to `deletions` (at most 2)
+    /// The tags of `word` and of its variants with up to `deletions` (at most 2)
     /// characters deleted, duplicates included. Two deletions never take the first
     /// letter: a word whose first letter differs from the query's is one edit away at
     /// most (the first-letter rule), which one deletion on each side covers; and two
     /// words with the same first letter are as far apart as they are without it, so
     /// their shared variant keeps it.
-    fn variant_tags(&self, chars: &[char], deletions: u8) -> Vec<u32> {
+    fn variant_tags(&self, word: &str, deletions: u8) -> Vec<u32> {
         assert!(deletions <= EDITS_MAX, "{deletions} deletions");
-        let n = chars.len();
+        let bytes = word.as_bytes();
+        // Where each character starts, and the end: deleting character `i` cuts out
+        // `starts[i]..starts[i + 1]`.
+        let starts: Vec<usize> = word.char_indices().map(|(at, _)| at).chain(std::iter::once(word.len())).collect();
+        let n = starts.len() - 1;
         let mut tags = Vec::with_capacity(1 + n + if deletions == 2 { n * n.saturating_sub(1) / 2 } else { 0 });
-        let mut buffer = String::with_capacity(n * 4);
-        let mut tag_of = |skip_a: usize, skip_b: usize, tags: &mut Vec<u32>| {
+        let mut buffer: Vec<u8> = Vec::with_capacity(bytes.len());
+        let mut tag = |pieces: &[&[u8]], tags: &mut Vec<u32>| {
             buffer.clear();
-            buffer.extend(chars.iter().enumerate().filter(|&(i, _)| i != skip_a && i != skip_b).map(|(_, &c)| c));
-            tags.push((self.hasher.hash_one(buffer.as_bytes()) >> 32) as u32);
+            pieces.iter().for_each(|piece| buffer.extend_from_slice(piece));
+            tags.push((self.hasher.hash_one(buffer.as_slice()) >> 32) as u32);
         };
-        tag_of(usize::MAX, usize::MAX, &mut tags);
+        tag(&[bytes], &mut tags);
         for a in (0..n).take_while(|_| deletions > 0) {
-            tag_of(a, usize::MAX, &mut tags);
+            let (before, after) = (&bytes[..starts[a]], &bytes[starts[a + 1]..]);
+            tag(&[before, after], &mut tags);
             if deletions == 2 && a > 0 {
                 for b in a + 1..n {
-                    tag_of(a, b, &mut tags);
+                    tag(&[before, &bytes[starts[a + 1]..starts[b]], &bytes[starts[b + 1]..]], &mut tags);
                 }
             }
         }
@@ -208,7 +214,8 @@ impl Deletions {
         f: &mut dyn FnMut(TermId, u8),
     ) {
         assert!(Self::covers(query.len(), max), "a lookup the table cannot answer");
-        let mut tags = self.variant_tags(query, max);
+        let text: String = query.iter().collect();
+        let mut tags = self.variant_tags(&text, max);
         tags.sort_unstable();
         tags.dedup();
         let mut candidates: Vec<TermId> = Vec::new();
@@ -374,6 +381,7 @@ mod tests {
     fn covers_what_the_stored_variants_allow() {
         assert!(Deletions::covers(1, 1) && Deletions::covers(WORD_CHARS_MAX - 1, 1));
         assert!(!Deletions::covers(WORD_CHARS_MAX, 1));
+        assert!(Deletions::covers(WORD_CHARS_MAX, 0) && !Deletions::covers(WORD_CHARS_MAX + 1, 0));
         assert!(!Deletions::covers(LONG_CHARS - 1, 2) && Deletions::covers(LONG_CHARS, 2));
         assert!(!Deletions::covers(WORD_CHARS_MAX - 1, 2) && !Deletions::covers(5, 3));
     }
@@ -411,14 +419,15 @@ mod tests {
 
     proptest! {
         /// The table with its verification finds exactly the words the definition names,
-        /// over small alphabets (many near neighbours, repeated letters) and both limits.
+        /// over small alphabets (many near neighbours, repeated letters; characters of one,
+        /// two and four bytes) and both limits.
         #[test]
         fn table_lookups_agree_with_brute_force(
-            words in proptest::collection::btree_set("[abcd]{1,12}", 1..80),
+            words in proptest::collection::btree_set("[abcdé𝄞]{1,12}", 1..80),
             pick in any::<proptest::sample::Index>(),
             edits in 0usize..4,
             seed in any::<u64>(),
-            random_query in "[abcd]{0,12}",
+            random_query in "[abcdé𝄞]{0,12}",
             use_random in any::<bool>(),
             max in 0u8..=2,
         ) {

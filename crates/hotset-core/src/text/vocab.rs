@@ -257,6 +257,11 @@ mod tests {
         v.intern("keybored", LANGS);
         assert_eq!(typos(&v, "keybord", 1), [("keyboard".to_string(), 1), ("keybored".to_string(), 1)]);
         assert!(v.deletions_bytes() > 0 && v.memory_bytes() > v.deletions_bytes());
+        // Words too long for the table are found by the trie, typos and all.
+        let long = "a".repeat(super::super::deletions::WORD_CHARS_MAX + 1);
+        v.intern(&long, LANGS);
+        assert_eq!(typos(&v, &long, 0), [(long.clone(), 0)]);
+        assert_eq!(typos(&v, &long[1..], 1), [(long.clone(), 1)]);
     }
 
     /// Enough words that the trie is laid out again several times while they go in.
