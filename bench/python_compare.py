@@ -2,9 +2,11 @@
 """Hotset embedded (the `hotset` Python package) against Reindexer's builtin engine
 (pyreindexer), side by side on the same data and the same seeded queries, in one run.
 
-Each run starts both sides as fresh processes, one after the other (interleaved, so load
-on this shared machine falls on both alike): bench/python_hotset.py and
-../shared/bench/query_pyreindexer.py (--api builder --no-loop-insert). Figures are the
+Each run starts the sides as fresh processes, one after the other (interleaved, so load
+on this shared machine falls on both alike): bench/python_hotset.py,
+../shared/bench/query_pyreindexer.py (--api builder --no-loop-insert) and, for the extra
+shapes, bench/query_pyreindexer_extra.py (its own namespace with a name+year composite
+index, the same seeded parameters: bench/extra_shapes.py). Figures are the
 median of the runs; ratios are Hotset/Reindexer for throughput and Reindexer/Hotset for
 memory (above 1: Hotset better).
 
@@ -12,6 +14,10 @@ memory (above 1: Hotset better).
   name_year        WHERE name = ? AND year > 2010 ORDER BY year LIMIT 10, with total
   year_range       year 2010..2020 ORDER BY year DESC LIMIT 20 OFFSET 100
   fulltext         one dictionary word, LIMIT 10
+  in_range         name IN (5 names) AND year BETWEEN lo AND hi ORDER BY year DESC, id
+                   LIMIT 10 OFFSET 10, with total (builder; composite name+year index)
+  fulltext sql     the full-text query through SQL (Hotset MATCH(description, 'w'),
+                   Reindexer description = 'w'); "fulltext builder" the same run's builder form
   upsert           upsert of an existing record (name and year changed)
   bulk insert      100k records through one transaction (json.loads per line included)
   RSS after load   the whole Python process, data set lines included on both sides
@@ -43,6 +49,12 @@ QUERIES = [
     ("fulltext one word", "d_fulltext[builder]", "d_fulltext[builder]"),
     ("upsert", "e_upsert", "e_upsert"),
 ]
+# The extra shapes: Hotset's keys from python_hotset.py, Reindexer's from query_pyreindexer_extra.py.
+EXTRA = [
+    ("in_range + total", "g_in_range[builder]", "g_in_range[builder]"),
+    ("fulltext sql", "h_fulltext[sql]", "h_fulltext[sql]"),
+    ("fulltext builder", "h_fulltext[builder]", "h_fulltext[builder]"),
+]
 
 
 def last_json(text):
@@ -56,9 +68,11 @@ def run(cmd):
     return last_json(out.stdout)
 
 
-def figures(result, side):
+def figures(result, side, extra=None):
     r = result["results"]
     f = {label: r[h if side == "hotset" else x]["ops_s"] for label, h, x in QUERIES}
+    e = r if side == "hotset" else extra["results"]
+    f.update({label: e[h if side == "hotset" else x]["ops_s"] for label, h, x in EXTRA})
     f["bulk_insert rows/s"] = r["f_bulk_insert_tx"]["rows_s"]
     f["rss_mb_after_load"] = result["rss_mb_after_load"]
     f["rss_mb_before_load"] = result["rss_mb_before_load"]
@@ -77,20 +91,24 @@ def main():
         hotset_cmd.append("--memory")
     rx_cmd = [py, os.path.join(SHARED, "query_pyreindexer.py"), "--data", DATA, "--seconds", str(a.seconds),
               "--api", "builder", "--no-loop-insert"]
+    rx_extra_cmd = [py, os.path.join(HERE, "query_pyreindexer_extra.py"), "--data", DATA, "--seconds", str(a.seconds)]
     runs = {"hotset": [], "reindexer": []}
     for i in range(a.runs):
-        for side, cmd in (("hotset", hotset_cmd), ("reindexer", rx_cmd)):
-            result = run(cmd)
-            runs[side].append(figures(result, side))
-            print(f"# run {i + 1} {side}: {json.dumps(runs[side][-1])}", file=sys.stderr)
-            if side == "hotset":
-                sanity = result["sanity_rows"]
-            else:
-                rx_sanity = result["sanity_rows"]
+        result = run(hotset_cmd)
+        sanity = result["sanity_rows"]
+        runs["hotset"].append(figures(result, "hotset"))
+        print(f"# run {i + 1} hotset: {json.dumps(runs['hotset'][-1])}", file=sys.stderr)
+        result, extra = run(rx_cmd), run(rx_extra_cmd)
+        rx_sanity, rx_extra_sanity = result["sanity_rows"], extra["sanity_rows"]
+        runs["reindexer"].append(figures(result, "reindexer", extra))
+        print(f"# run {i + 1} reindexer: {json.dumps(runs['reindexer'][-1])}", file=sys.stderr)
     # Both sides must have answered the same queries with the same row counts.
     # (Reindexer's counts are pairs: its builder and SQL answers.)
     assert (sanity["b"], sanity["b_total"], sanity["c"], sanity["d"]) == \
         (rx_sanity["b"][0], rx_sanity["b_total"], rx_sanity["c"][0], rx_sanity["d"][0]), (sanity, rx_sanity)
+    # The extra shapes: the same page of ids and the same totals; SQL and builder agree.
+    for key in ("g_ids", "g_total", "g_totals", "h"):
+        assert sanity[key] == rx_extra_sanity[key], (key, sanity[key], rx_extra_sanity[key])
     median = {side: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for side, rs in runs.items()}
     ratios = {}
     print(f"{'':24s} {'hotset':>12s} {'reindexer':>12s} {'ratio':>7s}")

@@ -11,6 +11,13 @@ and measures, single-threaded, for ~--seconds each after --warmup:
   b_name_year      WHERE name = ? AND year > 2010 ORDER BY year LIMIT 10, with total
   c_year_range     WHERE year RANGE 2010..2020 ORDER BY year DESC LIMIT 20 OFFSET 100
   d_fulltext       full-text match of one dictionary word, LIMIT 10
+then adds a composite tree index name+year (as bench/query_pyreindexer_extra.py has) and
+measures the extra shapes of bench/extra_shapes.py:
+  g_in_range       name IN (5 names) AND year RANGE lo..hi ORDER BY year DESC, id
+                   LIMIT 10 OFFSET 10, with total
+  h_fulltext       d_fulltext through SQL (SELECT * ... WHERE MATCH(description, 'w')
+                   LIMIT 10) and through the builder
+and then
   e_upsert         upsert of a random existing record (name/year changed)
   f_bulk_insert_tx all N records through one transaction (json.loads of each line
                    included, as the Reindexer side does)
@@ -30,6 +37,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "shared", "bench"))
 from bench_common import Params, cycle, ensure_items, read_lines, report, rss_mb, timed_run  # noqa: E402
+from extra_shapes import COMPOSITE, LIMIT, OFFSET, in_range_params  # noqa: E402
 
 import hotset  # noqa: E402
 
@@ -115,6 +123,32 @@ def main():
     R["b_name_year[builder]"] = timed_run(b_builder, cycle(P.names), a.seconds, a.warmup)
     R["c_year_range[builder]"] = timed_run(c_builder, cycle([0]), a.seconds, a.warmup)
     R["d_fulltext[builder]"] = timed_run(d_builder, cycle(P.words), a.seconds, a.warmup)
+
+    # ---- the extra shapes (before the upserts: the same data as the Reindexer side's)
+    db.add_index(ns, {"fields": list(COMPOSITE), "type": ["string", "int"], "index": "tree"})
+    in_range = in_range_params(P)
+
+    def in_range_query(params):
+        names, lo, hi = params
+        r = (q(ns).where("name", "in", names).where("year", "range", (lo, hi)).sort("year", desc=True)
+             .sort("id").offset(OFFSET).limit(LIMIT).total().execute())
+        return r.items, r.total
+
+    def g_builder(params):
+        return len(in_range_query(params)[0])
+
+    sql = db.sql
+
+    def h_sql(word):
+        return len(sql(f"SELECT * FROM items WHERE MATCH(description, '{word}') LIMIT 10").items)
+
+    items, total = in_range_query(in_range[0])
+    out["sanity_rows"].update({"g_ids": [d["id"] for d in items], "g_total": total,
+                               "g_totals": [in_range_query(p)[1] for p in in_range[:50]],
+                               "h": (h_sql(P.words[1]), d_builder(P.words[1]))})
+    R["g_in_range[builder]"] = timed_run(g_builder, cycle(in_range), a.seconds, a.warmup)
+    R["h_fulltext[sql]"] = timed_run(h_sql, cycle(P.words), a.seconds, a.warmup)
+    R["h_fulltext[builder]"] = timed_run(d_builder, cycle(P.words), a.seconds, a.warmup)
 
     upsert = db.upsert
 

@@ -72,6 +72,8 @@ fn fulltext(lines: &[String], params: &Value, options: &Options) -> Value {
     let rss_loaded = rss_mb();
     let info = db.describe("items").expect("namespace exists");
     let index_bytes = info.index_memory.iter().find(|(name, _)| name == "description").map_or(0, |(_, b)| *b);
+    let typo_table_bytes =
+        info.text.iter().find(|(name, _)| name == "description").map_or(0, |(_, s)| s.typo_table_bytes);
     let strings = |key: &str| -> Vec<String> {
         params[key]
             .as_array()
@@ -113,6 +115,7 @@ fn fulltext(lines: &[String], params: &Value, options: &Options) -> Value {
         "rss_mb_loaded": rss_loaded,
         "raw_text_mb": (raw_text as f64 / 1048576.0 * 10.0).round() / 10.0,
         "text_index_mb": (index_bytes as f64 / 1048576.0 * 10.0).round() / 10.0,
+        "typo_table_mb": (typo_table_bytes as f64 / 1048576.0 * 10.0).round() / 10.0,
         "qps": qps,
         "mean_total": totals,
         "latency": latency,

@@ -263,6 +263,21 @@ def test_full_text_match_rank_highlight_snippet(db, items):
     assert sorted(d["id"] for d in sql) == sorted(expected)
 
 
+def test_sql_select_star_answers_as_the_builder_does(db, items):
+    # Whole documents through SQL and through the builder: the same dicts (ranks
+    # included), the same total; embedded, SQL takes the builder's way to Python objects.
+    built = db.query("items").match("description", "boat").limit(5).total().execute()
+    sql = db.sql("SELECT *, COUNT(*) FROM items WHERE MATCH(description, 'boat') LIMIT 5")
+    assert sql.total > 0 and len(sql) == 5
+    assert sql.items == built.items and sql.total == built.total and sql.affected is None
+    built = db.query("items").where("year", ">", 2015).sort("year", desc=True).sort("id").limit(7).execute()
+    sql = db.sql("SELECT * FROM items WHERE year > 2015 ORDER BY year DESC, id LIMIT 7")
+    assert sql.items == built.items and len(sql) == 7 and sql.total is None
+    explained = db.sql("EXPLAIN SELECT * FROM items WHERE year > 2015 LIMIT 1")
+    built = db.query("items").where("year", ">", 2015).limit(1).explain()
+    assert explained.items == built.items and set(explained.explain) == set(built.explain)
+
+
 def test_search_across_namespaces(db, items):
     db.create_namespace("notes", indexes=[{"field": "id", "type": "int", "index": "hash", "pk": True},
                                           {"field": "body", "index": "text"}])

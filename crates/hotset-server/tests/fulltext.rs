@@ -114,6 +114,7 @@ fn text_search_over_every_protocol_and_after_a_restart() {
     // Describe and metrics show the text index.
     let described = get(&server, "/api/v1/namespaces/products");
     assert_eq!(described["text_indexes"]["search"]["rows"], 4, "{described}");
+    assert!(described["text_indexes"]["search"]["typo_table_bytes"].as_u64().unwrap() > 0, "{described}");
     assert!(described["index_memory_bytes"]["search"].as_u64().unwrap() > 0);
     let metrics = get(&server, "/metrics");
     let metrics = metrics.as_str().unwrap_or_else(|| panic!("metrics are text: {metrics}")).to_string();

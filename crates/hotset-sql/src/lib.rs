@@ -3,8 +3,10 @@
 //! Owns: parsing SQL with the `sqlparser` crate (generic dialect), translating the parts
 //! Hotset supports into `hotset_core` values (`Query`, conditions, updates, documents),
 //! refusing everything else with an error that points at the line and column, and
-//! `execute`, which runs a statement and writes its answer as JSON. Never: evaluate a
-//! query itself (the engine does), or accept SQL it would silently half-understand.
+//! `execute`, which runs a statement and writes its answer as JSON; and `StatementCache`
+//! (`template.rs`), which keeps parsed SELECTs by their text with the string literals taken
+//! out, so repeated shapes skip the parser. Never: evaluate a query itself (the engine
+//! does), or accept SQL it would silently half-understand.
 //!
 //! Supported:
 //! - `SELECT * | field, ... | COUNT(*) | SUM/AVG/MIN/MAX(field) | COUNT(DISTINCT field)
@@ -46,10 +48,12 @@ mod ddl;
 mod exec;
 mod index;
 mod select;
+mod template;
 mod write;
 
 pub use exec::execute;
 pub use index::IndexSpec;
+pub use template::{StatementCache, TEMPLATES_MAX};
 
 use hotset_core::Query;
 use hotset_core::query::SetField;

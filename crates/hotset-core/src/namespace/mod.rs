@@ -92,7 +92,8 @@ impl NamespaceInfo {
             .iter()
             .map(|(name, stats)| {
                 let stats = serde_json::json!({"rows": stats.rows, "words": stats.words, "hits": stats.hits,
-                                               "memory_bytes": stats.memory_bytes});
+                                               "memory_bytes": stats.memory_bytes,
+                                               "typo_table_bytes": stats.typo_table_bytes});
                 (name.clone(), stats)
             })
             .collect();

@@ -349,7 +349,13 @@ impl TextIndex {
 
     /// Numbers for describe and metrics.
     pub fn stats(&self) -> TextStats {
-        TextStats { rows: self.rows, words: self.vocab.len(), hits: self.hits, memory_bytes: self.memory_bytes() }
+        TextStats {
+            rows: self.rows,
+            words: self.vocab.len(),
+            hits: self.hits,
+            memory_bytes: self.memory_bytes(),
+            typo_table_bytes: self.vocab.deletions_bytes(),
+        }
     }
 }
 
@@ -362,4 +368,6 @@ pub struct TextStats {
     /// (row, field, word) entries in the postings.
     pub hits: usize,
     pub memory_bytes: usize,
+    /// The part of `memory_bytes` that the vocabulary's deletion table (typos) holds.
+    pub typo_table_bytes: usize,
 }

@@ -1,12 +1,14 @@
 //! Full-text search: the `text` index and its query language.
 //!
 //! Owns: everything between text and ranked rows: words (`fold`), languages (`lang`),
-//! the options of an index (`config`), the vocabulary (`vocab`), the inverted and forward
-//! indexes kept in step with rows (`index`), the query language (`parse`), matching and
+//! the options of an index (`config`), the vocabulary (`vocab`, with its `trie` and its
+//! table of `deletions` for typos), the inverted and forward indexes kept in step with
+//! rows (`index`), the query language (`parse`), matching and
 //! ranking (`search`) and highlighting (`markup`). Never: know about namespaces, locks or
 //! documents; the namespace feeds rows in and the executor asks for hits.
 
 pub mod config;
+pub mod deletions;
 pub mod fold;
 pub mod index;
 pub mod lang;

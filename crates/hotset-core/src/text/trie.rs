@@ -1,5 +1,6 @@
 //! A character trie of the vocabulary, for the lookups that walk words by their start:
-//! prefixes and edit distance.
+//! prefixes, and edit distance where the table of deletion variants (`deletions`) does
+//! not answer (2 edits on words under 8 letters, words over 20 letters, 3 edits).
 //!
 //! Owns: the trie's nodes (children by character, the term id ending at a node) and the
 //! two walks over it. The edit-distance walk carries one row of the distance table per

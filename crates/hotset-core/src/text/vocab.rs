@@ -2,10 +2,12 @@
 //! ways to find words that are not the one asked for.
 //!
 //! Owns: term ids (dense, never reused), the word ↔ id maps, stem groups, and lookups by
-//! prefix and edit distance (through a character trie, `trie`) and by suffix (through an
-//! ordered map of the words spelled backwards: a suffix is a prefix of the reversed
-//! word). Never: know about rows or scores.
+//! prefix (through a character trie, `trie`), by edit distance (through a table of
+//! deletion variants, `deletions`, and the trie for what that table does not cover) and
+//! by suffix (through an ordered map of the words spelled backwards: a suffix is a prefix
+//! of the reversed word). Never: know about rows or scores.
 
+use super::deletions::Deletions;
 use super::lang::{Language, stem};
 use super::trie::Trie;
 use std::collections::BTreeMap;
@@ -31,6 +33,8 @@ pub struct Vocab {
     stems: Map<Box<str>, u32>,
     stem_terms: Vec<Vec<TermId>>,
     trie: Trie,
+    /// Deletion variants of every word, for typo lookups (`within_edits`).
+    deletions: Deletions,
     reversed: BTreeMap<Box<str>, TermId>,
 }
 
@@ -76,6 +80,7 @@ impl Vocab {
         let (text, ends, hasher) = (&self.text, &self.ends, &self.hasher);
         self.ids.insert_unique(hash, id, |&id| hasher.hash_one(word_in(text, ends, id).as_bytes()));
         self.trie.insert(word, id);
+        self.deletions.insert(word, id);
         self.reversed.insert(word.chars().rev().collect::<String>().into_boxed_str(), id);
         id
     }
@@ -107,20 +112,42 @@ impl Vocab {
 
     /// Calls `f(id, edits)` with every word within `max_edits` (at most 3) of `word`, the
     /// word itself included (with 0 edits); a typo in the first letter counts as two
-    /// (`Trie::within_edits`).
+    /// (`Trie::within_edits`). The deletion table answers what it covers (1 edit, or 2
+    /// from 8 letters: the limits queries ask for); the trie walk the rest.
     pub fn within_edits(&self, word: &str, max_edits: u8, mut f: impl FnMut(TermId, u8)) {
+        let query: Vec<char> = word.chars().collect();
+        if Deletions::covers(query.len(), max_edits) {
+            let (text, ends) = (&self.text, &self.ends);
+            self.deletions.within_edits(&query, max_edits, |id| word_in(text, ends, id), &mut f);
+        } else {
+            self.trie.within_edits(&query, max_edits, &mut f);
+        }
+    }
+
+    /// The trie walk alone, for tests comparing it with the deletion table.
+    #[cfg(test)]
+    pub fn within_edits_by_trie(&self, word: &str, max_edits: u8, mut f: impl FnMut(TermId, u8)) {
         let query: Vec<char> = word.chars().collect();
         self.trie.within_edits(&query, max_edits, &mut f);
     }
 
-    /// Lays the trie out for fast walks (the end of a bulk load).
+    /// Bytes held by the deletion table (part of `memory_bytes`).
+    pub fn deletions_bytes(&self) -> usize {
+        self.deletions.memory_bytes()
+    }
+
+    /// Lays the trie out for fast walks and merges the deletion table (the end of a bulk
+    /// load).
     pub fn settle(&mut self) {
         self.trie.settle();
+        self.deletions.settle();
     }
 
     pub fn memory_bytes(&self) -> usize {
-        // Each word is held twice (by id, reversed), and in the trie.
+        // Each word is held twice (by id, reversed), in the trie, and as variants in the
+        // deletion table.
         let words: usize = self.text.capacity()
+            + self.deletions.memory_bytes()
             + self.ends.capacity() * 4
             + self.reversed.keys().map(|w| w.len() + 16 + 8).sum::<usize>()
             + self.trie.memory_bytes();
@@ -209,6 +236,32 @@ mod tests {
         hits.clear();
         v.within_edits("кофеварко", 2, |id, e| hits.push((v.word(id).to_string(), e)));
         assert_eq!(hits, [("кофеварка".to_string(), 1)]);
+    }
+
+    /// A word added after lookups is found by the next one (the deletion table grows with
+    /// the vocabulary), through either limit.
+    #[test]
+    fn typo_lookups_see_words_added_later() {
+        let mut v = vocab(&["wireless", "keyboard"]);
+        let typos = |v: &Vocab, word: &str, max: u8| {
+            let mut hits = Vec::new();
+            v.within_edits(word, max, |id, e| hits.push((v.word(id).to_string(), e)));
+            hits.sort();
+            hits
+        };
+        assert_eq!(typos(&v, "headphnes", 2), []);
+        v.intern("headphones", LANGS);
+        v.intern("headphone", LANGS);
+        assert_eq!(typos(&v, "headphnes", 2), [("headphone".to_string(), 2), ("headphones".to_string(), 1)]);
+        assert_eq!(typos(&v, "keybord", 1), [("keyboard".to_string(), 1)]);
+        v.intern("keybored", LANGS);
+        assert_eq!(typos(&v, "keybord", 1), [("keyboard".to_string(), 1), ("keybored".to_string(), 1)]);
+        assert!(v.deletions_bytes() > 0 && v.memory_bytes() > v.deletions_bytes());
+        // Words too long for the table are found by the trie, typos and all.
+        let long = "a".repeat(super::super::deletions::WORD_CHARS_MAX + 1);
+        v.intern(&long, LANGS);
+        assert_eq!(typos(&v, &long, 0), [(long.clone(), 0)]);
+        assert_eq!(typos(&v, &long[1..], 1), [(long.clone(), 1)]);
     }
 
     /// Enough words that the trie is laid out again several times while they go in.
