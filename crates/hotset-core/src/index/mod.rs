@@ -14,9 +14,9 @@ pub mod postings;
 
 use crate::schema::{IndexDef, IndexKind};
 use crate::text::{TextConfig, TextIndex};
-use crate::value::{FieldType, OrdF64, Scalar};
+use crate::value::{FieldType, OrdF64, Scalar, ScalarRef};
 use column::Column;
-use ordered::{OrderedMap, SortedLayout};
+use ordered::{OrderedMap, SortedLayout, order_prefix, order_prefix_exact, order_prefix_of_parts};
 use postings::Postings;
 use smallvec::SmallVec;
 use std::ops::Bound;
@@ -140,7 +140,9 @@ impl Index {
     /// Replaces the contents of a tree index with the keys of `rows` (ascending), read
     /// from `columns`: sorted once, then laid out in order. Sorting compares a 16-byte
     /// prefix of each key first (`order_prefix`), so most comparisons never follow a
-    /// key's pointers, and moves small (prefix, position) pairs rather than keys.
+    /// key's pointers, and moves small (prefix, position) pairs rather than keys. Where
+    /// every row has one key (no array column), keys are not built per row: prefixes and
+    /// ties are read from the columns, and a key is built only where a new one starts.
     ///
     /// Many rows are split between this thread and one more by key range, not by rows:
     /// a pivot prefix taken from a sample divides the keys into those below it and the
@@ -150,24 +152,24 @@ impl Index {
     /// long as a side's sort and runs on one thread.)
     pub fn rebuild_tree(&mut self, columns: &[Option<Column>], rows: &[u32]) {
         assert!(matches!(self.lookup, Lookup::Tree(_)), "only tree indexes are rebuilt in bulk");
+        let this = &*self;
         let (layouts, key_bytes) = if rows.len() >= PARALLEL_REBUILD_ROWS_MIN && crate::several_cores() {
-            let this = &*self;
             let pivot = this.pivot_prefix(columns, rows);
             let (first, second) = rows.split_at(rows.len() / 2);
             std::thread::scope(|scope| {
                 let helper = scope.spawn(move || this.keys_split_at(columns, second, Some(pivot)));
-                let (below, above) = this.keys_split_at(columns, first, Some(pivot));
-                let (their_below, their_above) = helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                let [below, above] = this.keys_split_at(columns, first, Some(pivot));
+                let [their_below, their_above] = helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                 // Rows of the first half come first on each side, so row order holds.
-                let helper = scope.spawn(move || laid_out_in_order([above, their_above]));
-                let (low, low_bytes) = laid_out_in_order([below, their_below]);
+                let helper = scope.spawn(move || this.laid_out_in_order(columns, [above, their_above]));
+                let (low, low_bytes) = this.laid_out_in_order(columns, [below, their_below]);
                 let (high, high_bytes) = helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                 (vec![low, high], low_bytes + high_bytes)
             })
         } else {
-            let (all, none) = self.keys_split_at(columns, rows, None);
-            debug_assert!(none.is_empty());
-            let (layout, key_bytes) = laid_out_in_order([all, Vec::new()]);
+            let sides = this.keys_split_at(columns, rows, None);
+            debug_assert!(sides[1].entries.is_empty());
+            let (layout, key_bytes) = this.laid_out_in_order(columns, sides);
             (vec![layout], key_bytes)
         };
         self.lookup = Lookup::Tree(OrderedMap::from_layouts(layouts));
@@ -188,19 +190,125 @@ impl Index {
         sample.get(sample.len() / 2).copied().unwrap_or_default()
     }
 
-    /// The keys of `rows` (ascending) with their prefixes and rows, in row order, split
-    /// into those whose prefix is below `pivot` (all of them without one) and the rest.
-    fn keys_split_at(&self, columns: &[Option<Column>], rows: &[u32], pivot: Option<u128>) -> (Vec<Keyed>, Vec<Keyed>) {
+    /// Whether no column of this index holds arrays, so each row has at most one key.
+    fn single_keyed(&self, columns: &[Option<Column>]) -> bool {
+        self.columns.iter().all(|&c| !live(columns, c).holds_arrays())
+    }
+
+    /// The parts of `row`'s key in a single-keyed index, borrowed from the columns
+    /// (`None` for null; doubles as `OrdF64::new` keeps them in keys), or `None` when a
+    /// sparse index leaves the row out.
+    fn borrowed_parts<'c>(
+        &self,
+        columns: &'c [Option<Column>],
+        row: u32,
+    ) -> Option<SmallVec<[Option<ScalarRef<'c>>; 4]>> {
+        let part = |c: usize| match live(columns, c).first(row) {
+            Some(ScalarRef::Double(d)) => Some(ScalarRef::Double(OrdF64::new(d).0)),
+            other => other,
+        };
+        let parts: SmallVec<[Option<ScalarRef<'c>>; 4]> = self.columns.iter().map(|&c| part(c)).collect();
+        (!(self.def.sparse && parts.iter().all(Option::is_none))).then_some(parts)
+    }
+
+    /// The key of `row` in a single-keyed index (what `row_keys` returns for it).
+    fn single_key(&self, columns: &[Option<Column>], row: u32) -> Key {
+        let owned = |c: usize| live(columns, c).first_owned(row).unwrap_or(Scalar::Null);
+        match self.columns[..] {
+            [only] => Key::One(owned(only)),
+            _ => Key::Many(self.columns.iter().map(|&c| owned(c)).collect()),
+        }
+    }
+
+    /// Compares the keys of two rows of a single-keyed index, as `Key`'s order would.
+    fn compare_rows(&self, columns: &[Option<Column>], a: u32, b: u32) -> std::cmp::Ordering {
+        self.columns
+            .iter()
+            .map(|&c| {
+                let column = live(columns, c);
+                compare_parts(column.first(a), column.first(b))
+            })
+            .find(|order| order.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    }
+
+    /// The keys of `rows` (ascending) by prefix and row, split into those whose prefix is
+    /// below `pivot` (all of them without one) and the rest. Keys are held (and `slot`
+    /// says where) only for an index over arrays; others are read from the columns.
+    fn keys_split_at(&self, columns: &[Option<Column>], rows: &[u32], pivot: Option<u128>) -> [RowKeys; 2] {
         let expected = if pivot.is_some() { rows.len() / 2 } else { rows.len() };
-        let mut below = Vec::with_capacity(expected);
-        let mut above = Vec::with_capacity(rows.len() - expected);
-        for &row in rows {
-            for key in self.row_keys(columns, row) {
-                let prefix = order_prefix(&key);
-                if pivot.is_none_or(|pivot| prefix < pivot) { &mut below } else { &mut above }.push((prefix, key, row));
+        let mut sides = [RowKeys::with_capacity(expected), RowKeys::with_capacity(rows.len() - expected)];
+        let side = |prefix: u128| usize::from(pivot.is_some_and(|pivot| prefix >= pivot));
+        if self.single_keyed(columns) {
+            let many = self.columns.len() > 1;
+            for &row in rows {
+                if let Some(parts) = self.borrowed_parts(columns, row) {
+                    let (prefix, exact) = order_prefix_of_parts(many, parts);
+                    sides[side(prefix)].entries.push(Entry { prefix, row, exact, slot: NOT_HELD });
+                }
+            }
+        } else {
+            for &row in rows {
+                for key in self.row_keys(columns, row) {
+                    let (prefix, exact) = order_prefix_exact(&key);
+                    let side = &mut sides[side(prefix)];
+                    let slot = u32::try_from(side.keys.len()).expect("row keys fit in u32");
+                    side.entries.push(Entry { prefix, row, exact, slot });
+                    side.keys.push(key);
+                }
             }
         }
-        (below, above)
+        sides
+    }
+
+    /// Sorts the keys of two parts (the first part's rows below the second's) by (key,
+    /// row) and lays them out, equal keys grouped into one entry; also returns the heap
+    /// bytes of the distinct keys.
+    fn laid_out_in_order(&self, columns: &[Option<Column>], parts: [RowKeys; 2]) -> (SortedLayout, usize) {
+        let [mut all, second] = parts;
+        let offset = u32::try_from(all.keys.len()).expect("row keys fit in u32");
+        let moved = |slot: u32| if slot == NOT_HELD { slot } else { slot + offset };
+        all.entries.extend(second.entries.into_iter().map(|e| Entry { slot: moved(e.slot), ..e }));
+        all.keys.extend(second.keys);
+        let RowKeys { mut entries, keys } = all;
+        let mut keys: Vec<Option<Key>> = keys.into_iter().map(Some).collect();
+        let compare = |keys: &[Option<Key>], a: &Entry, b: &Entry| match (a.slot, b.slot) {
+            (NOT_HELD, _) | (_, NOT_HELD) => self.compare_rows(columns, a.row, b.row),
+            (a, b) => keys[a as usize].cmp(&keys[b as usize]),
+        };
+        // Rows break ties, so each key's rows come ascending. Keys whose prefix holds all
+        // of them (short strings, ints) are never compared: most rows of an index on a
+        // name share their key with many others, and comparing those in full was most of
+        // the sort.
+        entries.sort_unstable_by(|a, b| {
+            a.prefix
+                .cmp(&b.prefix)
+                .then_with(|| if a.exact { std::cmp::Ordering::Equal } else { compare(&keys, a, b) })
+                .then(a.row.cmp(&b.row))
+        });
+        let mut layout = SortedLayout::default();
+        let mut key_bytes = 0;
+        let mut last: Option<&Entry> = None;
+        for entry in &entries {
+            // Keys with different prefixes differ: only equal prefixes need a look (the
+            // last key laid out, or the last row's key in the columns).
+            let same = last.is_some_and(|last| {
+                last.prefix == entry.prefix
+                    && (entry.exact
+                        || match entry.slot {
+                            NOT_HELD => self.compare_rows(columns, last.row, entry.row).is_eq(),
+                            slot => layout.last_key() == keys[slot as usize].as_ref(),
+                        })
+            });
+            last = Some(entry);
+            // Each held key is taken once (and dropped unless it starts a run of equal keys).
+            let held = if entry.slot == NOT_HELD { None } else { keys[entry.slot as usize].take() };
+            let key = || held.unwrap_or_else(|| self.single_key(columns, entry.row));
+            if let Some(new) = layout.push_row(key, entry.row, entry.prefix, same) {
+                key_bytes += key_heap_bytes(new);
+            }
+        }
+        (layout, key_bytes)
     }
 
     pub fn insert(&mut self, key: Key, row: u32) {
@@ -342,44 +450,51 @@ fn int_key(key: &Key) -> i64 {
 /// Rows from which `Index::rebuild_tree` splits its work between two threads.
 const PARALLEL_REBUILD_ROWS_MIN: usize = 50_000;
 
-/// A key with its order prefix and its row.
-type Keyed = (u128, Key, u32);
+/// A row's key, by its order prefix and whether that holds the whole key (then an equal
+/// prefix means an equal key: see `order_prefix_exact`), and the slot of the key itself
+/// when it is held (`NOT_HELD` when it is read from the columns).
+#[derive(Clone, Copy)]
+struct Entry {
+    prefix: u128,
+    row: u32,
+    exact: bool,
+    slot: u32,
+}
 
-/// Sorts keys (the two parts given in row order, the first part's rows first) by
-/// (key, row) and lays them out, equal keys grouped into one entry; also returns the
-/// heap bytes of the distinct keys.
-fn laid_out_in_order(mut parts: [Vec<Keyed>; 2]) -> (SortedLayout, usize) {
-    let split = parts[0].len();
-    let at = |position: u32| -> (usize, usize) {
-        let position = position as usize;
-        if position < split { (0, position) } else { (1, position - split) }
-    };
-    let mut order: Vec<(u128, u32)> = parts
-        .iter()
-        .flatten()
-        .enumerate()
-        .map(|(position, (prefix, _, _))| (*prefix, u32::try_from(position).expect("row keys fit in u32")))
-        .collect();
-    let key = |position: u32| {
-        let (part, i) = at(position);
-        &parts[part][i].1
-    };
-    // Positions follow rows, so the last tie-break keeps each key's rows ascending.
-    order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| key(a.1).cmp(key(b.1))).then(a.1.cmp(&b.1)));
-    let mut layout = SortedLayout::default();
-    let mut key_bytes = 0;
-    let mut last_prefix = None;
-    for (prefix, position) in order {
-        let (part, i) = at(position);
-        // Each position is taken once; the placeholder left behind is never read.
-        let (_, key, row) = std::mem::replace(&mut parts[part][i], (0, Key::One(Scalar::Null), 0));
-        // Keys with different prefixes differ: only equal prefixes need the full compare.
-        let maybe_last = last_prefix.replace(prefix) == Some(prefix);
-        if let Some(new) = layout.push_row(key, row, maybe_last) {
-            key_bytes += key_heap_bytes(new);
+/// `Entry::slot` of a key read from the columns.
+const NOT_HELD: u32 = u32::MAX;
+
+/// Row keys of one side of a bulk build: entries in row order, and the keys they hold.
+struct RowKeys {
+    entries: Vec<Entry>,
+    keys: Vec<Key>,
+}
+
+impl RowKeys {
+    fn with_capacity(entries: usize) -> RowKeys {
+        RowKeys { entries: Vec::with_capacity(entries), keys: Vec::new() }
+    }
+}
+
+/// Compares two key parts (`None` for null) as `Scalar`'s order does: by variant (null,
+/// bool, int, double, string), then by value (doubles as `OrdF64::new` stores them).
+fn compare_parts(a: Option<ScalarRef<'_>>, b: Option<ScalarRef<'_>>) -> std::cmp::Ordering {
+    fn rank(part: Option<ScalarRef<'_>>) -> u8 {
+        match part {
+            None => 0,
+            Some(ScalarRef::Bool(_)) => 1,
+            Some(ScalarRef::Int(_)) => 2,
+            Some(ScalarRef::Double(_)) => 3,
+            Some(ScalarRef::Str(_)) => 4,
         }
     }
-    (layout, key_bytes)
+    match (a, b) {
+        (Some(ScalarRef::Bool(a)), Some(ScalarRef::Bool(b))) => a.cmp(&b),
+        (Some(ScalarRef::Int(a)), Some(ScalarRef::Int(b))) => a.cmp(&b),
+        (Some(ScalarRef::Double(a)), Some(ScalarRef::Double(b))) => OrdF64::new(a).cmp(&OrdF64::new(b)),
+        (Some(ScalarRef::Str(a)), Some(ScalarRef::Str(b))) => a.cmp(b),
+        _ => rank(a).cmp(&rank(b)),
+    }
 }
 
 fn live(columns: &[Option<Column>], id: usize) -> &Column {
@@ -397,67 +512,6 @@ fn insert_posting(entry: hashbrown::hash_map::Entry<'_, Key, Postings, ahash::Ra
             true
         }
     }
-}
-
-/// A number whose order agrees with the keys' order wherever it differs: the first
-/// part's variant, then its value (an int's bits with the sign flipped, a string's first
-/// eight bytes). Equal prefixes say nothing; the keys are compared in full then.
-/// The first 16 bytes of an order-preserving byte encoding of `key`, as a number: when
-/// `a < b` then `order_prefix(a) <= order_prefix(b)`, so a sort may compare prefixes first
-/// and compare whole keys only on a tie. The encoding writes, per part, a tag in the
-/// derived variant order, then the value: booleans as a byte, integers big-endian with the
-/// sign flipped, doubles by their total order bits, strings with each 0 byte escaped as
-/// `00 FF` and ended by `00 00` (so a string that is a prefix of another sorts first even
-/// when the other continues with a 0 byte). Composite keys hold several parts, so keys
-/// that share a first value (`first_name`, `last_name` with common first names) are
-/// still told apart by the prefix.
-fn order_prefix(key: &Key) -> u128 {
-    struct Prefix {
-        bytes: [u8; 16],
-        len: usize,
-    }
-    impl Prefix {
-        /// Appends bytes; false once the prefix is full (the rest cannot matter).
-        fn push(&mut self, more: &[u8]) -> bool {
-            let n = more.len().min(16 - self.len);
-            self.bytes[self.len..self.len + n].copy_from_slice(&more[..n]);
-            self.len += n;
-            self.len < 16
-        }
-    }
-    let mut prefix = Prefix { bytes: [0; 16], len: 0 };
-    let variant = match key {
-        Key::One(_) => 0,
-        Key::Many(_) => 1,
-    };
-    let mut open = prefix.push(&[variant]);
-    for part in key.parts() {
-        if !open {
-            break;
-        }
-        open = match part {
-            Scalar::Null => prefix.push(&[1]),
-            Scalar::Bool(b) => prefix.push(&[2, u8::from(*b)]),
-            Scalar::Int(i) => prefix.push(&[3]) && prefix.push(&((*i as u64) ^ (1 << 63)).to_be_bytes()),
-            Scalar::Double(d) => {
-                let bits = d.0.to_bits();
-                let ordered = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
-                prefix.push(&[4]) && prefix.push(&ordered.to_be_bytes())
-            }
-            Scalar::Str(text) => {
-                let mut open = prefix.push(&[5]);
-                for piece in text.split(|&b| b == 0).enumerate().map(|(i, piece)| (i > 0, piece)) {
-                    if !open {
-                        break;
-                    }
-                    let (escaped_zero, piece) = piece;
-                    open = (!escaped_zero || prefix.push(&[0, 0xFF])) && prefix.push(piece);
-                }
-                open && prefix.push(&[0, 0])
-            }
-        };
-    }
-    u128::from_be_bytes(prefix.bytes)
 }
 
 fn key_heap_bytes(key: &Key) -> usize {
@@ -589,6 +643,32 @@ mod prefix_tests {
                 }
             }
         }
+    }
+
+    proptest! {
+        /// What the bulk sort relies on to skip comparing keys: an exact prefix equal to
+        /// another key's prefix means the keys are equal.
+        #[test]
+        fn an_exact_prefix_decides_equality(keys in proptest::collection::vec(key(), 2..40)) {
+            for a in &keys {
+                let (prefix, exact) = order_prefix_exact(a);
+                for b in keys.iter().filter(|b| exact && order_prefix(b) == prefix) {
+                    prop_assert_eq!(a, b);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn exact_prefixes_are_the_keys_that_fit() {
+        let one = |text: &str| Key::One(Scalar::Str(Arc::from(text.as_bytes())));
+        // Variant, tag, 12 bytes, end: 16 bytes, full, so not known to be whole.
+        assert!(order_prefix_exact(&one("abcdefghijk")).1, "15 bytes fit with room to spare");
+        assert!(!order_prefix_exact(&one("abcdefghijkl")).1, "16 bytes fill the prefix");
+        assert!(!order_prefix_exact(&one("abcdefghijklm")).1);
+        assert!(order_prefix_exact(&Key::One(Scalar::Int(-5))).1);
+        let pair = Key::Many(vec![Scalar::Int(1), Scalar::Int(2)].into());
+        assert!(!order_prefix_exact(&pair).1, "two ints take 19 bytes");
     }
 
     #[test]

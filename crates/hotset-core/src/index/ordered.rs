@@ -18,7 +18,7 @@
 
 use super::Key;
 use super::postings::Postings;
-use crate::value::Scalar;
+use crate::value::{Scalar, ScalarRef};
 use std::ops::Bound;
 
 /// Most keys in one block: small enough that inserting into a block (a memmove) is cheap,
@@ -112,6 +112,24 @@ impl Probe<'_> {
 /// flipped, doubles in `total_cmp` order, strings with 0x00 escaped as 0x00 0xFF and ended
 /// by 0x00 0x00, so a string's encoding is never a prefix of a longer string's).
 pub(crate) fn order_prefix(key: &Key) -> u128 {
+    order_prefix_exact(key).0
+}
+
+/// `order_prefix`, and whether it holds the whole encoding of `key` with room to spare.
+/// An exact prefix equal to another key's prefix means the keys are equal: each part's
+/// encoding ends unambiguously (a string by `00 00`, which no escaped byte gives; other
+/// values by their fixed length), and after the last part come zeros, where a key with
+/// more parts would have a part's tag (never 0). Bulk builds skip comparing such keys.
+pub(crate) fn order_prefix_exact(key: &Key) -> (u128, bool) {
+    order_prefix_of_parts(matches!(key, Key::Many(_)), key.parts().iter().map(Scalar::as_ref))
+}
+
+/// `order_prefix_exact` of the key whose parts (`None` for null) are `parts`: a
+/// `Key::Many` when `many`, else a `Key::One` of the single part.
+pub(crate) fn order_prefix_of_parts<'a>(
+    many: bool,
+    parts: impl IntoIterator<Item = Option<ScalarRef<'a>>>,
+) -> (u128, bool) {
     let mut out = [0u8; 16];
     let mut at = 0;
     // Stops quietly once full: the rest cannot change the prefix.
@@ -125,37 +143,28 @@ pub(crate) fn order_prefix(key: &Key) -> u128 {
         }
         true
     };
-    let parts: &[Scalar] = match key {
-        Key::One(one) => {
-            put(&[1]);
-            std::slice::from_ref(one)
-        }
-        Key::Many(many) => {
-            put(&[2]);
-            many
-        }
-    };
+    put(&[if many { 2 } else { 1 }]);
     for part in parts {
         let more = match part {
-            Scalar::Null => put(&[1]),
-            Scalar::Bool(b) => put(&[2, u8::from(*b)]),
-            Scalar::Int(i) => put(&[3]) && put(&((*i as u64) ^ (1 << 63)).to_be_bytes()),
-            Scalar::Double(d) => {
-                let bits = d.0.to_bits();
+            None => put(&[1]),
+            Some(ScalarRef::Bool(b)) => put(&[2, u8::from(b)]),
+            Some(ScalarRef::Int(i)) => put(&[3]) && put(&((i as u64) ^ (1 << 63)).to_be_bytes()),
+            Some(ScalarRef::Double(d)) => {
+                let bits = d.to_bits();
                 let ordered = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
                 put(&[4]) && put(&ordered.to_be_bytes())
             }
-            Scalar::Str(text) => {
+            Some(ScalarRef::Str(text)) => {
                 put(&[5])
                     && text.iter().all(|&byte| if byte == 0 { put(&[0, 0xff]) } else { put(&[byte]) })
                     && put(&[0, 0])
             }
         };
         if !more {
-            break;
+            return (u128::from_be_bytes(out), false);
         }
     }
-    u128::from_be_bytes(out)
+    (u128::from_be_bytes(out), at < out.len())
 }
 
 /// A position: block index and index within it. `(blocks.len(), 0)` is the end.
@@ -187,6 +196,13 @@ impl SortedLayout {
 
     /// Adds a key above every key added so far, with its postings.
     pub fn push(&mut self, key: Key, postings: Postings) {
+        let prefix = order_prefix(&key);
+        self.push_prefixed(key, prefix, postings);
+    }
+
+    /// `push` with the key's `order_prefix` already known (a bulk build has it from its
+    /// sort, and computing it again reads the key's bytes: a cache miss per key).
+    fn push_prefixed(&mut self, key: Key, prefix: u128, postings: Postings) {
         debug_assert!(self.open.keys.last().is_none_or(|last| *last < key), "keys ascend");
         if self.open.keys.len() == Self::FILL {
             self.seal();
@@ -194,23 +210,31 @@ impl SortedLayout {
         self.open.rows += postings.len();
         let before = self.open.upto.last().copied().unwrap_or(0);
         self.open.upto.push(before + u32::try_from(postings.len()).expect("under 2^32 rows"));
-        self.open.prefixes.push(order_prefix(&key));
+        self.open.prefixes.push(prefix);
         self.open.keys.push(key);
         self.open.postings.push(postings);
         self.keys += 1;
     }
 
-    /// Adds `row` under `key`, which is the last key added or above it, with rows of one
-    /// key given in ascending order. `maybe_last` false says the caller knows `key` differs
-    /// from the last one (the comparison is skipped). Returns the key when it is new.
-    pub fn push_row(&mut self, key: Key, row: u32, maybe_last: bool) -> Option<&Key> {
-        if maybe_last && self.open.keys.last() == Some(&key) {
+    /// Adds `row` under the key the caller knows to be the last one added (`same`), or
+    /// else under `key()` (whose `order_prefix` is `prefix`), which is above every key
+    /// added so far; rows of one key come in ascending order. Returns the key when new.
+    pub fn push_row(&mut self, key: impl FnOnce() -> Key, row: u32, prefix: u128, same: bool) -> Option<&Key> {
+        if same {
+            debug_assert!(self.open.keys.last() == Some(&key()), "an equal key follows its twin");
             self.open.postings.last_mut().expect("one posting list per key").insert(row);
             self.open.rows += 1;
             *self.open.upto.last_mut().expect("one count per key") += 1;
             return None;
         }
-        self.push(key, Postings::new(row));
+        let key = key();
+        debug_assert_eq!(prefix, order_prefix(&key));
+        self.push_prefixed(key, prefix, Postings::new(row));
+        self.open.keys.last()
+    }
+
+    /// The last key added.
+    pub fn last_key(&self) -> Option<&Key> {
         self.open.keys.last()
     }
 
