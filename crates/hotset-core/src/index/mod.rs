@@ -140,9 +140,10 @@ impl Index {
     /// Replaces the contents of a tree index with the keys of `rows` (ascending), read
     /// from `columns`: sorted once, then laid out in order. Sorting compares a 16-byte
     /// prefix of each key first (`order_prefix`), so most comparisons never follow a
-    /// key's pointers, and moves small (prefix, position) pairs rather than keys. Where
-    /// every row has one key (no array column), keys are not built per row: prefixes and
-    /// ties are read from the columns, and a key is built only where a new one starts.
+    /// key's pointers, and moves small (prefix, row) entries rather than keys. Where every
+    /// row has one key (no array column) and the prefix holds all of it, the key is not
+    /// built per row, only once where its run of equal rows starts (an index on a name:
+    /// a million rows, a few thousand keys).
     ///
     /// Many rows are split between this thread and one more by key range, not by rows:
     /// a pivot prefix taken from a sample divides the keys into those below it and the
@@ -220,21 +221,10 @@ impl Index {
         }
     }
 
-    /// Compares the keys of two rows of a single-keyed index, as `Key`'s order would.
-    fn compare_rows(&self, columns: &[Option<Column>], a: u32, b: u32) -> std::cmp::Ordering {
-        self.columns
-            .iter()
-            .map(|&c| {
-                let column = live(columns, c);
-                compare_parts(column.first(a), column.first(b))
-            })
-            .find(|order| order.is_ne())
-            .unwrap_or(std::cmp::Ordering::Equal)
-    }
-
     /// The keys of `rows` (ascending) by prefix and row, split into those whose prefix is
-    /// below `pivot` (all of them without one) and the rest. Keys are held (and `slot`
-    /// says where) only for an index over arrays; others are read from the columns.
+    /// below `pivot` (all of them without one) and the rest. Keys whose prefix is exact
+    /// are not held (`slot` is `NOT_HELD`) where each row has one key: a key is built
+    /// from the columns where its run of equal keys starts. Others are held.
     fn keys_split_at(&self, columns: &[Option<Column>], rows: &[u32], pivot: Option<u128>) -> [RowKeys; 2] {
         let expected = if pivot.is_some() { rows.len() / 2 } else { rows.len() };
         let mut sides = [RowKeys::with_capacity(expected), RowKeys::with_capacity(rows.len() - expected)];
@@ -242,9 +232,17 @@ impl Index {
         if self.single_keyed(columns) {
             let many = self.columns.len() > 1;
             for &row in rows {
-                if let Some(parts) = self.borrowed_parts(columns, row) {
-                    let (prefix, exact) = order_prefix_of_parts(many, parts);
-                    sides[side(prefix)].entries.push(Entry { prefix, row, exact, slot: NOT_HELD });
+                let Some(parts) = self.borrowed_parts(columns, row) else { continue };
+                let (prefix, exact) = order_prefix_of_parts(many, parts);
+                let side = &mut sides[side(prefix)];
+                if exact {
+                    side.entries.push(Entry { prefix, row, exact, slot: NOT_HELD });
+                } else {
+                    // Built now, in row order, where the strings lie in the order they
+                    // were stored; in key order each would be a cache miss.
+                    let slot = u32::try_from(side.keys.len()).expect("row keys fit in u32");
+                    side.entries.push(Entry { prefix, row, exact, slot });
+                    side.keys.push(self.single_key(columns, row));
                 }
             }
         } else {
@@ -272,10 +270,11 @@ impl Index {
         all.keys.extend(second.keys);
         let RowKeys { mut entries, keys } = all;
         let mut keys: Vec<Option<Key>> = keys.into_iter().map(Some).collect();
-        let compare = |keys: &[Option<Key>], a: &Entry, b: &Entry| match (a.slot, b.slot) {
-            (NOT_HELD, _) | (_, NOT_HELD) => self.compare_rows(columns, a.row, b.row),
-            (a, b) => keys[a as usize].cmp(&keys[b as usize]),
-        };
+        // Equal prefixes are both exact or both not (an exact one equals the other key),
+        // and keys whose prefix is not exact are held.
+        fn held<'k>(keys: &'k [Option<Key>], entry: &Entry) -> &'k Key {
+            keys[entry.slot as usize].as_ref().expect("a held key")
+        }
         // Rows break ties, so each key's rows come ascending. Keys whose prefix holds all
         // of them (short strings, ints) are never compared: most rows of an index on a
         // name share their key with many others, and comparing those in full was most of
@@ -283,22 +282,17 @@ impl Index {
         entries.sort_unstable_by(|a, b| {
             a.prefix
                 .cmp(&b.prefix)
-                .then_with(|| if a.exact { std::cmp::Ordering::Equal } else { compare(&keys, a, b) })
+                .then_with(|| if a.exact { std::cmp::Ordering::Equal } else { held(&keys, a).cmp(held(&keys, b)) })
                 .then(a.row.cmp(&b.row))
         });
         let mut layout = SortedLayout::default();
         let mut key_bytes = 0;
         let mut last: Option<&Entry> = None;
         for entry in &entries {
-            // Keys with different prefixes differ: only equal prefixes need a look (the
-            // last key laid out, or the last row's key in the columns).
+            // Keys with different prefixes differ: only equal prefixes that are not exact
+            // need the keys compared.
             let same = last.is_some_and(|last| {
-                last.prefix == entry.prefix
-                    && (entry.exact
-                        || match entry.slot {
-                            NOT_HELD => self.compare_rows(columns, last.row, entry.row).is_eq(),
-                            slot => layout.last_key() == keys[slot as usize].as_ref(),
-                        })
+                last.prefix == entry.prefix && (entry.exact || layout.last_key() == Some(held(&keys, entry)))
             });
             last = Some(entry);
             // Each held key is taken once (and dropped unless it starts a run of equal keys).
@@ -452,7 +446,7 @@ const PARALLEL_REBUILD_ROWS_MIN: usize = 50_000;
 
 /// A row's key, by its order prefix and whether that holds the whole key (then an equal
 /// prefix means an equal key: see `order_prefix_exact`), and the slot of the key itself
-/// when it is held (`NOT_HELD` when it is read from the columns).
+/// when it is held (`NOT_HELD` when it is built from the columns when needed).
 #[derive(Clone, Copy)]
 struct Entry {
     prefix: u128,
@@ -473,27 +467,6 @@ struct RowKeys {
 impl RowKeys {
     fn with_capacity(entries: usize) -> RowKeys {
         RowKeys { entries: Vec::with_capacity(entries), keys: Vec::new() }
-    }
-}
-
-/// Compares two key parts (`None` for null) as `Scalar`'s order does: by variant (null,
-/// bool, int, double, string), then by value (doubles as `OrdF64::new` stores them).
-fn compare_parts(a: Option<ScalarRef<'_>>, b: Option<ScalarRef<'_>>) -> std::cmp::Ordering {
-    fn rank(part: Option<ScalarRef<'_>>) -> u8 {
-        match part {
-            None => 0,
-            Some(ScalarRef::Bool(_)) => 1,
-            Some(ScalarRef::Int(_)) => 2,
-            Some(ScalarRef::Double(_)) => 3,
-            Some(ScalarRef::Str(_)) => 4,
-        }
-    }
-    match (a, b) {
-        (Some(ScalarRef::Bool(a)), Some(ScalarRef::Bool(b))) => a.cmp(&b),
-        (Some(ScalarRef::Int(a)), Some(ScalarRef::Int(b))) => a.cmp(&b),
-        (Some(ScalarRef::Double(a)), Some(ScalarRef::Double(b))) => OrdF64::new(a).cmp(&OrdF64::new(b)),
-        (Some(ScalarRef::Str(a)), Some(ScalarRef::Str(b))) => a.cmp(b),
-        _ => rank(a).cmp(&rank(b)),
     }
 }
 
