@@ -132,16 +132,13 @@ pub(crate) fn order_prefix_of_parts<'a>(
 ) -> (u128, bool) {
     let mut out = [0u8; 16];
     let mut at = 0;
-    // Stops quietly once full: the rest cannot change the prefix.
+    // Stops quietly once full (false: not all of `bytes` fit): the rest cannot change
+    // the prefix.
     let mut put = |bytes: &[u8]| {
-        for &byte in bytes {
-            if at == out.len() {
-                return false;
-            }
-            out[at] = byte;
-            at += 1;
-        }
-        true
+        let n = bytes.len().min(out.len() - at);
+        out[at..at + n].copy_from_slice(&bytes[..n]);
+        at += n;
+        n == bytes.len()
     };
     put(&[if many { 2 } else { 1 }]);
     for part in parts {
@@ -155,8 +152,12 @@ pub(crate) fn order_prefix_of_parts<'a>(
                 put(&[4]) && put(&ordered.to_be_bytes())
             }
             Some(ScalarRef::Str(text)) => {
+                // Most strings hold no 0 byte, the one to escape: those are copied whole.
                 put(&[5])
-                    && text.iter().all(|&byte| if byte == 0 { put(&[0, 0xff]) } else { put(&[byte]) })
+                    && (match text.contains(&0) {
+                        false => put(text),
+                        true => text.iter().all(|&byte| if byte == 0 { put(&[0, 0xff]) } else { put(&[byte]) }),
+                    })
                     && put(&[0, 0])
             }
         };
