@@ -16,7 +16,7 @@ use crate::schema::{IndexDef, IndexKind};
 use crate::text::{TextConfig, TextIndex};
 use crate::value::{FieldType, OrdF64, Scalar, ScalarRef};
 use column::Column;
-use ordered::{OrderedMap, SortedLayout, order_prefix, order_prefix_exact, order_prefix_of_parts};
+use ordered::{OrderedMap, SortedLayout, order_prefix, order_prefix_long};
 use postings::Postings;
 use smallvec::SmallVec;
 use std::ops::Bound;
@@ -233,25 +233,28 @@ impl Index {
             let many = self.columns.len() > 1;
             for &row in rows {
                 let Some(parts) = self.borrowed_parts(columns, row) else { continue };
-                let (prefix, exact) = order_prefix_of_parts(many, parts);
+                let (prefix, more, exact) = order_prefix_long(many, parts);
                 let side = &mut sides[side(prefix)];
-                if exact {
-                    side.entries.push(Entry { prefix, row, exact, slot: NOT_HELD });
+                // A composite key is mostly one of its own (two names): built now, in row
+                // order, where its strings lie in the order they were stored (in key
+                // order each would be a cache miss). So is a key whose prefix does not
+                // hold it, as the sort compares it.
+                if exact && !many {
+                    side.entries.push(Entry { prefix, more, row, exact, slot: NOT_HELD });
                 } else {
-                    // Built now, in row order, where the strings lie in the order they
-                    // were stored; in key order each would be a cache miss.
                     let slot = u32::try_from(side.keys.len()).expect("row keys fit in u32");
-                    side.entries.push(Entry { prefix, row, exact, slot });
+                    side.entries.push(Entry { prefix, more, row, exact, slot });
                     side.keys.push(self.single_key(columns, row));
                 }
             }
         } else {
             for &row in rows {
                 for key in self.row_keys(columns, row) {
-                    let (prefix, exact) = order_prefix_exact(&key);
+                    let (prefix, more, exact) =
+                        order_prefix_long(matches!(key, Key::Many(_)), key.parts().iter().map(Scalar::as_ref));
                     let side = &mut sides[side(prefix)];
                     let slot = u32::try_from(side.keys.len()).expect("row keys fit in u32");
-                    side.entries.push(Entry { prefix, row, exact, slot });
+                    side.entries.push(Entry { prefix, more, row, exact, slot });
                     side.keys.push(key);
                 }
             }
@@ -280,8 +283,8 @@ impl Index {
         // name share their key with many others, and comparing those in full was most of
         // the sort.
         entries.sort_unstable_by(|a, b| {
-            a.prefix
-                .cmp(&b.prefix)
+            (a.prefix, a.more)
+                .cmp(&(b.prefix, b.more))
                 .then_with(|| if a.exact { std::cmp::Ordering::Equal } else { held(&keys, a).cmp(held(&keys, b)) })
                 .then(a.row.cmp(&b.row))
         });
@@ -292,11 +295,15 @@ impl Index {
             // Keys with different prefixes differ: only equal prefixes that are not exact
             // need the keys compared.
             let same = last.is_some_and(|last| {
-                last.prefix == entry.prefix && (entry.exact || layout.last_key() == Some(held(&keys, entry)))
+                (last.prefix, last.more) == (entry.prefix, entry.more)
+                    && (entry.exact || layout.last_key() == Some(held(&keys, entry)))
             });
             last = Some(entry);
             // Each held key is taken once (and dropped unless it starts a run of equal keys).
-            let held = if entry.slot == NOT_HELD { None } else { keys[entry.slot as usize].take() };
+            let held = match entry.slot {
+                NOT_HELD => None,
+                slot => keys[slot as usize].take(),
+            };
             let key = || held.unwrap_or_else(|| self.single_key(columns, entry.row));
             if let Some(new) = layout.push_row(key, entry.row, entry.prefix, same) {
                 key_bytes += key_heap_bytes(new);
@@ -444,12 +451,15 @@ fn int_key(key: &Key) -> i64 {
 /// Rows from which `Index::rebuild_tree` splits its work between two threads.
 const PARALLEL_REBUILD_ROWS_MIN: usize = 50_000;
 
-/// A row's key, by its order prefix and whether that holds the whole key (then an equal
-/// prefix means an equal key: see `order_prefix_exact`), and the slot of the key itself
-/// when it is held (`NOT_HELD` when it is built from the columns when needed).
+/// A row's key, by the first 24 bytes of its order encoding and whether those hold the
+/// whole key (then equal ones mean equal keys: see `order_prefix_exact`), and the slot of
+/// the key itself when it is held (`NOT_HELD`: built from the columns when needed).
 #[derive(Clone, Copy)]
 struct Entry {
+    /// The key's order prefix (what the map's blocks keep)...
     prefix: u128,
+    /// ...and the next 8 bytes of its encoding (`order_prefix_long`).
+    more: u64,
     row: u32,
     exact: bool,
     slot: u32,
@@ -580,6 +590,7 @@ pub fn bound_for_type(bound: Bound<&Scalar>, field_type: FieldType, is_lower: bo
 
 #[cfg(test)]
 mod prefix_tests {
+    use super::ordered::order_prefix_exact;
     use super::*;
     use proptest::prelude::*;
     use std::sync::Arc;
@@ -623,10 +634,23 @@ mod prefix_tests {
         /// another key's prefix means the keys are equal.
         #[test]
         fn an_exact_prefix_decides_equality(keys in proptest::collection::vec(key(), 2..40)) {
+            let long = |key: &Key| order_prefix_long(matches!(key, Key::Many(_)), key.parts().iter().map(Scalar::as_ref));
             for a in &keys {
                 let (prefix, exact) = order_prefix_exact(a);
                 for b in keys.iter().filter(|b| exact && order_prefix(b) == prefix) {
                     prop_assert_eq!(a, b);
+                }
+                // The bulk sort's 24 bytes: the same prefix, 8 bytes more, in key order.
+                let (head, more, exact) = long(a);
+                prop_assert_eq!(head, prefix);
+                for b in &keys {
+                    let (b_head, b_more, _) = long(b);
+                    if a < b {
+                        prop_assert!((head, more) <= (b_head, b_more), "{:?} < {:?}", a, b);
+                    }
+                    if exact && (head, more) == (b_head, b_more) {
+                        prop_assert_eq!(a, b);
+                    }
                 }
             }
         }
