@@ -13,8 +13,8 @@
 //! was handed the fewest bytes so far) and stays there, so its changes keep their order.
 //!
 //! Owns: the lane threads, the routing table, the batches and their bounded queues.
-//! Never: apply a change out of its target's order, hold more than `LANE_QUEUE_BYTES_MAX`
-//! of copied payloads per lane (the reader waits instead), or let a lane's failure pass
+//! Never: apply a change out of its target's order, queue more than `LANE_QUEUE_BATCHES`
+//! batches per lane (the reader waits instead), or let a lane's failure pass
 //! unreported: the first failure (lowest tag) is returned, and the router tells the reader
 //! to stop as soon as it knows of one.
 //!
@@ -31,15 +31,15 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
 /// Lanes at most (one namespace or keyspace never uses more than one).
 const LANES_MAX: usize = 4;
-/// A batch is sent to its lane once it holds this many payload bytes...
+/// A batch holds at most this many payload bytes (or one larger change)...
 const BATCH_BYTES: usize = 1 << 20;
-/// ...or this many changes.
+/// ...and this many changes.
 const BATCH_CHANGES: usize = 4096;
-/// Payload bytes queued for one lane at most: how far the reader may run ahead of a lane.
-/// A snapshot holds each namespace and keyspace in one stretch, so while one lane works
-/// through a namespace the reader must get past it to feed the other lanes; the queue
-/// lets it, up to this much.
-const LANE_QUEUE_BYTES_MAX: usize = 256 << 20;
+/// Batches queued for one lane at most (~256 MiB): how far the reader may run ahead of a
+/// lane. A snapshot holds each namespace and keyspace in one stretch, so while one lane
+/// works through a namespace the reader must get past it to feed the other lanes; the
+/// queue lets it, up to this much.
+const LANE_QUEUE_BATCHES: usize = 256;
 
 /// Changes copied out of the reader's buffer, for one lane.
 #[derive(Default)]
@@ -89,6 +89,10 @@ impl Router<'_> {
         }
         let lane = self.lane_of(payload);
         self.load[lane] += payload.len() as u64;
+        let batch = &self.batches[lane];
+        if !batch.changes.is_empty() && batch.bytes.len() + payload.len() > BATCH_BYTES {
+            self.send(lane);
+        }
         let batch = &mut self.batches[lane];
         batch.bytes.extend_from_slice(payload);
         batch.changes.push((tag, batch.bytes.len(), mode));
@@ -200,7 +204,7 @@ pub(crate) fn apply_in<R>(db: &Database, lanes: usize, read: impl FnOnce(&mut Ro
         let mut handles = Vec::new();
         if lanes > 1 {
             for lane in 0..lanes {
-                let (sender, receiver) = sync_channel(LANE_QUEUE_BYTES_MAX / BATCH_BYTES);
+                let (sender, receiver) = sync_channel(LANE_QUEUE_BATCHES);
                 router.senders.push(sender);
                 router.batches.push(Batch::default());
                 let done = done.clone();
