@@ -36,9 +36,9 @@ const BATCH_BYTES: usize = 1 << 20;
 /// ...and this many changes.
 const BATCH_CHANGES: usize = 4096;
 /// Batches queued for one lane at most (~256 MiB): how far the reader may run ahead of a
-/// lane. A snapshot holds each namespace and keyspace in one stretch, so while one lane
-/// works through a namespace the reader must get past it to feed the other lanes; the
-/// queue lets it, up to this much.
+/// lane. Snapshots interleave namespaces and keyspaces, but one written before they did
+/// holds each in one stretch, so while one lane works through a namespace the reader must
+/// get past it to feed the other lanes; the queue lets it, up to this much.
 const LANE_QUEUE_BATCHES: usize = 256;
 
 /// Changes copied out of the reader's buffer, for one lane.
