@@ -67,6 +67,13 @@ pub enum Change<'a> {
     },
 }
 
+/// The one namespace or keyspace a change changes (see `Change::target`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target<'a> {
+    Namespace(&'a str),
+    Keyspace(&'a str),
+}
+
 /// One document's resulting state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DocChange<'a> {
@@ -343,6 +350,24 @@ impl<'a> Reader<'a> {
 
 impl<'a> Change<'a> {
     /// Decodes a payload written by `encode`.
+    /// What the change in `bytes` changes, read from its head alone. Every change names
+    /// one namespace or one keyspace and touches nothing else, so changes to different
+    /// targets commute: recovery may apply them on different threads, each target's
+    /// changes in order. An error for bytes whose head does not decode.
+    pub fn target(bytes: &'a [u8]) -> Result<Target<'a>> {
+        let mut reader = Reader { bytes, at: 0 };
+        match reader.byte()? {
+            kind::CREATE_NAMESPACE
+            | kind::DROP_NAMESPACE
+            | kind::TRUNCATE
+            | kind::ADD_INDEX
+            | kind::DROP_INDEX
+            | kind::DOCS => Ok(Target::Namespace(reader.text()?)),
+            kind::KV | kind::DROP_KEYSPACE => Ok(Target::Keyspace(reader.text()?)),
+            _ => reader.fail("unknown change kind"),
+        }
+    }
+
     pub fn decode(bytes: &'a [u8]) -> Result<Change<'a>> {
         let mut reader = Reader { bytes, at: 0 };
         let change = match reader.byte()? {
@@ -508,6 +533,28 @@ mod tests {
             change.encode(&mut bytes);
             assert_eq!(Change::decode(&bytes).unwrap(), change);
         }
+    }
+
+    /// The target read from a change's head is the one the decoded change names, so
+    /// recovery routes every change to the thread that owns what it changes.
+    #[test]
+    fn every_change_names_its_target() {
+        for change in samples() {
+            let mut bytes = Vec::new();
+            change.encode(&mut bytes);
+            let expected = match change {
+                Change::CreateNamespace { name, .. } | Change::DropNamespace { name } => Target::Namespace(name),
+                Change::Truncate { namespace }
+                | Change::AddIndex { namespace, .. }
+                | Change::DropIndex { namespace, .. }
+                | Change::Docs { namespace, .. } => Target::Namespace(namespace),
+                Change::Kv { keyspace, .. } | Change::DropKeyspace { keyspace } => Target::Keyspace(keyspace),
+            };
+            assert_eq!(Change::target(&bytes).unwrap(), expected);
+        }
+        assert!(Change::target(&[]).is_err());
+        assert!(Change::target(&[99, 1, b'x']).is_err(), "an unknown kind");
+        assert!(Change::target(&[kind::DOCS, 5, b'x']).is_err(), "a name cut short");
     }
 
     #[test]

@@ -8,11 +8,14 @@
 //! - [`disk`]: the file-system seam ([`Disk`], [`OsDisk`], [`FaultyDisk`]).
 //! - [`frame`]: the checksummed frame shared by WAL segments and snapshot files.
 //! - [`wal`]: segments, the group-commit writer ([`Wal`]) and [`replay`].
+//! - `lanes`: recovery applies snapshot blocks and log records on one thread per core,
+//!   each namespace and keyspace on one of them.
 
 #![forbid(unsafe_code)]
 
 pub mod disk;
 pub mod frame;
+mod lanes;
 pub mod lock;
 pub mod snapshot;
 pub mod store;

@@ -20,6 +20,7 @@
 
 use crate::disk::Disk;
 use crate::frame::{FRAME_HEADER_BYTES, FRAME_PAYLOAD_BYTES_MAX, FrameRead, encode_frame, read_frame};
+use crate::lanes::{self, Router};
 use hotset_core::{Database, SnapshotCounts};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -224,11 +225,34 @@ impl FrameReader<'_> {
 
 /// Loads a snapshot into `db` (which should be empty), checking every frame before
 /// applying it; `progress(bytes_done, bytes_total)` is called now and then. Returns the
-/// snapshot's description.
+/// snapshot's description. Blocks are applied on recovery's lanes (`lanes.rs`): each
+/// namespace and keyspace on one thread, in file order, several of them at once.
 pub fn load(
     disk: &dyn Disk,
     path: &Path,
     db: &Database,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<SnapshotInfo, SnapshotError> {
+    let started = Instant::now();
+    let (read, applied) = lanes::apply_in_lanes(db, |router| read_into(disk, path, router, progress));
+    let Some((offset, source)) = applied.error else {
+        // Until the lanes applied every block, not only until the reader got to the end.
+        return read.map(|info| SnapshotInfo { duration_ms: started.elapsed().as_millis() as u64, ..info });
+    };
+    match read {
+        // Damage before the block that failed is what a reader on one thread met first.
+        Err(SnapshotError::Corrupt { offset: damaged, .. }) if damaged < offset => read,
+        Err(error @ SnapshotError::Io { .. }) => Err(error),
+        _ => Err(SnapshotError::Apply { path: path.into(), offset, source: Box::new(source) }),
+    }
+}
+
+/// Reads the snapshot's frames, checking each, and hands each block to `router` tagged
+/// with its offset; stops early (`Aborted`) once the router says a block failed.
+fn read_into(
+    disk: &dyn Disk,
+    path: &Path,
+    router: &mut Router<'_>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SnapshotInfo, SnapshotError> {
     let started = Instant::now();
@@ -267,11 +291,9 @@ pub fn load(
                 duration_ms: started.elapsed().as_millis() as u64,
             });
         }
-        db.apply_change(payload, hotset_core::Replay::Exact).map_err(|source| SnapshotError::Apply {
-            path: path.into(),
-            offset: at,
-            source: Box::new(source),
-        })?;
+        if !router.apply(at, payload, hotset_core::Replay::Exact) {
+            return Err(SnapshotError::Aborted("a block before this one did not apply".into()));
+        }
         counts.blocks += 1;
         counts.bytes += payload.len() as u64;
         if last_progress.elapsed().as_millis() >= 500 {

@@ -18,6 +18,7 @@
 //! snapshot was being copied in fuzzy mode (see `hotset_core::Replay`), later ones exactly.
 
 use crate::disk::{Disk, OsDisk};
+use crate::lanes;
 use crate::lock::{FolderLock, LockError};
 use crate::snapshot::{self, SnapshotError, SnapshotHooks, SnapshotInfo};
 use crate::wal::{self, FsyncPolicy, RecoveryMode, TornTail, Wal, WalError, WalOptions, WalStats};
@@ -487,16 +488,29 @@ fn recover(options: &StoreOptions) -> Result<(Database, RecoveryReport), StoreEr
     }
     let from = report.snapshot.as_ref().map_or(1, |s| s.start_lsn);
     let exact_from = report.snapshot.as_ref().map_or(1, |s| s.end_lsn);
-    let mut skipped = 0;
-    let mut apply = |lsn: u64, payload: &[u8]| -> Result<(), String> {
-        let mode = if lsn < exact_from { Replay::Fuzzy } else { Replay::Exact };
-        skipped += db.apply_change(payload, mode).map_err(|e| e.to_string())?;
-        Ok(())
-    };
-    let mut progress = Progress::new("replaying the log");
-    let replayed = wal::replay(&options.wal_options(), from, options.recovery, &mut apply, &mut |done, total| {
-        progress.report(done, total)
+    let wal_options = options.wal_options();
+    // Records are applied on recovery's lanes (`lanes.rs`) while this thread reads on.
+    let (replayed, applied) = lanes::apply_in_lanes(&db, |router| {
+        let mut apply = |lsn: u64, payload: &[u8]| -> Result<(), String> {
+            let mode = if lsn < exact_from { Replay::Fuzzy } else { Replay::Exact };
+            match router.apply(lsn, payload, mode) {
+                true => Ok(()),
+                false => Err("stopped: an earlier record did not apply".into()),
+            }
+        };
+        let mut progress = Progress::new("replaying the log");
+        wal::replay(&wal_options, from, options.recovery, &mut apply, &mut |done, total| progress.report(done, total))
     });
+    let skipped = applied.skipped;
+    let replayed = match applied.error {
+        // A record that does not apply is reported where it is, whatever the reader met
+        // after it (the reader runs ahead of the lanes).
+        Some((lsn, error)) => {
+            let (file, offset) = wal::locate(&wal_options, lsn).unwrap_or_default();
+            Err(WalError::Apply { lsn, file, offset, reason: error.to_string() })
+        }
+        None => replayed,
+    };
     let replayed = match (replayed, last_error) {
         (Ok(replayed), _) => replayed,
         // The log does not reach back to an older snapshot: the damaged one is the error.

@@ -24,13 +24,24 @@
 //!   durable recovery --data USERS.jsonl [--dir D]
 //!   durable stall --data USERS.jsonl|ITEMS.jsonl --seconds S [--dir D]
 //!   durable open --dir D --namespace NS --expect DOCS   (one recovery in a fresh process;
-//!                                                        `recovery` runs it as a child)
+//!                [--keyspace K --expect-keys N]         `recovery` runs it as a child)
+//!   durable recovery-mixed --data USERS.jsonl [--keys 1000000] [--runs 3] [--dir D]
+//!
+//! `recovery-mixed` (issue 15) loads the user profiles into `users` with the four indexes
+//! of `bench/profile_search.py` (id pk, first_name, last_name, first_name+last_name, the
+//! strings utf8_ci) and `--keys` string keys `key:NNNNNNN` into keyspace `0` (20-100
+//! byte values, as SET writes them), one record per document and per key, from two
+//! threads at once so the log interleaves them as a server's would. It then times `--runs`
+//! recoveries in fresh processes from the log alone, takes a snapshot, and times as many
+//! from the snapshot; each child checks the document and key counts and every 997th key's
+//! value, and fails otherwise.
 
 /// The allocator a Hotset server links (glibc malloc spends much of a bulk load in
 /// `malloc_consolidate` and cross-arena frees).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use hotset_core::kv::{KvOps, SetOptions};
 use hotset_core::query::{Op, Query};
 use hotset_core::{Collation, Database, FieldType, IndexDef, IndexKind};
 use hotset_storage::{FsyncPolicy, Store, StoreOptions};
@@ -52,6 +63,7 @@ fn main() {
         "recovery" => recovery(&flags),
         "stall" => stall(&flags),
         "open" => open_once(&flags),
+        "recovery-mixed" => recovery_mixed(&flags),
         other => {
             eprintln!("unknown subcommand {other}; expected writes, recovery, stall or open");
             std::process::exit(2);
@@ -465,13 +477,17 @@ fn open_once(flags: &Flags) -> Value {
     let open_s = start.elapsed().as_secs_f64();
     let documents = store.describe(namespace).expect("namespace recovered").documents;
     assert_eq!(documents, expect, "documents recovered");
+    let keys = flags.get("--keyspace").map(|name| check_keys(&store, name, flags.parse("--expect-keys", 0)));
+    let cpu_s = cpu_seconds();
     let (rss, peak) = rss_mb();
     let recovery = store.recovery();
     let report = json!({
         "bench": "durable_open",
         "open_s": round3(open_s),
+        "open_cpu_s": cpu_s,
         "recovery_ms": recovery.duration_ms,
         "documents": documents,
+        "keys": keys,
         "log_records_replayed": recovery.records,
         "log_bytes_replayed": recovery.log_bytes,
         "snapshot_loaded": recovery.snapshot.as_ref().map(|s| s.path.display().to_string()),
@@ -490,11 +506,16 @@ fn open_once(flags: &Flags) -> Value {
 
 /// Runs `durable open` on `dir` in a child process and returns its report.
 fn open_in_child(dir: &Path, namespace: &str, expect: usize) -> Value {
+    open_child(dir, &["--namespace", namespace, "--expect", &expect.to_string()])
+}
+
+/// Runs `durable open --dir dir ARGS` in a child process and returns its report.
+fn open_child(dir: &Path, args: &[&str]) -> Value {
     let exe = std::env::current_exe().expect("the runner's path");
     let out = std::process::Command::new(exe)
         .args(["open", "--dir"])
         .arg(dir)
-        .args(["--namespace", namespace, "--expect", &expect.to_string()])
+        .args(args)
         .output()
         .expect("run the recovery child");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -555,6 +576,144 @@ fn recovery(flags: &Flags) -> Value {
         "log_bytes_after_snapshot": log_bytes_after_snapshot,
         "from_snapshot_s": from_snapshot["open_s"],
         "from_snapshot": from_snapshot,
+    })
+}
+
+/// The user profiles' indexes as `bench/profile_search.py` declares them (issue 15).
+fn profile_indexes() -> Vec<IndexDef> {
+    vec![
+        IndexDef::hash("id", FieldType::Int).pk(),
+        IndexDef::tree("first_name", FieldType::String).collate(Collation::Utf8Ci),
+        IndexDef::tree("last_name", FieldType::String).collate(Collation::Utf8Ci),
+        IndexDef::composite(&["first_name", "last_name"], IndexKind::Tree, FieldType::String)
+            .collate(Collation::Utf8Ci),
+    ]
+}
+
+/// Key `i` of the mixed recovery benchmark and its value: 20 to 100 lower-case letters,
+/// a function of `i` alone, so a recovered key can be checked without keeping the data.
+fn mixed_key(i: usize) -> (String, Vec<u8>) {
+    let mut rng = Rng(0x5EED ^ (i as u64).wrapping_mul(0x9E37_79B9));
+    let len = rng.range(20, 100) as usize;
+    let value = (0..len).map(|_| b'a' + rng.below(26) as u8).collect();
+    (format!("key:{i:07}"), value)
+}
+
+/// Checks a recovered keyspace: `expect` keys, and every 997th key's value; returns the
+/// key count.
+fn check_keys(db: &Database, name: &str, expect: usize) -> usize {
+    let keyspace = db.keyspaces().get(name).expect("keyspace recovered");
+    assert_eq!(keyspace.len(), expect, "keys recovered");
+    for i in (0..expect).step_by(997) {
+        let (key, value) = mixed_key(i);
+        assert_eq!(keyspace.get(key.as_bytes()).expect("a string key"), Some(value), "the value of {key}");
+    }
+    keyspace.len()
+}
+
+/// Median of `runs` reports' numeric fields, each on its own (the first report's other
+/// fields).
+fn median_reports(runs: &[Value]) -> Value {
+    let mut out = runs[0].clone();
+    let Some(fields) = out.as_object_mut() else { return out };
+    for (name, value) in fields.iter_mut() {
+        let mut numbers: Vec<&Value> = runs.iter().map(|run| &run[name.as_str()]).filter(|v| v.is_number()).collect();
+        if value.is_number() && !numbers.is_empty() {
+            numbers.sort_by(|a, b| a.as_f64().unwrap_or(0.0).total_cmp(&b.as_f64().unwrap_or(0.0)));
+            *value = numbers[numbers.len() / 2].clone();
+        }
+    }
+    out
+}
+
+/// CPU seconds this process used so far (user + system, from `/proc/self/stat`, in the
+/// kernel's 100 Hz ticks): beside wall time, what a busy machine inflates less.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at the closing ')'.
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|t| t.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    round3((ticks(11) + ticks(12)) / 100.0)
+}
+
+/// Issue 15: recovery of 1M profiles with four indexes beside 1M key-value keys, from the
+/// log alone and from a snapshot, `--runs` fresh processes each (see the module docs).
+fn recovery_mixed(flags: &Flags) -> Value {
+    let path = flags.required("--data");
+    let lines = read_lines(path);
+    let keys: usize = flags.parse("--keys", 1_000_000);
+    let runs: usize = flags.parse("--runs", 3);
+    let expect = lines.len();
+    let dir = TempDir::new(flags, "recovery-mixed");
+    let options = store_options(&dir.0, FsyncPolicy::default());
+    let store = Store::open(options.clone()).expect("open");
+    store.create_namespace("users", profile_indexes()).expect("schema");
+    let keyspace = store.keyspaces().get_or_create("0");
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        spawn(scope, "load-kv".into(), || {
+            for i in 0..keys {
+                let (key, value) = mixed_key(i);
+                keyspace.set(key.as_bytes(), &value, SetOptions::default()).expect("SET");
+            }
+        });
+        load(&store, "users", &lines);
+    });
+    let load_s = start.elapsed().as_secs_f64();
+    drop(lines);
+    let wal = store.wal_stats();
+    store.close().expect("close");
+    let log_bytes = dir_bytes(&dir.0.join("wal"));
+    if std::env::var_os("HOTSET_BENCH_KEEP").is_some() {
+        // A copy to profile recovery from the log alone (the snapshot below retires it).
+        let copy = dir.0.with_extension("log-only");
+        std::fs::create_dir_all(copy.join("wal")).expect("create the copy");
+        for entry in std::fs::read_dir(dir.0.join("wal")).expect("list the log").flatten() {
+            std::fs::copy(entry.path(), copy.join("wal").join(entry.file_name())).expect("copy a segment");
+        }
+        eprintln!("kept a copy of the log alone in {}", copy.display());
+    }
+    let (expect_docs, expect_keys) = (expect.to_string(), keys.to_string());
+    let child_args =
+        ["--namespace", "users", "--expect", &expect_docs, "--keyspace", "0", "--expect-keys", &expect_keys];
+    let timed = |what: &str| -> Vec<Value> {
+        (0..runs)
+            .map(|run| {
+                let report = open_child(&dir.0, &child_args);
+                eprintln!("{what} run {}: {} s", run + 1, report["open_s"]);
+                report
+            })
+            .collect()
+    };
+    let from_log = timed("from the log");
+
+    let store = Store::open(options).expect("reopen");
+    let start = Instant::now();
+    let info = store.snapshot().expect("snapshot");
+    let snapshot_s = start.elapsed().as_secs_f64();
+    assert_eq!(info.counts.documents as usize, expect, "documents in the snapshot");
+    assert_eq!(info.counts.keys as usize, keys, "keys in the snapshot");
+    store.close().expect("close");
+    let snapshot_bytes = dir_bytes(&dir.0.join("snapshots"));
+    let from_snapshot = timed("from the snapshot");
+    let seconds = |reports: &[Value]| reports.iter().map(|r| r["open_s"].clone()).collect::<Vec<_>>();
+    json!({
+        "bench": "durable_recovery_mixed",
+        "source": path,
+        "documents": expect,
+        "keys": keys,
+        "load_s": round3(load_s),
+        "log_records": wal.next_lsn - 1,
+        "log_bytes": log_bytes,
+        "snapshot_s": round3(snapshot_s),
+        "snapshot_bytes": snapshot_bytes,
+        "from_log_s": median_reports(&from_log)["open_s"],
+        "from_log_runs_s": seconds(&from_log),
+        "from_log": median_reports(&from_log),
+        "from_snapshot_s": median_reports(&from_snapshot)["open_s"],
+        "from_snapshot_runs_s": seconds(&from_snapshot),
+        "from_snapshot": median_reports(&from_snapshot),
     })
 }
 

@@ -33,7 +33,10 @@ impl Database {
     /// Decodes and applies one change payload, as recovery does; returns how many
     /// operations were skipped (always 0 under `Replay::Exact`).
     pub fn apply_change(&self, payload: &[u8], mode: Replay) -> Result<u64> {
-        let change = Change::decode(payload)?;
+        self.apply_decoded(Change::decode(payload)?, mode)
+    }
+
+    fn apply_decoded(&self, change: Change<'_>, mode: Replay) -> Result<u64> {
         let mut skipped = 0;
         let settle = |result: Result<()>, skipped: &mut u64| match (result, mode) {
             (Ok(()), _) => Ok(()),
@@ -91,7 +94,7 @@ impl Database {
             )?,
             Change::Docs { namespace, ops } => {
                 let mut failed = 0;
-                let result = self.replay_namespace(namespace, |data| apply_docs(data, &ops, mode, &mut failed));
+                let result = self.replay_namespace(namespace, |data| apply_docs(data, &ops, mode, &mut failed, &mut 0));
                 skipped += failed;
                 settle(result, &mut skipped)?;
             }
@@ -112,6 +115,50 @@ impl Database {
             }
             Change::DropKeyspace { keyspace } => {
                 self.keyspaces.drop_quiet(keyspace);
+            }
+        }
+        Ok(skipped)
+    }
+
+    /// Applies `changes` in order, as `apply_change` on each would, but a run of document
+    /// changes to one namespace (under one mode) is applied as one large change: under
+    /// one lock, and prepared partly on a second thread (recovery's log holds one record
+    /// per write, usually of one document, too small for that on its own). Returns the
+    /// operations skipped, or the position in `changes` of the change that failed and why.
+    pub fn apply_changes(&self, changes: &[(&[u8], Replay)]) -> std::result::Result<u64, (usize, Error)> {
+        let mut skipped = 0;
+        let mut decoded =
+            changes.iter().enumerate().map(|(at, &(payload, mode))| (at, Change::decode(payload), mode)).peekable();
+        while let Some((at, change, mode)) = decoded.next() {
+            let change = change.map_err(|error| (at, error))?;
+            let Change::Docs { namespace, mut ops } = change else {
+                skipped += self.apply_decoded(change, mode).map_err(|error| (at, error))?;
+                continue;
+            };
+            // Where each change's operations start in `ops`, to name a failing one.
+            let mut starts = vec![0];
+            while let Some((_, Ok(Change::Docs { namespace: next, .. }), next_mode)) = decoded.peek()
+                && *next == namespace
+                && *next_mode == mode
+            {
+                let Some((_, Ok(Change::Docs { ops: more, .. }), _)) = decoded.next() else {
+                    unreachable!("the change just peeked at")
+                };
+                starts.push(ops.len());
+                ops.extend(more);
+            }
+            let (mut failed, mut done) = (0, 0);
+            let result = self.replay_namespace(namespace, |data| apply_docs(data, &ops, mode, &mut failed, &mut done));
+            skipped += failed;
+            match (result, mode) {
+                (Ok(()), _) => {}
+                // What `apply_change` on each would count: one per change.
+                (Err(_), Replay::Fuzzy) => skipped += starts.len() as u64,
+                (Err(error), Replay::Exact) => {
+                    // The change holding operation `done`, the first that did not apply.
+                    let change = starts.partition_point(|&start| start <= done) - 1;
+                    return Err((at + change, error));
+                }
             }
         }
         Ok(skipped)
@@ -144,14 +191,22 @@ const HANDOVER_DOCS: usize = 64;
 /// blocks) are prepared partly on a second thread, with a copy of the schema
 /// (`Extractor`), while this thread applies: parsing and extracting change nothing, so
 /// they can run beside the thread that holds the namespace. `failed` counts the
-/// operations that failed under `Replay::Fuzzy`.
-fn apply_docs(data: &mut NamespaceData, ops: &[DocChange<'_>], mode: Replay, failed: &mut u64) -> Result<()> {
+/// operations that failed under `Replay::Fuzzy`; `done` the operations handled (on an
+/// error, the position of the one that failed).
+fn apply_docs(
+    data: &mut NamespaceData,
+    ops: &[DocChange<'_>],
+    mode: Replay,
+    failed: &mut u64,
+    done: &mut usize,
+) -> Result<()> {
     let mut apply = |data: &mut NamespaceData, op: &DocChange<'_>, prepared: Option<Result<Prepared>>| {
         match apply_doc(data, op, prepared) {
             Err(error) if mode == Replay::Exact => return Err(error),
             Err(_) => *failed += 1,
             Ok(()) => {}
         }
+        *done += 1;
         Ok(())
     };
     if ops.len() < PARALLEL_PUTS_MIN || !crate::several_cores() {
@@ -209,5 +264,57 @@ fn apply_doc(data: &mut NamespaceData, op: &DocChange<'_>, prepared: Option<Resu
                 .map_err(|e| Error::BadChange { reason: format!("a deleted key is not JSON: {e}") })?;
             data.delete_key(&key).map(drop)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FieldType, IndexDef};
+
+    fn docs(namespace: &str, ops: &[&str]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        Change::Docs { namespace, ops: ops.iter().map(|doc| DocChange::Put(doc.as_bytes())).collect() }
+            .encode(&mut bytes);
+        bytes
+    }
+
+    fn database() -> Database {
+        let db = Database::new();
+        for name in ["n", "m"] {
+            db.create_namespace(name, vec![IndexDef::hash("id", FieldType::Int).pk()]).unwrap();
+        }
+        db
+    }
+
+    /// Runs of one-document changes are applied as one (on two threads from 256
+    /// documents); a failure is still named by the change that holds it, and what
+    /// `Replay::Fuzzy` skips is counted as `apply_change` on each would count it.
+    #[test]
+    fn apply_changes_names_the_change_that_fails_inside_a_run() {
+        let good: Vec<String> = (0..400).map(|id| format!(r#"{{"id":{id}}}"#)).collect();
+        let mut changes: Vec<Vec<u8>> = good.iter().map(|doc| docs("n", &[doc])).collect();
+        changes.insert(10, docs("n", &[]));
+        changes.insert(20, docs("m", &[r#"{"id":1}"#]));
+        changes[300] = docs("n", &[r#"{"id":"not an int"}"#]);
+        changes.push(docs("gone", &[r#"{"id":1}"#]));
+        let exact: Vec<(&[u8], Replay)> = changes.iter().map(|c| (c.as_slice(), Replay::Exact)).collect();
+        let db = database();
+        let (at, error) = db.apply_changes(&exact).expect_err("a document that does not fit");
+        assert_eq!(at, 300, "{error}");
+        assert_eq!(db.describe("n").unwrap().documents, 298, "the run's documents before it are in");
+        assert_eq!(db.describe("m").unwrap().documents, 1);
+
+        let fuzzy: Vec<(&[u8], Replay)> = changes.iter().map(|c| (c.as_slice(), Replay::Fuzzy)).collect();
+        let db = database();
+        assert_eq!(db.apply_changes(&fuzzy).unwrap(), 2, "the bad document and the missing namespace");
+        assert_eq!(db.describe("n").unwrap().documents, 399, "all but the one replaced");
+        let one_by_one = database();
+        let skipped: u64 = changes.iter().map(|c| one_by_one.apply_change(c, Replay::Fuzzy).unwrap()).sum();
+        assert_eq!(skipped, 2);
+
+        let db = database();
+        let (at, _) = db.apply_changes(&exact[301..]).expect_err("the missing namespace");
+        assert_eq!(at, exact.len() - 302, "the last change, position counted from the slice");
     }
 }

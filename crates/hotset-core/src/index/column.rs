@@ -180,6 +180,11 @@ impl Column {
         }
     }
 
+    /// Whether this column holds arrays (any number of values per row).
+    pub fn holds_arrays(&self) -> bool {
+        matches!(self.data, Data::Multi(_))
+    }
+
     pub fn is_empty_at(&self, row: u32) -> bool {
         self.first(row).is_none()
     }

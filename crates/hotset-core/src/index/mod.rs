@@ -14,9 +14,9 @@ pub mod postings;
 
 use crate::schema::{IndexDef, IndexKind};
 use crate::text::{TextConfig, TextIndex};
-use crate::value::{FieldType, OrdF64, Scalar};
+use crate::value::{FieldType, OrdF64, Scalar, ScalarRef};
 use column::Column;
-use ordered::{OrderedMap, SortedLayout, short_order_prefix};
+use ordered::{OrderedMap, Prefix, SortedLayout, order_prefix, order_prefix_of_parts};
 use postings::Postings;
 use smallvec::SmallVec;
 use std::ops::Bound;
@@ -138,9 +138,12 @@ impl Index {
     }
 
     /// Replaces the contents of a tree index with the keys of `rows` (ascending), read
-    /// from `columns`: sorted once, then laid out in order. Sorting compares a 16-byte
-    /// prefix of each key first (`short_order_prefix`), so most comparisons never follow a
-    /// key's pointers, and moves small (prefix, position) pairs rather than keys.
+    /// from `columns`: sorted once, then laid out in order. Sorting compares the order
+    /// prefix of each key first (`order_prefix`, 32 bytes), so most comparisons never follow a
+    /// key's pointers, and moves small (prefix, row) entries rather than keys. Where every
+    /// row has one key (no array column) and the prefix holds all of it, the key is not
+    /// built per row, only once where its run of equal rows starts (an index on a name:
+    /// a million rows, a few thousand keys).
     ///
     /// Many rows are split between this thread and one more by key range, not by rows:
     /// a pivot prefix taken from a sample divides the keys into those below it and the
@@ -150,24 +153,24 @@ impl Index {
     /// long as a side's sort and runs on one thread.)
     pub fn rebuild_tree(&mut self, columns: &[Option<Column>], rows: &[u32]) {
         assert!(matches!(self.lookup, Lookup::Tree(_)), "only tree indexes are rebuilt in bulk");
+        let this = &*self;
         let (layouts, key_bytes) = if rows.len() >= PARALLEL_REBUILD_ROWS_MIN && crate::several_cores() {
-            let this = &*self;
             let pivot = this.pivot_prefix(columns, rows);
             let (first, second) = rows.split_at(rows.len() / 2);
             std::thread::scope(|scope| {
                 let helper = scope.spawn(move || this.keys_split_at(columns, second, Some(pivot)));
-                let (below, above) = this.keys_split_at(columns, first, Some(pivot));
-                let (their_below, their_above) = helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                let [below, above] = this.keys_split_at(columns, first, Some(pivot));
+                let [their_below, their_above] = helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                 // Rows of the first half come first on each side, so row order holds.
-                let helper = scope.spawn(move || laid_out_in_order([above, their_above]));
-                let (low, low_bytes) = laid_out_in_order([below, their_below]);
+                let helper = scope.spawn(move || this.laid_out_in_order(columns, [above, their_above]));
+                let (low, low_bytes) = this.laid_out_in_order(columns, [below, their_below]);
                 let (high, high_bytes) = helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                 (vec![low, high], low_bytes + high_bytes)
             })
         } else {
-            let (all, none) = self.keys_split_at(columns, rows, None);
-            debug_assert!(none.is_empty());
-            let (layout, key_bytes) = laid_out_in_order([all, Vec::new()]);
+            let sides = this.keys_split_at(columns, rows, None);
+            debug_assert!(sides[1].entries.is_empty());
+            let (layout, key_bytes) = this.laid_out_in_order(columns, sides);
             (vec![layout], key_bytes)
         };
         self.lookup = Lookup::Tree(OrderedMap::from_layouts(layouts));
@@ -190,32 +193,136 @@ impl Index {
     }
 
     /// The median order prefix of an evenly spaced sample of `rows`' keys.
-    fn pivot_prefix(&self, columns: &[Option<Column>], rows: &[u32]) -> u128 {
+    fn pivot_prefix(&self, columns: &[Option<Column>], rows: &[u32]) -> Prefix {
         const SAMPLE: usize = 1024;
         let step = rows.len().div_ceil(SAMPLE).max(1);
-        let mut sample: Vec<u128> = rows
+        let mut sample: Vec<Prefix> = rows
             .iter()
             .step_by(step)
             .flat_map(|&row| self.row_keys(columns, row))
-            .map(|key| short_order_prefix(&key))
+            .map(|key| order_prefix(&key))
             .collect();
         sample.sort_unstable();
         sample.get(sample.len() / 2).copied().unwrap_or_default()
     }
 
-    /// The keys of `rows` (ascending) with their prefixes and rows, in row order, split
-    /// into those whose prefix is below `pivot` (all of them without one) and the rest.
-    fn keys_split_at(&self, columns: &[Option<Column>], rows: &[u32], pivot: Option<u128>) -> (Vec<Keyed>, Vec<Keyed>) {
+    /// Whether no column of this index holds arrays, so each row has at most one key.
+    fn single_keyed(&self, columns: &[Option<Column>]) -> bool {
+        self.columns.iter().all(|&c| !live(columns, c).holds_arrays())
+    }
+
+    /// The parts of `row`'s key in a single-keyed index, borrowed from the columns
+    /// (`None` for null; doubles as `OrdF64::new` keeps them in keys), or `None` when a
+    /// sparse index leaves the row out.
+    fn borrowed_parts<'c>(
+        &self,
+        columns: &'c [Option<Column>],
+        row: u32,
+    ) -> Option<SmallVec<[Option<ScalarRef<'c>>; 4]>> {
+        let part = |c: usize| match live(columns, c).first(row) {
+            Some(ScalarRef::Double(d)) => Some(ScalarRef::Double(OrdF64::new(d).0)),
+            other => other,
+        };
+        let parts: SmallVec<[Option<ScalarRef<'c>>; 4]> = self.columns.iter().map(|&c| part(c)).collect();
+        (!(self.def.sparse && parts.iter().all(Option::is_none))).then_some(parts)
+    }
+
+    /// The key of `row` in a single-keyed index (what `row_keys` returns for it).
+    fn single_key(&self, columns: &[Option<Column>], row: u32) -> Key {
+        let owned = |c: usize| live(columns, c).first_owned(row).unwrap_or(Scalar::Null);
+        match self.columns[..] {
+            [only] => Key::One(owned(only)),
+            _ => Key::Many(self.columns.iter().map(|&c| owned(c)).collect()),
+        }
+    }
+
+    /// The keys of `rows` (ascending) by prefix and row, split into those whose prefix is
+    /// below `pivot` (all of them without one) and the rest. Keys whose prefix is exact
+    /// are not held (`slot` is `NOT_HELD`) where each row has one key: a key is built
+    /// from the columns where its run of equal keys starts. Others are held.
+    fn keys_split_at(&self, columns: &[Option<Column>], rows: &[u32], pivot: Option<Prefix>) -> [RowKeys; 2] {
         let expected = if pivot.is_some() { rows.len() / 2 } else { rows.len() };
-        let mut below = Vec::with_capacity(expected);
-        let mut above = Vec::with_capacity(rows.len() - expected);
-        for &row in rows {
-            for key in self.row_keys(columns, row) {
-                let prefix = short_order_prefix(&key);
-                if pivot.is_none_or(|pivot| prefix < pivot) { &mut below } else { &mut above }.push((prefix, key, row));
+        let mut sides = [RowKeys::with_capacity(expected), RowKeys::with_capacity(rows.len() - expected)];
+        let side = |prefix: Prefix| usize::from(pivot.is_some_and(|pivot| prefix >= pivot));
+        if self.single_keyed(columns) {
+            let many = self.columns.len() > 1;
+            for &row in rows {
+                let Some(parts) = self.borrowed_parts(columns, row) else { continue };
+                let (prefix, exact) = order_prefix_of_parts(many, parts);
+                let side = &mut sides[side(prefix)];
+                // A composite key is mostly one of its own (two names): built now, in row
+                // order, where its strings lie in the order they were stored (in key
+                // order each would be a cache miss). So is a key whose prefix does not
+                // hold it, as the sort compares it.
+                if exact && !many {
+                    side.entries.push(Entry { prefix, row, exact, slot: NOT_HELD });
+                } else {
+                    let slot = u32::try_from(side.keys.len()).expect("row keys fit in u32");
+                    side.entries.push(Entry { prefix, row, exact, slot });
+                    side.keys.push(self.single_key(columns, row));
+                }
+            }
+        } else {
+            for &row in rows {
+                for key in self.row_keys(columns, row) {
+                    let (prefix, exact) = ordered::order_prefix_exact(&key);
+                    let side = &mut sides[side(prefix)];
+                    let slot = u32::try_from(side.keys.len()).expect("row keys fit in u32");
+                    side.entries.push(Entry { prefix, row, exact, slot });
+                    side.keys.push(key);
+                }
             }
         }
-        (below, above)
+        sides
+    }
+
+    /// Sorts the keys of two parts (the first part's rows below the second's) by (key,
+    /// row) and lays them out, equal keys grouped into one entry; also returns the heap
+    /// bytes of the distinct keys.
+    fn laid_out_in_order(&self, columns: &[Option<Column>], parts: [RowKeys; 2]) -> (SortedLayout, usize) {
+        let [mut all, second] = parts;
+        let offset = u32::try_from(all.keys.len()).expect("row keys fit in u32");
+        let moved = |slot: u32| if slot == NOT_HELD { slot } else { slot + offset };
+        all.entries.extend(second.entries.into_iter().map(|e| Entry { slot: moved(e.slot), ..e }));
+        all.keys.extend(second.keys);
+        let RowKeys { mut entries, keys } = all;
+        let mut keys: Vec<Option<Key>> = keys.into_iter().map(Some).collect();
+        // Equal prefixes are both exact or both not (an exact one equals the other key),
+        // and keys whose prefix is not exact are held.
+        fn held<'k>(keys: &'k [Option<Key>], entry: &Entry) -> &'k Key {
+            keys[entry.slot as usize].as_ref().expect("a held key")
+        }
+        // Rows break ties, so each key's rows come ascending. Keys whose prefix holds all
+        // of them (short strings, ints) are never compared: most rows of an index on a
+        // name share their key with many others, and comparing those in full was most of
+        // the sort.
+        entries.sort_unstable_by(|a, b| {
+            a.prefix
+                .cmp(&b.prefix)
+                .then_with(|| if a.exact { std::cmp::Ordering::Equal } else { held(&keys, a).cmp(held(&keys, b)) })
+                .then(a.row.cmp(&b.row))
+        });
+        let mut layout = SortedLayout::default();
+        let mut key_bytes = 0;
+        let mut last: Option<&Entry> = None;
+        for entry in &entries {
+            // Keys with different prefixes differ: only equal prefixes that are not exact
+            // need the keys compared.
+            let same = last.is_some_and(|last| {
+                last.prefix == entry.prefix && (entry.exact || layout.last_key() == Some(held(&keys, entry)))
+            });
+            last = Some(entry);
+            // Each held key is taken once (and dropped unless it starts a run of equal keys).
+            let held = match entry.slot {
+                NOT_HELD => None,
+                slot => keys[slot as usize].take(),
+            };
+            let key = || held.unwrap_or_else(|| self.single_key(columns, entry.row));
+            if let Some(new) = layout.push_row(key, entry.row, entry.prefix, same) {
+                key_bytes += key_heap_bytes(new);
+            }
+        }
+        (layout, key_bytes)
     }
 
     pub fn insert(&mut self, key: Key, row: u32) {
@@ -340,10 +447,7 @@ impl Index {
             Lookup::Hash(map) => map.values().map(Postings::heap_bytes).sum::<usize>() + map.capacity() * (entry + 1),
             Lookup::Unique(map) => map.capacity() * (std::mem::size_of::<(Key, u32)>() + 1),
             Lookup::UniqueInt(map) => map.capacity() * (std::mem::size_of::<(i64, u32)>() + 1),
-            Lookup::Tree(map) => {
-                map.postings().map(Postings::heap_bytes).sum::<usize>()
-                    + map.len() * (entry + ordered::ENTRY_EXTRA_BYTES)
-            }
+            Lookup::Tree(map) => map.postings().map(Postings::heap_bytes).sum::<usize>() + map.len() * entry,
         };
         postings + self.key_bytes
     }
@@ -360,44 +464,31 @@ fn int_key(key: &Key) -> i64 {
 /// Rows from which `Index::rebuild_tree` splits its work between two threads.
 const PARALLEL_REBUILD_ROWS_MIN: usize = 50_000;
 
-/// A key with its order prefix and its row.
-type Keyed = (u128, Key, u32);
+/// A row's key, by its order prefix (the first 32 bytes of its order encoding, what the
+/// map's blocks keep) and whether that holds the whole key (then equal ones mean equal
+/// keys: see `order_prefix_exact`), and the slot of the key itself when it is held
+/// (`NOT_HELD`: built from the columns when needed).
+#[derive(Clone, Copy)]
+struct Entry {
+    prefix: Prefix,
+    row: u32,
+    exact: bool,
+    slot: u32,
+}
 
-/// Sorts keys (the two parts given in row order, the first part's rows first) by
-/// (key, row) and lays them out, equal keys grouped into one entry; also returns the
-/// heap bytes of the distinct keys.
-fn laid_out_in_order(mut parts: [Vec<Keyed>; 2]) -> (SortedLayout, usize) {
-    let split = parts[0].len();
-    let at = |position: u32| -> (usize, usize) {
-        let position = position as usize;
-        if position < split { (0, position) } else { (1, position - split) }
-    };
-    let mut order: Vec<(u128, u32)> = parts
-        .iter()
-        .flatten()
-        .enumerate()
-        .map(|(position, (prefix, _, _))| (*prefix, u32::try_from(position).expect("row keys fit in u32")))
-        .collect();
-    let key = |position: u32| {
-        let (part, i) = at(position);
-        &parts[part][i].1
-    };
-    // Positions follow rows, so the last tie-break keeps each key's rows ascending.
-    order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| key(a.1).cmp(key(b.1))).then(a.1.cmp(&b.1)));
-    let mut layout = SortedLayout::default();
-    let mut key_bytes = 0;
-    let mut last_prefix = None;
-    for (prefix, position) in order {
-        let (part, i) = at(position);
-        // Each position is taken once; the placeholder left behind is never read.
-        let (_, key, row) = std::mem::replace(&mut parts[part][i], (0, Key::One(Scalar::Null), 0));
-        // Keys with different prefixes differ: only equal prefixes need the full compare.
-        let maybe_last = last_prefix.replace(prefix) == Some(prefix);
-        if let Some(new) = layout.push_row(key, row, maybe_last) {
-            key_bytes += key_heap_bytes(new);
-        }
+/// `Entry::slot` of a key read from the columns.
+const NOT_HELD: u32 = u32::MAX;
+
+/// Row keys of one side of a bulk build: entries in row order, and the keys they hold.
+struct RowKeys {
+    entries: Vec<Entry>,
+    keys: Vec<Key>,
+}
+
+impl RowKeys {
+    fn with_capacity(entries: usize) -> RowKeys {
+        RowKeys { entries: Vec::with_capacity(entries), keys: Vec::new() }
     }
-    (layout, key_bytes)
 }
 
 fn live(columns: &[Option<Column>], id: usize) -> &Column {
@@ -510,6 +601,7 @@ pub fn bound_for_type(bound: Bound<&Scalar>, field_type: FieldType, is_lower: bo
 
 #[cfg(test)]
 mod prefix_tests {
+    use super::ordered::order_prefix_exact;
     use super::*;
     use proptest::prelude::*;
     use std::sync::Arc;
@@ -539,13 +631,42 @@ mod prefix_tests {
             for a in &keys {
                 for b in &keys {
                     if a < b {
-                        prop_assert!(short_order_prefix(a) <= short_order_prefix(b), "{a:?} < {b:?}");
+                        prop_assert!(order_prefix(a) <= order_prefix(b), "{a:?} < {b:?}");
                     } else if a == b {
-                        prop_assert_eq!(short_order_prefix(a), short_order_prefix(b));
+                        prop_assert_eq!(order_prefix(a), order_prefix(b));
                     }
                 }
             }
         }
+    }
+
+    proptest! {
+        /// What the bulk sort relies on to skip comparing keys: an exact prefix equal to
+        /// another key's prefix means the keys are equal.
+        #[test]
+        fn an_exact_prefix_decides_equality(keys in proptest::collection::vec(key(), 2..40)) {
+            for a in &keys {
+                let (prefix, exact) = order_prefix_exact(a);
+                prop_assert_eq!(exact, prefix.is_whole(), "{:?}", a);
+                for b in keys.iter().filter(|b| exact && order_prefix(b) == prefix) {
+                    prop_assert_eq!(a, b);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn exact_prefixes_are_the_keys_that_fit() {
+        let one = |text: &str| Key::One(Scalar::Str(Arc::from(text.as_bytes())));
+        // Variant, tag, 28 bytes, end: 32 bytes, full, so not known to be whole.
+        let text = |n: usize| "abcdefghijklmnopqrstuvwxyzABCDEF"[..n].to_string();
+        assert!(order_prefix_exact(&one(&text(27))).1, "31 bytes fit with room to spare");
+        assert!(!order_prefix_exact(&one(&text(28))).1, "32 bytes fill the prefix");
+        assert!(!order_prefix_exact(&one(&text(29))).1);
+        assert!(order_prefix_exact(&Key::One(Scalar::Int(-5))).1);
+        let ints = |n: i64| Key::Many((0..n).map(Scalar::Int).collect());
+        assert!(order_prefix_exact(&ints(3)).1, "three ints take 28 bytes");
+        assert!(!order_prefix_exact(&ints(4)).1, "four take 37");
     }
 
     #[test]
@@ -553,8 +674,8 @@ mod prefix_tests {
         let key = |first: &str, last: &str| {
             Key::Many(vec![Scalar::Str(Arc::from(first.as_bytes())), Scalar::Str(Arc::from(last.as_bytes()))].into())
         };
-        assert!(short_order_prefix(&key("anna", "bell")) < short_order_prefix(&key("anna", "cole")));
-        assert!(short_order_prefix(&key("ann", "zed")) < short_order_prefix(&key("anna", "a")));
-        assert!(short_order_prefix(&key("a", "\0")) < short_order_prefix(&key("a\0", "")));
+        assert!(order_prefix(&key("anna", "bell")) < order_prefix(&key("anna", "cole")));
+        assert!(order_prefix(&key("ann", "zed")) < order_prefix(&key("anna", "a")));
+        assert!(order_prefix(&key("a", "\0")) < order_prefix(&key("a\0", "")));
     }
 }

@@ -18,7 +18,7 @@
 
 use super::Key;
 use super::postings::Postings;
-use crate::value::Scalar;
+use crate::value::{Scalar, ScalarRef};
 use std::ops::Bound;
 
 /// Most keys in one block: small enough that inserting into a block (a memmove) is cheap,
@@ -217,22 +217,29 @@ impl Prefix {
 
 /// `Prefix` of a key.
 pub(crate) fn order_prefix(key: &Key) -> Prefix {
-    prefix_of(key_prefix_bytes(key))
+    order_prefix_exact(key).0
 }
 
-/// The first 16 bytes of `order_prefix`, as one number (what sorts of many keys compare
-/// first: half the bytes to move).
-pub(crate) fn short_order_prefix(key: &Key) -> u128 {
-    u128::from_be_bytes(key_prefix_bytes(key))
+/// `order_prefix`, and whether it holds the whole encoding of `key` with room to spare
+/// (`Prefix::is_whole`): then an equal prefix means an equal key.
+pub(crate) fn order_prefix_exact(key: &Key) -> (Prefix, bool) {
+    order_prefix_of_parts(matches!(key, Key::Many(_)), key.parts().iter().map(Scalar::as_ref))
 }
 
-fn key_prefix_bytes<const N: usize>(key: &Key) -> [u8; N] {
-    let mut out = match key {
-        Key::One(_) => Encoder::new(1),
-        Key::Many(_) => Encoder::new(2),
-    };
-    key.parts().iter().for_each(|part| out.push(part));
-    out.bytes
+/// `order_prefix_exact` of the key whose parts (`None` for null) are `parts`, borrowed
+/// from columns: a `Key::Many` when `many`, else a `Key::One` of the single part.
+pub(crate) fn order_prefix_of_parts<'a>(
+    many: bool,
+    parts: impl IntoIterator<Item = Option<ScalarRef<'a>>>,
+) -> (Prefix, bool) {
+    let out = encoded_parts::<32>(many, parts);
+    (prefix_of(out.bytes), out.whole())
+}
+
+fn encoded_parts<'a, const N: usize>(many: bool, parts: impl IntoIterator<Item = Option<ScalarRef<'a>>>) -> Encoder<N> {
+    let mut out = Encoder::new(if many { 2 } else { 1 });
+    parts.into_iter().for_each(|part| out.push_ref(part));
+    out
 }
 
 fn prefix_of(bytes: [u8; 32]) -> Prefix {
@@ -254,6 +261,8 @@ fn prefix_of(bytes: [u8; 32]) -> Prefix {
 pub struct Encoder<const N: usize> {
     bytes: [u8; N],
     at: usize,
+    /// Some part did not fit whole.
+    cut: bool,
 }
 
 /// A composite key's order prefix being written part by part: a skip scan encodes its
@@ -265,29 +274,36 @@ impl<const N: usize> Encoder<N> {
     fn new(tag: u8) -> Self {
         let mut bytes = [0; N];
         bytes[0] = tag;
-        Encoder { bytes, at: 1 }
+        Encoder { bytes, at: 1, cut: false }
     }
 
     /// Appends one part.
     #[inline]
     pub fn push(&mut self, part: &Scalar) {
+        self.push_ref(part.as_ref());
+    }
+
+    /// Appends one part borrowed from a column (`None` for null).
+    #[inline]
+    fn push_ref(&mut self, part: Option<ScalarRef<'_>>) {
         if self.at == N {
+            self.cut = true;
             return;
         }
         match part {
-            Scalar::Null => self.put(&[1]),
-            Scalar::Bool(b) => self.put(&[2, u8::from(*b)]),
-            Scalar::Int(i) => {
+            None => self.put(&[1]),
+            Some(ScalarRef::Bool(b)) => self.put(&[2, u8::from(b)]),
+            Some(ScalarRef::Int(i)) => {
                 self.put(&[3]);
-                self.put(&((*i as u64) ^ (1 << 63)).to_be_bytes());
+                self.put(&((i as u64) ^ (1 << 63)).to_be_bytes());
             }
-            Scalar::Double(d) => {
-                let bits = d.0.to_bits();
+            Some(ScalarRef::Double(d)) => {
+                let bits = d.to_bits();
                 let ordered = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
                 self.put(&[4]);
                 self.put(&ordered.to_be_bytes());
             }
-            Scalar::Str(text) => {
+            Some(ScalarRef::Str(text)) => {
                 self.put(&[5]);
                 self.put_str(text);
             }
@@ -300,6 +316,12 @@ impl<const N: usize> Encoder<N> {
         let n = more.len().min(N - self.at);
         self.bytes[self.at..self.at + n].copy_from_slice(&more[..n]);
         self.at += n;
+        self.cut |= n < more.len();
+    }
+
+    /// Whether the bytes hold every part pushed, with room to spare (a 0 after them).
+    fn whole(&self) -> bool {
+        !self.cut && self.at < N
     }
 
     /// A string escaped and ended: one copy when the part that fits holds no 0 byte
@@ -319,6 +341,8 @@ impl<const N: usize> Encoder<N> {
         }
         if head.len() == text.len() {
             self.put(&[0, 0]);
+        } else {
+            self.cut = true;
         }
     }
 }
@@ -397,25 +421,34 @@ impl SortedLayout {
 
     /// Adds a key above every key added so far, with its postings.
     pub fn push(&mut self, key: Key, postings: Postings) {
-        self.push_prefixed((order_prefix(&key), key), postings);
+        let prefix = order_prefix(&key);
+        self.push_prefixed(key, prefix, postings);
     }
 
-    /// Adds `row` under `key`, which is the last key added or above it, with rows of one
-    /// key given in ascending order. `maybe_last` false says the caller knows `key` differs
-    /// from the last one (the comparison is skipped). Returns the key when it is new.
-    pub fn push_row(&mut self, key: Key, row: u32, maybe_last: bool) -> Option<&Key> {
-        if maybe_last && self.open.keys.last() == Some(&key) {
+    /// Adds `row` under the key the caller knows to be the last one added (`same`), or
+    /// else under `key()` (whose `order_prefix` is `prefix`), which is above every key
+    /// added so far; rows of one key come in ascending order. Returns the key when new.
+    pub fn push_row(&mut self, key: impl FnOnce() -> Key, row: u32, prefix: Prefix, same: bool) -> Option<&Key> {
+        if same {
+            debug_assert!(self.open.keys.last() == Some(&key()), "an equal key follows its twin");
             self.open.postings.last_mut().expect("one posting list per key").insert(row);
             self.open.rows += 1;
             *self.open.upto.last_mut().expect("one count per key") += 1;
             return None;
         }
-        self.push(key, Postings::new(row));
+        let key = key();
+        debug_assert_eq!(prefix, order_prefix(&key));
+        self.push_prefixed(key, prefix, Postings::new(row));
+        self.open.keys.last()
+    }
+
+    /// The last key added.
+    pub fn last_key(&self) -> Option<&Key> {
         self.open.keys.last()
     }
 
     /// `push` of a key whose order prefix is known.
-    fn push_prefixed(&mut self, (prefix, key): (Prefix, Key), postings: Postings) {
+    fn push_prefixed(&mut self, key: Key, prefix: Prefix, postings: Postings) {
         debug_assert!(self.open.keys.last().is_none_or(|last| *last < key), "keys ascend");
         if self.open.keys.len() == Self::FILL {
             self.seal();
@@ -439,7 +472,7 @@ impl SortedLayout {
             *self.open.upto.last_mut().expect("one count per key") += 1;
             return None;
         }
-        self.push_prefixed((prefix, key), Postings::new(row));
+        self.push_prefixed(key, prefix, Postings::new(row));
         self.open.keys.last()
     }
 
@@ -502,7 +535,7 @@ impl OrderedMap {
             let order = |(old_prefix, old_key): &(Prefix, Key)| old_prefix.then_keys(prefix, old_key, &key);
             // Old keys below this one go first.
             while let Some((old_key, postings)) = next_old.take_if(|(old_key, _)| order(old_key).is_lt()) {
-                layout.push_prefixed(old_key, postings);
+                layout.push_prefixed(old_key.1, old_key.0, postings);
                 next_old = old.next();
             }
             match &mut next_old {
@@ -517,7 +550,10 @@ impl OrderedMap {
                 }
             }
         }
-        next_old.into_iter().chain(old).for_each(|(old_key, postings)| layout.push_prefixed(old_key, postings));
+        next_old
+            .into_iter()
+            .chain(old)
+            .for_each(|((prefix, key), postings)| layout.push_prefixed(key, prefix, postings));
         *self = OrderedMap::from_layouts(vec![layout]);
     }
 

@@ -69,6 +69,7 @@ mod number;
 mod ops;
 mod options;
 mod persist;
+pub(crate) use persist::SnapshotCopy;
 mod registry;
 mod router;
 mod scan;

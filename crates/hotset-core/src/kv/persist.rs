@@ -234,26 +234,57 @@ impl Keyspace {
         buffer: &mut Vec<u8>,
         emit: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), E>,
     ) -> Result<u64, E> {
-        Change::Kv { keyspace: name, flush: true, ops: Vec::new() }.encode(buffer);
-        emit(buffer)?;
+        let mut copy = SnapshotCopy::default();
         let mut keys = 0;
-        for shard in self.shards.iter() {
-            let mut cursor = Some(SlabCursor::default());
-            while let Some(position) = cursor {
-                let mut budget = ScanBudget { live: SNAPSHOT_CHUNK_KEYS, positions: SNAPSHOT_CHUNK_KEYS * 16 };
-                let mut chunk_keys = 0;
-                encode_kv_head(buffer, name, false);
-                cursor = shard.read().scan(position, &mut budget, self.now_ms(), |key, entry| {
-                    encode_entry(buffer, key, entry);
-                    chunk_keys += 1;
-                });
-                if chunk_keys > 0 {
-                    keys += chunk_keys;
-                    emit(buffer)?;
-                }
-                buffer.clear();
-            }
+        while let Some(chunk_keys) = self.snapshot_step(name, &mut copy, buffer, emit)? {
+            keys += chunk_keys;
         }
         Ok(keys)
     }
+
+    /// One step of `write_snapshot`: the flushing record first, then one chunk of keys
+    /// (how many it held is returned), `None` once the copy is complete. Steps of several
+    /// keyspaces and namespaces may be interleaved (see `Database::write_snapshot`).
+    pub fn snapshot_step<E>(
+        &self,
+        name: &str,
+        copy: &mut SnapshotCopy,
+        buffer: &mut Vec<u8>,
+        emit: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<Option<u64>, E> {
+        if !copy.started {
+            copy.started = true;
+            Change::Kv { keyspace: name, flush: true, ops: Vec::new() }.encode(buffer);
+            emit(buffer)?;
+            return Ok(Some(0));
+        }
+        while let Some(shard) = self.shards.get(copy.shard) {
+            let mut budget = ScanBudget { live: SNAPSHOT_CHUNK_KEYS, positions: SNAPSHOT_CHUNK_KEYS * 16 };
+            let mut chunk_keys = 0;
+            encode_kv_head(buffer, name, false);
+            let next = shard.read().scan(copy.cursor, &mut budget, self.now_ms(), |key, entry| {
+                encode_entry(buffer, key, entry);
+                chunk_keys += 1;
+            });
+            match next {
+                Some(cursor) => copy.cursor = cursor,
+                None => (copy.shard, copy.cursor) = (copy.shard + 1, SlabCursor::default()),
+            }
+            if chunk_keys > 0 {
+                emit(buffer)?;
+                buffer.clear();
+                return Ok(Some(chunk_keys));
+            }
+            buffer.clear();
+        }
+        Ok(None)
+    }
+}
+
+/// Where a keyspace's snapshot copy stands (`Keyspace::snapshot_step`).
+#[derive(Debug, Default)]
+pub struct SnapshotCopy {
+    started: bool,
+    shard: usize,
+    cursor: SlabCursor,
 }

@@ -42,7 +42,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 pub use self::error::WalError;
-pub use self::replay::{ApplyRecord, RecoveryMode, ReplayReport, TornTail, replay};
+pub use self::replay::{ApplyRecord, RecoveryMode, ReplayReport, TornTail, locate, replay};
 use self::writer::{Reach, Shared, Writer};
 use crate::disk::{Disk, OsDisk};
 

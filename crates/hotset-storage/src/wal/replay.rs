@@ -126,6 +126,24 @@ pub fn replay(
     Ok(report)
 }
 
+/// The segment file holding record `lsn`, and the record's byte offset in it: how an
+/// error found after replay (a record that failed to apply on another thread) names its
+/// place. `None` when no segment holds it (any more).
+pub fn locate(opts: &WalOptions, lsn: u64) -> Option<(PathBuf, u64)> {
+    let disk = &*opts.disk;
+    let segments = segment::list_segments(disk, &opts.dir).ok()?;
+    let segment = segments.iter().rev().find(|segment| segment.first_lsn <= lsn)?;
+    let bytes = disk.read(&segment.path).ok()?;
+    let mut offset = SEGMENT_HEADER_BYTES;
+    while let FrameRead::Frame { lsn: found, next, .. } = frame::read_frame(&bytes, offset) {
+        if found == lsn {
+            return Some((segment.path.clone(), offset as u64));
+        }
+        offset = next;
+    }
+    None
+}
+
 /// The index of the first segment to read: the last one starting at or before `from_lsn`
 /// (every earlier one ends before it). `segments.len()` when there are none at all.
 fn first_needed(segments: &[SegmentFile], from_lsn: u64) -> Result<usize, WalError> {
