@@ -59,7 +59,23 @@ impl Block {
 
     /// The position of the first key in `from..` not before `probe` (keys are sorted).
     fn lower(&self, from: usize, probe: &Probe<'_>) -> usize {
-        let (mut low, mut high) = (from, self.keys.len());
+        self.lower_in(from, self.keys.len(), probe)
+    }
+
+    /// `lower` galloping from `from` (1, 2, 4, ... keys on): a skip scan's next position
+    /// is often a few keys on (the end of a short inner range), found in a few
+    /// comparisons on nearby cache lines instead of a search of the whole block.
+    fn lower_near(&self, from: usize, probe: &Probe<'_>) -> usize {
+        let (mut low, mut step) = (from, 1);
+        while low + step < self.keys.len() && probe.after(self.prefixes[low + step - 1], &self.keys[low + step - 1]) {
+            low += step;
+            step *= 2;
+        }
+        self.lower_in(low, (low + step).min(self.keys.len()), probe)
+    }
+
+    fn lower_in(&self, from: usize, to: usize, probe: &Probe<'_>) -> usize {
+        let (mut low, mut high) = (from, to);
         while low < high {
             let mid = low + (high - low) / 2;
             if probe.after(self.prefixes[mid], &self.keys[mid]) {
@@ -797,8 +813,11 @@ impl OrderedMap {
                 return to;
             }
         }
-        let first = if block == from.0 { from.1 } else { 0 };
-        let at = (block, self.blocks[block].lower(first, probe));
+        let at = if block == from.0 {
+            (block, self.blocks[block].lower_near(from.1, probe))
+        } else {
+            (block, self.blocks[block].lower(0, probe))
+        };
         // Past the block's keys only when `key` is above them all, which the gallop ruled out.
         debug_assert!(at.1 < self.blocks[block].keys.len());
         at.min(to)
