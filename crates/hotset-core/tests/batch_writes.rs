@@ -5,19 +5,9 @@
 
 use hotset_core::query::{Op, Query};
 use hotset_core::{Collation, Database, FieldType, IndexDef, IndexKind};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
-
-/// A small deterministic generator (xorshift): the test needs no statistical quality.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
 
 fn database() -> Database {
     let db = Database::new();
@@ -37,16 +27,16 @@ fn database() -> Database {
     db
 }
 
-fn person(rng: &mut Rng, id: u64) -> Value {
+fn person(rng: &mut StdRng, id: u64) -> Value {
     let names = ["Anna", "anna", "Bo", "Chen", "Dmitri", "Ëva", "Zoë"];
     let mut doc = json!({
         "id": id,
-        "age": rng.below(90),
-        "name": names[rng.below(names.len() as u64) as usize],
-        "tags": (0..rng.below(4)).map(|_| rng.below(10)).collect::<Vec<_>>(),
+        "age": rng.random_range(0..90),
+        "name": names[rng.random_range(0..names.len())],
+        "tags": (0..rng.random_range(0..4)).map(|_| rng.random_range(0..10)).collect::<Vec<_>>(),
     });
-    if rng.below(3) == 0 {
-        doc["score"] = json!(rng.below(1000));
+    if rng.random_range(0..3) == 0 {
+        doc["score"] = json!(rng.random_range(0..1000));
     }
     doc
 }
@@ -58,11 +48,11 @@ enum Write {
 
 /// Writes that insert new ids, rewrite old and new ones (several times), delete both
 /// kinds and bring deleted ids back (their row ids are reused).
-fn writes(rng: &mut Rng, count: usize, ids: u64) -> Vec<Write> {
+fn writes(rng: &mut StdRng, count: usize, ids: u64) -> Vec<Write> {
     (0..count)
         .map(|_| {
-            let id = rng.below(ids);
-            if rng.below(5) == 0 { Write::Delete(id) } else { Write::Upsert(person(rng, id)) }
+            let id = rng.random_range(0..ids);
+            if rng.random_range(0..5) == 0 { Write::Delete(id) } else { Write::Upsert(person(rng, id)) }
         })
         .collect()
 }
@@ -100,7 +90,7 @@ fn answers(db: &Database) -> Vec<Value> {
 
 #[test]
 fn a_large_batch_leaves_the_indexes_row_by_row_writes_leave() {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = StdRng::seed_from_u64(0x9e37_79b9_7f4a_7c15);
     let first = writes(&mut rng, 3000, 2500);
     let batch = writes(&mut rng, 9000, 6000);
     let (merged, row_by_row) = (database(), database());
@@ -119,7 +109,7 @@ fn a_large_batch_leaves_the_indexes_row_by_row_writes_leave() {
 
 #[test]
 fn a_large_batch_that_fails_leaves_nothing_behind() {
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut rng = StdRng::seed_from_u64(0x2545_f491_4f6c_dd1d);
     let db = database();
     apply(&db, &writes(&mut rng, 2000, 1500), 50);
     let before = answers(&db);

@@ -57,9 +57,9 @@ impl Block {
         }
     }
 
-    /// The position of the first key in `from..` not before `probe` (keys are sorted).
-    fn lower(&self, from: usize, probe: &Probe<'_>) -> usize {
-        self.lower_in(from, self.keys.len(), probe)
+    /// The position of the first key not before `probe` (keys are sorted).
+    fn lower(&self, probe: &Probe<'_>) -> usize {
+        self.lower_in(0, self.keys.len(), probe)
     }
 
     /// `lower` galloping from `from` (1, 2, 4, ... keys on): a skip scan's next position
@@ -121,7 +121,9 @@ impl<'a> Probe<'a> {
     }
 
     /// The first key of a composite index that starts with `parts` or comes after them,
-    /// or (`past`) the first key after every key that starts with them.
+    /// or (`past`) the first key after every key that starts with them. (Skip scans
+    /// derive theirs from encodings they keep: `Probe::encoded`.)
+    #[cfg(test)]
     pub fn parts(parts: &'a [&'a Scalar], past: bool) -> Probe<'a> {
         let mut encoded = PartsEncoder::composite();
         parts.iter().for_each(|part| encoded.push(part));
@@ -478,20 +480,6 @@ impl SortedLayout {
         self.keys += 1;
     }
 
-    /// `push_row` of a key whose order prefix is known: the last key is compared only
-    /// when the prefixes tie. Returns the key when it is new.
-    fn push_row_prefixed(&mut self, prefix: Prefix, key: Key, row: u32) -> Option<&Key> {
-        let last = self.open.prefixes.last().zip(self.open.keys.last());
-        if last.is_some_and(|(last_prefix, last_key)| last_prefix.then_keys(prefix, last_key, &key).is_eq()) {
-            self.open.postings.last_mut().expect("one posting list per key").insert(row);
-            self.open.rows += 1;
-            *self.open.upto.last_mut().expect("one count per key") += 1;
-            return None;
-        }
-        self.push_prefixed(key, prefix, Postings::new(row));
-        self.open.keys.last()
-    }
-
     /// Moves the open block, if it holds any key, to the finished ones.
     fn seal(&mut self) {
         if !self.open.keys.is_empty() {
@@ -560,7 +548,11 @@ impl OrderedMap {
                     postings.insert(row);
                 }
                 _ => {
-                    if let Some(key) = layout.push_row_prefixed(prefix, key, row) {
+                    // The last key laid out is compared only when the prefixes tie.
+                    let last = layout.open.prefixes.last().zip(layout.open.keys.last());
+                    let same = last
+                        .is_some_and(|(last_prefix, last_key)| last_prefix.then_keys(prefix, last_key, &key).is_eq());
+                    if let Some(key) = layout.push_row(|| key, row, prefix, same) {
                         new_key(key);
                     }
                 }
@@ -592,7 +584,7 @@ impl OrderedMap {
         let block = self.blocks.partition_point(|b| b.last_before(&probe));
         match self.blocks.get(block) {
             None => self.end(),
-            Some(b) => (block, b.lower(0, &probe)),
+            Some(b) => (block, b.lower(&probe)),
         }
     }
 
@@ -816,7 +808,7 @@ impl OrderedMap {
         let at = if block == from.0 {
             (block, self.blocks[block].lower_near(from.1, probe))
         } else {
-            (block, self.blocks[block].lower(0, probe))
+            (block, self.blocks[block].lower(probe))
         };
         // Past the block's keys only when `key` is above them all, which the gallop ruled out.
         debug_assert!(at.1 < self.blocks[block].keys.len());

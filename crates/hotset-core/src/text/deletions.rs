@@ -296,25 +296,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Plain dynamic programming over the whole table: the definition.
-    fn osa(a: &[char], b: &[char]) -> usize {
-        let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-        for (i, row) in d.iter_mut().enumerate() {
-            row[0] = i;
-        }
-        d[0] = (0..=b.len()).collect();
-        for i in 1..=a.len() {
-            for j in 1..=b.len() {
-                let cost = usize::from(a[i - 1] != b[j - 1]);
-                d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
-                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                    d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
-                }
-            }
-        }
-        d[a.len()][b.len()]
-    }
-
     /// Every word within `max` of `query` by the definition (a first letter other than
     /// the query's costs one more), with its distance, sorted.
     fn brute_force(words: &[String], query: &[char], max: u8) -> Vec<(String, u8)> {
@@ -322,7 +303,7 @@ mod tests {
             .iter()
             .filter_map(|w| {
                 let letters: Vec<char> = w.chars().collect();
-                let d = osa(query, &letters);
+                let d = crate::text::osa_distance(query, &letters);
                 let first_differs = letters.first() != query.first();
                 (d + usize::from(first_differs) <= usize::from(max)).then(|| (w.clone(), d as u8))
             })

@@ -28,3 +28,25 @@ pub use search::{TextHits, search};
 
 #[cfg(test)]
 mod tests;
+
+/// The definition typo lookups are checked against in tests: optimal string alignment
+/// distance (insertions, deletions, substitutions, adjacent swaps) by plain dynamic
+/// programming over the whole table.
+#[cfg(test)]
+pub(crate) fn osa_distance(a: &[char], b: &[char]) -> usize {
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    d[0] = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
