@@ -108,8 +108,8 @@ def mariadb_sql(variant, first, last):
 
 
 class Hotset:
-    def __init__(self, work):
-        self.proc = subprocess.Popen([HOTSET, "serve", "--data", os.path.join(work, "hotset"), "--resp-port", "0",
+    def __init__(self, work, binary=HOTSET, name="hotset"):
+        self.proc = subprocess.Popen([binary, "serve", "--data", os.path.join(work, name), "--resp-port", "0",
                                       "--http-port", "0"], stdout=subprocess.PIPE, text=True,
                                      env={**os.environ, "HOTSET_LOG": "warn"})
         words = self.proc.stdout.readline().split()

@@ -275,18 +275,74 @@ fn negate(cond: Cond, negated: bool) -> Cond {
 
 /// A SET expression: literals and fields of the document combined with `+ - * /`.
 pub(crate) fn computed(expr: &Expr, scope: &Scope) -> Result<Computed, SqlError> {
-    computed_at(expr, scope, 1)
+    computed_at(expr, scope, None, 1)
 }
 
-fn computed_at(expr: &Expr, scope: &Scope, depth: usize) -> Result<Computed, SqlError> {
+/// The row an `INSERT` proposed, as an upsert's SET reads it: `EXCLUDED.x` (PostgreSQL,
+/// SQLite), `VALUES(x)` or `alias.x` after `VALUES (...) AS alias` (MySQL).
+pub(crate) struct Inserted<'a> {
+    /// Names that qualify the inserted row's columns (`excluded`, a row alias).
+    pub qualifiers: &'a [String],
+    pub doc: &'a Value,
+}
+
+impl Inserted<'_> {
+    /// The inserted row's value at a column path (`null` when it has none).
+    fn value(&self, path: &[&str]) -> Computed {
+        let found = path.iter().try_fold(self.doc, |at, part| at.get(part));
+        Computed::value(found.cloned().unwrap_or(Value::Null))
+    }
+
+    /// The value an expression names, when it names the inserted row's column.
+    fn named(&self, expr: &Expr) -> Option<Computed> {
+        match expr {
+            Expr::CompoundIdentifier(parts)
+                if parts.len() > 1 && self.qualifiers.iter().any(|q| q.eq_ignore_ascii_case(&parts[0].value)) =>
+            {
+                Some(self.value(&parts[1..].iter().map(|p| p.value.as_str()).collect::<Vec<_>>()))
+            }
+            Expr::Function(function) if function.name.to_string().eq_ignore_ascii_case("values") => {
+                let sqlparser::ast::FunctionArguments::List(list) = &function.args else { return None };
+                let [sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(column))] =
+                    list.args.as_slice()
+                else {
+                    return None;
+                };
+                match column {
+                    Expr::Identifier(name) => Some(self.value(&[name.value.as_str()])),
+                    Expr::CompoundIdentifier(parts) => {
+                        Some(self.value(&parts.iter().map(|p| p.value.as_str()).collect::<Vec<_>>()))
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `computed` for an upsert's SET, which may read the inserted row too.
+pub(crate) fn computed_upsert(expr: &Expr, scope: &Scope, inserted: &Inserted<'_>) -> Result<Computed, SqlError> {
+    computed_at(expr, scope, Some(inserted), 1)
+}
+
+fn computed_at(
+    expr: &Expr,
+    scope: &Scope,
+    inserted: Option<&Inserted<'_>>,
+    depth: usize,
+) -> Result<Computed, SqlError> {
     if depth > EXPRESSION_DEPTH_MAX {
         return Err(error_at(
             start(expr),
             format!("the expression nests deeper than expression_depth_max ({EXPRESSION_DEPTH_MAX} levels)"),
         ));
     }
+    if let Some(value) = inserted.and_then(|row| row.named(expr)) {
+        return Ok(value);
+    }
     match expr {
-        Expr::Nested(inner) => computed_at(inner, scope, depth + 1),
+        Expr::Nested(inner) => computed_at(inner, scope, inserted, depth + 1),
         Expr::BinaryOp { left, op, right } => {
             let op = match op {
                 BinaryOperator::Plus => ArithOp::Add,
@@ -295,7 +351,8 @@ fn computed_at(expr: &Expr, scope: &Scope, depth: usize) -> Result<Computed, Sql
                 BinaryOperator::Divide => ArithOp::Div,
                 other => return Err(error_at(start(expr), format!("unsupported operator {other} in SET"))),
             };
-            Ok(computed_at(left, scope, depth + 1)?.binary(op, computed_at(right, scope, depth + 1)?))
+            let left = computed_at(left, scope, inserted, depth + 1)?;
+            Ok(left.binary(op, computed_at(right, scope, inserted, depth + 1)?))
         }
         Expr::Identifier(_) | Expr::CompoundIdentifier(_) => match field(expr, scope)? {
             (Side::Main, name) => Ok(Computed::field(&name)),

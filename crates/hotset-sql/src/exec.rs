@@ -7,7 +7,8 @@
 //! their stored bytes; projected fields are picked from the parsed document. Never: change
 //! what the engine answered, only its shape.
 
-use crate::{IndexSpec, Projection, Select, Statement};
+use crate::{Conflict, IndexSpec, Projection, Select, Statement};
+use hotset_core::namespace::OnConflict;
 use hotset_core::query::{AggregationResult, QueryResult, dsl};
 use hotset_core::{Database, Error, Result};
 use serde_json::{Map, Value, json};
@@ -16,13 +17,7 @@ use serde_json::{Map, Value, json};
 pub fn execute(db: &Database, statement: &Statement) -> Result<Vec<u8>> {
     match statement {
         Statement::Select(select) => run_select(db, select),
-        Statement::Insert { namespace, docs } => {
-            let mut txn = db.transaction(namespace)?;
-            for doc in docs {
-                txn.upsert(doc.clone())?;
-            }
-            affected(txn.commit()?)
-        }
+        Statement::Insert { namespace, docs, conflict } => insert(db, namespace, docs, conflict),
         Statement::Update { query, sets } => affected(db.update_query(query, sets)?),
         Statement::Delete { query } => affected(db.delete_query(query)?),
         Statement::CreateNamespace { name, indexes, if_not_exists } => {
@@ -57,6 +52,45 @@ pub fn execute(db: &Database, statement: &Statement) -> Result<Vec<u8>> {
             affected(namespaces.len())
         }
     }
+}
+
+/// INSERT as one transaction: every document written, or none. A plain INSERT of a key
+/// already stored fails with the duplicate key error; an upsert says what to do instead.
+fn insert(db: &Database, namespace: &str, docs: &[Value], conflict: &Conflict) -> Result<Vec<u8>> {
+    if let Conflict::Ignore { target: Some(target) } | Conflict::Update { target: Some(target), .. } = conflict {
+        check_conflict_target(db, namespace, target)?;
+    }
+    let mut txn = db.transaction(namespace)?;
+    for (at, doc) in docs.iter().enumerate() {
+        match conflict {
+            Conflict::Refuse => txn.insert(doc.clone())?,
+            Conflict::Replace => txn.upsert(doc.clone())?,
+            Conflict::Ignore { .. } => txn.insert_or(doc.clone(), OnConflict::Ignore)?,
+            Conflict::Update { sets, .. } => txn.insert_or(doc.clone(), OnConflict::Update(sets[at].clone()))?,
+        }
+    }
+    affected(txn.commit()?)
+}
+
+/// `ON CONFLICT (columns)` must name the primary key's fields: the only key a namespace
+/// keeps unique.
+fn check_conflict_target(db: &Database, namespace: &str, target: &[String]) -> Result<()> {
+    let indexes = db.describe(namespace)?.indexes;
+    let pk = indexes.iter().find(|def| def.pk).map(|def| def.fields.clone()).unwrap_or_default();
+    let mut named = target.to_vec();
+    named.sort();
+    let mut unique = pk.clone();
+    unique.sort();
+    if named == unique {
+        return Ok(());
+    }
+    Err(Error::InvalidQuery {
+        reason: format!(
+            "ON CONFLICT ({}) names no unique key of namespace '{namespace}': its primary key is ({})",
+            target.join(", "),
+            pk.join(", ")
+        ),
+    })
 }
 
 /// CREATE INDEX: the index completed from the namespace's declared fields, then added.

@@ -18,7 +18,10 @@
 //!   brackets, `IN (...)`, `NOT IN`, `BETWEEN ... AND ...`, `LIKE`, `NOT LIKE`,
 //!   `IS NULL` (empty), `IS NOT NULL`.
 //! - `INSERT INTO ns (a, "b.c") VALUES (...), ...` (a quoted dotted name makes a nested
-//!   field) and `INSERT INTO ns VALUES ('{json}')`;
+//!   field) and `INSERT INTO ns VALUES ('{json}')`: a stored key fails the statement;
+//!   upserts by name: `ON CONFLICT [(pk)] DO NOTHING | DO UPDATE SET ...` (`EXCLUDED.x`),
+//!   `INSERT IGNORE`, `ON DUPLICATE KEY UPDATE ...` (`VALUES(x)`, a row alias),
+//!   `REPLACE INTO`, `INSERT OR REPLACE | IGNORE | ABORT` (`Conflict`);
 //!   `UPDATE ns SET f = expr, ... [WHERE ...]` (`+ - * /` over literals and fields);
 //!   `DELETE FROM ns [WHERE ...]`; `EXPLAIN SELECT ...`.
 //! - `CREATE TABLE [IF NOT EXISTS] ns (id INT PRIMARY KEY, year INT NOT NULL, name TEXT
@@ -66,9 +69,12 @@ use sqlparser::tokenizer::Span;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Statement {
     Select(Select),
+    /// `INSERT` (and `REPLACE INTO`): documents, and what to do with one whose primary key
+    /// is already stored.
     Insert {
         namespace: String,
         docs: Vec<Value>,
+        conflict: Conflict,
     },
     Update {
         query: Query,
@@ -104,6 +110,23 @@ pub enum Statement {
     Truncate {
         namespaces: Vec<String>,
     },
+}
+
+/// What an `INSERT` does with a document whose primary key is already stored.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Conflict {
+    /// A plain `INSERT` (or `INSERT OR ABORT`): the statement fails with the duplicate key
+    /// error and inserts nothing.
+    Refuse,
+    /// `REPLACE INTO`, `INSERT OR REPLACE`: the new document takes the stored one's place.
+    Replace,
+    /// `ON CONFLICT DO NOTHING`, `INSERT IGNORE`, `INSERT OR IGNORE`: the stored document
+    /// stays; the new one is skipped (and not counted).
+    Ignore { target: Option<Vec<String>> },
+    /// `ON CONFLICT ... DO UPDATE SET`, `ON DUPLICATE KEY UPDATE`: the stored document is
+    /// changed by the assignments, one list per document (values of the inserted row,
+    /// `EXCLUDED.x` or `VALUES(x)`, filled in).
+    Update { target: Option<Vec<String>>, sets: Vec<Vec<SetField>> },
 }
 
 /// A SELECT: the engine query and how to shape its rows.

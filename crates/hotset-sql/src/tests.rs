@@ -94,12 +94,13 @@ fn unknown_qualifiers_are_nested_paths_of_the_main_namespace() {
 
 #[test]
 fn writes_translate() {
-    let Statement::Insert { namespace, docs } =
+    let Statement::Insert { namespace, docs, conflict } =
         parse("INSERT INTO items (id, name, \"meta.tag\") VALUES (1, 'a', 'x'), (2, 'b', NULL)").unwrap()
     else {
         panic!("an insert")
     };
     assert_eq!(namespace, "items");
+    assert_eq!(conflict, Conflict::Refuse, "a plain INSERT never upserts");
     assert_eq!(
         docs,
         vec![json!({"id": 1, "name": "a", "meta": {"tag": "x"}}), json!({"id": 2, "name": "b", "meta": {"tag": null}})]
@@ -273,3 +274,4 @@ fn full_text_match_rank_and_markup() {
 
 mod ddl;
 mod deep;
+mod upsert;

@@ -1,25 +1,26 @@
 //! INSERT, UPDATE and DELETE into documents, updates and queries.
 //!
 //! Owns: building the documents of `INSERT ... VALUES` (columns to fields; dotted column
-//! names make nested objects; a single JSON string is a whole document) and the query
-//! and SET list of UPDATE and DELETE. Never: accept RETURNING, ON CONFLICT, INSERT ...
-//! SELECT or joined updates, which it could not honour.
+//! names make nested objects; a single JSON string is a whole document) and what an
+//! insert does on a duplicate key (`Conflict`), and the query and SET list of UPDATE and
+//! DELETE. Never: accept RETURNING, INSERT ... SELECT, a conditional upsert or joined
+//! updates, which it could not honour; never turn a plain INSERT into an upsert.
 
-use crate::cond::{Scope, Side, computed, conjuncts, literal};
-use crate::{SqlError, Statement, error_at, start};
+use crate::cond::{Inserted, Scope, Side, computed, computed_upsert, conjuncts, literal};
+use crate::{Conflict, SqlError, Statement, error_at, start};
 use hotset_core::Query;
 use hotset_core::query::SetField;
 use serde_json::{Map, Value};
 use sqlparser::ast::{
-    Assignment, AssignmentTarget, Delete, Expr, FromTable, Insert, SetExpr, Spanned, TableFactor, TableObject,
-    TableWithJoins,
+    Assignment, AssignmentTarget, ConflictTarget, Delete, DoUpdate, Expr, FromTable, Insert, OnConflict,
+    OnConflictAction, OnInsert, SetExpr, Spanned, SqliteOnConflict, TableFactor, TableObject, TableWithJoins,
 };
 use sqlparser::tokenizer::Span;
 
 pub(crate) fn insert(insert: &Insert) -> Result<Statement, SqlError> {
     let span = insert.table.span();
-    if insert.returning.is_some() || insert.on.is_some() || insert.or.is_some() {
-        return Err(error_at(span, "RETURNING, ON CONFLICT and INSERT OR ... are not supported (inserts upsert)"));
+    if insert.returning.is_some() {
+        return Err(error_at(span, "INSERT ... RETURNING is not supported"));
     }
     let TableObject::TableName(name) = &insert.table else {
         return Err(error_at(span, "expected a namespace name"));
@@ -33,7 +34,111 @@ pub(crate) fn insert(insert: &Insert) -> Result<Statement, SqlError> {
     };
     let columns: Vec<String> = insert.columns.iter().map(|c| c.value.clone()).collect();
     let docs = values.rows.iter().map(|row| document(&columns, row, span)).collect::<Result<Vec<_>, _>>()?;
-    Ok(Statement::Insert { namespace, docs })
+    let conflict = conflict(insert, &namespace, &docs, span)?;
+    Ok(Statement::Insert { namespace, docs, conflict })
+}
+
+/// What the statement does with a document whose key is stored: PostgreSQL's and
+/// SQLite's `ON CONFLICT`, MySQL's `IGNORE`, `ON DUPLICATE KEY UPDATE` and `REPLACE`,
+/// SQLite's `INSERT OR ...`; what it cannot honour is refused by name.
+fn conflict(insert: &Insert, namespace: &str, docs: &[Value], span: Span) -> Result<Conflict, SqlError> {
+    let or = match insert.or {
+        None | Some(SqliteOnConflict::Abort) => None,
+        Some(SqliteOnConflict::Replace) => Some(Conflict::Replace),
+        Some(SqliteOnConflict::Ignore) => Some(Conflict::Ignore { target: None }),
+        Some(other) => {
+            return Err(error_at(
+                span,
+                format!("INSERT OR {other} is not supported (a failed INSERT changes nothing, as OR ABORT)"),
+            ));
+        }
+    };
+    let plain = match (or, insert.replace_into, insert.ignore) {
+        (None, false, false) => None,
+        (Some(conflict), false, false) => Some(conflict),
+        (None, true, false) => Some(Conflict::Replace),
+        (None, false, true) => Some(Conflict::Ignore { target: None }),
+        _ => return Err(error_at(span, "REPLACE, IGNORE and INSERT OR ... cannot be combined")),
+    };
+    let Some(on) = &insert.on else {
+        return Ok(plain.unwrap_or(Conflict::Refuse));
+    };
+    if plain.is_some() {
+        return Err(error_at(
+            span,
+            "REPLACE, IGNORE and INSERT OR ... cannot be combined with ON CONFLICT or ON DUPLICATE KEY",
+        ));
+    }
+    let scope = Scope { main: vec![namespace.to_string()], joins: Vec::new() };
+    match on {
+        OnInsert::OnConflict(OnConflict { conflict_target, action }) => {
+            let target = match conflict_target {
+                None => None,
+                Some(ConflictTarget::Columns(columns)) => Some(columns.iter().map(|c| c.value.clone()).collect()),
+                Some(ConflictTarget::OnConstraint(name)) => {
+                    return Err(error_at(
+                        span,
+                        format!("ON CONFLICT ON CONSTRAINT {name} is not supported: name the primary key's columns"),
+                    ));
+                }
+            };
+            match action {
+                OnConflictAction::DoNothing => Ok(Conflict::Ignore { target }),
+                OnConflictAction::DoUpdate(DoUpdate { selection: Some(selection), .. }) => {
+                    Err(error_at(start(selection), "ON CONFLICT ... DO UPDATE ... WHERE is not supported"))
+                }
+                OnConflictAction::DoUpdate(DoUpdate { assignments, selection: None }) => {
+                    let qualifiers = ["excluded".to_string()];
+                    Ok(Conflict::Update { target, sets: upsert_sets(assignments, &scope, &qualifiers, docs)? })
+                }
+            }
+        }
+        OnInsert::DuplicateKeyUpdate(assignments) => {
+            // `VALUES (...) AS new ON DUPLICATE KEY UPDATE a = new.a`: the row alias names
+            // the inserted row (renamed columns are not supported).
+            let qualifiers: Vec<String> = match &insert.insert_alias {
+                None => Vec::new(),
+                Some(alias) if alias.col_aliases.as_ref().is_some_and(|columns| !columns.is_empty()) => {
+                    return Err(error_at(span, "column aliases of the inserted row (AS new(a, b)) are not supported"));
+                }
+                Some(alias) => vec![alias.row_alias.to_string()],
+            };
+            Ok(Conflict::Update { target: None, sets: upsert_sets(assignments, &scope, &qualifiers, docs)? })
+        }
+        other => Err(error_at(span, format!("INSERT ... {other} is not supported"))),
+    }
+}
+
+/// An upsert's assignments, once for each inserted document (which they may read).
+fn upsert_sets(
+    assignments: &[Assignment],
+    scope: &Scope,
+    qualifiers: &[String],
+    docs: &[Value],
+) -> Result<Vec<Vec<SetField>>, SqlError> {
+    docs.iter()
+        .map(|doc| {
+            let inserted = Inserted { qualifiers, doc };
+            assignments
+                .iter()
+                .map(|assignment| {
+                    let path = assigned_path(assignment, scope)?;
+                    Ok(SetField::Set(path, computed_upsert(&assignment.value, scope, &inserted)?))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The field an assignment sets (a leading namespace name or alias is dropped).
+fn assigned_path(assignment: &Assignment, scope: &Scope) -> Result<String, SqlError> {
+    match &assignment.target {
+        AssignmentTarget::ColumnName(name) => {
+            let path = name.0.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+            Ok(if path.len() > 1 && scope.main.contains(&path[0]) { path[1..].join(".") } else { path.join(".") })
+        }
+        AssignmentTarget::Tuple(_) => Err(error_at(start(&assignment.value), "SET (a, b) = ... is not supported")),
+    }
 }
 
 /// One row of VALUES as a document.
@@ -92,15 +197,7 @@ pub(crate) fn update(
     let (query, scope) = filtered(&table.relation, selection)?;
     let sets = assignments
         .iter()
-        .map(|assignment| match &assignment.target {
-            AssignmentTarget::ColumnName(name) => {
-                let path = name.0.iter().map(|p| p.to_string()).collect::<Vec<_>>();
-                let path =
-                    if path.len() > 1 && scope.main.contains(&path[0]) { path[1..].join(".") } else { path.join(".") };
-                Ok(SetField::Set(path, computed(&assignment.value, &scope)?))
-            }
-            AssignmentTarget::Tuple(_) => Err(error_at(start(&assignment.value), "SET (a, b) = ... is not supported")),
-        })
+        .map(|assignment| Ok(SetField::Set(assigned_path(assignment, &scope)?, computed(&assignment.value, &scope)?)))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Statement::Update { query, sets })
 }

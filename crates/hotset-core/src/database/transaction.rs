@@ -7,8 +7,8 @@
 use super::Database;
 use super::log::{self, Logged};
 use crate::error::{Error, Result};
-use crate::namespace::Undo;
 use crate::namespace::write::WriteMode;
+use crate::namespace::{OnConflict, Undo};
 use serde_json::Value;
 
 /// Operations from which a commit posts text-index hits in one batch (`begin_text_batch`).
@@ -28,6 +28,8 @@ enum Operation {
     /// size (a client library collecting 100k documents holds 50 MB, not 130).
     WriteJson(Vec<u8>, WriteMode),
     Delete(Value),
+    /// An insert that, when the key is already stored, does what the conflict action says.
+    InsertOr(Value, OnConflict),
 }
 
 impl<'a> Transaction<'a> {
@@ -68,12 +70,18 @@ impl<'a> Transaction<'a> {
     pub fn upsert_json(&mut self, json: Vec<u8>) -> Result<()> {
         self.push(Operation::WriteJson(json, WriteMode::Upsert))
     }
+    /// Inserts, or when the primary key is already stored ignores the document or updates
+    /// the stored one (`OnConflict`). An ignored document does not count as written.
+    pub fn insert_or(&mut self, doc: Value, conflict: OnConflict) -> Result<()> {
+        self.push(Operation::InsertOr(doc, conflict))
+    }
     /// Deletes by key; deleting a missing key is not an error (nothing happens).
     pub fn delete(&mut self, key: Value) -> Result<()> {
         self.push(Operation::Delete(key))
     }
 
-    /// Applies every operation under one write lock. On the first failure everything
+    /// Applies every operation under one write lock and returns how many were applied (an
+    /// insert ignored on a conflict is not). On the first failure everything
     /// already applied is rolled back and that failure is returned. What was applied is
     /// logged as one record, so replay too sees all of it or none.
     pub fn commit(self) -> Result<usize> {
@@ -95,6 +103,7 @@ impl<'a> Transaction<'a> {
                 }
                 data.begin_tree_batch(operations.len());
                 let mut failure = None;
+                let mut ignored = 0;
                 for (position, operation) in operations.iter().enumerate() {
                     let applied = match operation {
                         Operation::Write(doc, mode) => data.write(doc, *mode).map(Some),
@@ -102,6 +111,9 @@ impl<'a> Transaction<'a> {
                             crate::doc::parse_object(json).and_then(|doc| data.write(&doc, *mode)).map(Some)
                         }
                         Operation::Delete(key) => data.delete_key(key),
+                        Operation::InsertOr(doc, conflict) => data.insert_or(doc, conflict).inspect(|undo| {
+                            ignored += usize::from(undo.is_none());
+                        }),
                     };
                     match applied {
                         Ok(record) => undo.extend(record),
@@ -124,7 +136,7 @@ impl<'a> Transaction<'a> {
                 let lsn = journal
                     .filter(|_| !undo.is_empty())
                     .map(|journal| log::docs(journal, data, undo.iter().map(Logged::from)));
-                Ok((operations.len(), lsn))
+                Ok((operations.len() - ignored, lsn))
             })
             .map_err(|error| (failed_at, error))
     }

@@ -18,7 +18,7 @@ pub(crate) mod write;
 pub use extract::{Extracted, column_values, key_json};
 pub(crate) use prepare::Prepared;
 pub use store::NamespaceData;
-pub use write::Undo;
+pub use write::{OnConflict, Undo};
 
 use parking_lot::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,6 +1,6 @@
 //! Write paths of a namespace: every change to rows, columns and indexes.
 //!
-//! Owns: insert/update/upsert/delete of documents, replacing a row's document, index
+//! Owns: insert/update/upsert/delete of documents, inserts with a conflict action, replacing a row's document, index
 //! add/drop on a live namespace, truncate, and `Undo` records that roll a failed batch
 //! back. Never: change anything before every check of the operation has passed, so a
 //! failed call leaves the namespace exactly as it was.
@@ -11,6 +11,7 @@ use super::store::NamespaceData;
 use super::text_batch::{self, Job, TextWorkers};
 use crate::doc;
 use crate::error::{Error, Result};
+use crate::query::SetField;
 use crate::schema::IndexDef;
 use roaring::RoaringBitmap;
 use serde_json::Value;
@@ -41,12 +42,42 @@ pub enum WriteMode {
     Upsert,
 }
 
+/// What an insert does when a document with its primary key is already stored (SQL's
+/// `ON CONFLICT`, MySQL's `INSERT IGNORE` and `ON DUPLICATE KEY UPDATE`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum OnConflict {
+    /// Keep the stored document; the insert changes nothing.
+    Ignore,
+    /// Change the stored document by these assignments, computed from its values (as an
+    /// update by query does); the primary key cannot be among them.
+    Update(Vec<SetField>),
+}
+
 impl NamespaceData {
     /// Writes one document; returns how to undo it.
     pub fn write(&mut self, doc: &Value, mode: WriteMode) -> Result<Undo> {
         doc::ensure_object(doc)?;
         let bytes = self.encode_checked(doc)?;
         self.write_encoded(doc, bytes, mode)
+    }
+
+    /// Inserts a document, or when its primary key is already stored does what
+    /// `conflict` says; returns how to undo it, or `None` when nothing changed.
+    pub fn insert_or(&mut self, doc: &Value, conflict: &OnConflict) -> Result<Option<Undo>> {
+        doc::ensure_object(doc)?;
+        let bytes = self.encode_checked(doc)?;
+        let values = self.extract(doc)?;
+        let key = self.pk_key(&values)?;
+        match (self.row_of(&key), conflict) {
+            (None, _) => Ok(Some(Undo::Inserted(self.insert_row(bytes, values)))),
+            (Some(_), OnConflict::Ignore) => Ok(None),
+            (Some(row), OnConflict::Update(sets)) => {
+                let mut updated = crate::query::update::updated_documents(self, &[row], sets)?;
+                let (row, bytes, values) = updated.pop().expect("one document for one row");
+                debug_assert!(updated.is_empty());
+                Ok(Some(Undo::Replaced(row, self.replace_row(row, bytes, values))))
+            }
+        }
     }
 
     /// Upserts a document given in its stored form (minified JSON, as the log and
