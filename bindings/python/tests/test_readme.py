@@ -140,6 +140,11 @@ def run_sh(session, block):
     session.run(block, ["bash", "-e", "-o", "pipefail", "-c", session.ports(block.code)], block.code)
 
 
+# What an error reply starts with: Redis' words and the code words of `DOC.*` errors.
+ERROR_WORDS = ("ERR", "(error)", "MISCONF", "NOT_FOUND", "ALREADY_EXISTS", "BAD_DOCUMENT", "BAD_QUERY", "SCHEMA",
+               "LIMIT", "TIMEOUT", "STORAGE", "BAD_CHANGE", "BAD_REQUEST")
+
+
 def run_redis(session, block):
     for line in block.code.splitlines():
         if not line.strip():
@@ -147,7 +152,7 @@ def run_redis(session, block):
         command, arrow, expected = line.partition(" -> ")
         argv = ["redis-cli", "-p", str(session.resp)] + shlex.split(session.ports(command))
         reply = session.run(block, argv, line).rstrip("\n")
-        assert not reply.startswith(("ERR", "(error)")), f"{block}: {line}: {reply}"
+        assert not reply.startswith(ERROR_WORDS), f"{block}: {line}: {reply}"
         expected = expected.strip()
         if expected.startswith("(integer) "):
             expected = expected[len("(integer) "):]

@@ -93,6 +93,12 @@ pub enum ErrorCode {
     /// A command's or request's arguments that an interface cannot read; never an
     /// engine `Error`.
     BadRequest,
+    /// A request without the server's password (or with a wrong one); never an engine
+    /// `Error`.
+    Auth,
+    /// The server failed to carry out a request it accepted (a bug, a task that died);
+    /// never an engine `Error`.
+    Internal,
 }
 
 impl ErrorCode {
@@ -108,6 +114,8 @@ impl ErrorCode {
         ErrorCode::Storage,
         ErrorCode::BadChange,
         ErrorCode::BadRequest,
+        ErrorCode::Auth,
+        ErrorCode::Internal,
     ];
 
     /// The code's stable name (snake_case): what clients match on.
@@ -123,6 +131,8 @@ impl ErrorCode {
             ErrorCode::Storage => "storage",
             ErrorCode::BadChange => "bad_change",
             ErrorCode::BadRequest => "bad_request",
+            ErrorCode::Auth => "auth",
+            ErrorCode::Internal => "internal",
         }
     }
 
@@ -423,8 +433,7 @@ mod tests {
         }
         assert_eq!(ErrorCode::parse("ERR"), None);
         // The names are a contract: clients match on them.
-        let expected =
-            "not_found already_exists bad_document bad_query schema limit timeout storage bad_change bad_request";
+        let expected = "not_found already_exists bad_document bad_query schema limit timeout storage bad_change bad_request auth internal";
         assert_eq!(ErrorCode::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(" "), expected);
         assert_eq!(Error::NotFound { namespace: "n".into(), key: "1".into() }.code(), ErrorCode::NotFound);
         assert_eq!(Error::Timeout { limit_ms: 5 }.code(), ErrorCode::Timeout);

@@ -62,6 +62,7 @@ pub async fn require_password(State(state): State<Arc<ServerState>>, request: Re
     }
     let body = serde_json::json!({
         "error": "authentication required: send the server's password as 'Authorization: Bearer <password>' or Basic",
+        "code": hotset_core::error::ErrorCode::Auth.as_str(),
     });
     let mut response = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
     response

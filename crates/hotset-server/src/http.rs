@@ -34,9 +34,10 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
+use hotset_core::error::ErrorCode;
 use hotset_core::query::dsl;
 use hotset_core::{Error, IndexDef};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
 type AppState = State<Arc<ServerState>>;
@@ -76,7 +77,7 @@ async fn timed(State(state): AppState, request: axum::extract::Request, next: ax
     response
 }
 
-/// Every error answer is `{"error": ...}`, the ones axum writes itself too (a body over
+/// Every error answer is `{"error": ..., "code": ...}`, the ones axum writes itself too (a body over
 /// the limit, a path that is not UTF-8, a query string it cannot read, a method a route
 /// does not have): clients parse one shape. Their text becomes the message.
 async fn errors_as_json(response: Response) -> Response {
@@ -94,23 +95,46 @@ async fn errors_as_json(response: Response) -> Response {
         "" => status.canonical_reason().unwrap_or("error").to_ascii_lowercase(),
         text => text.to_string(),
     };
+    let code = match status {
+        StatusCode::NOT_FOUND => ErrorCode::NotFound,
+        StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::Limit,
+        status if status.is_server_error() => ErrorCode::Internal,
+        _ => ErrorCode::BadRequest,
+    };
     parts.headers.remove(header::CONTENT_LENGTH);
     parts.headers.insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
-    Response::from_parts(parts, axum::body::Body::from(json!({"error": message}).to_string()))
+    Response::from_parts(parts, axum::body::Body::from(error_body(code, &message, Map::new()).to_string()))
 }
 
-/// An error answer: status and message.
-pub struct ApiError(StatusCode, String);
+/// An error answer: status, stable code, message, and any context fields (a SQL error's
+/// `line` and `column`). The body is `{"error": message, "code": code, ...}`: clients
+/// branch on `code` (a closed set, `ErrorCode`), never on the words of `error`.
+pub struct ApiError {
+    status: StatusCode,
+    code: ErrorCode,
+    message: String,
+    context: Map<String, Value>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError { status, code, message: message.into(), context: Map::new() }
+    }
+}
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        // A message that is already a JSON object (SQL errors carry their position) goes
-        // out as it is.
-        match serde_json::from_str::<Value>(&self.1) {
-            Ok(body @ Value::Object(_)) => (self.0, Json(body)).into_response(),
-            _ => (self.0, Json(json!({"error": self.1}))).into_response(),
-        }
+        (self.status, Json(error_body(self.code, &self.message, self.context))).into_response()
     }
+}
+
+/// The body of every error answer.
+fn error_body(code: ErrorCode, message: &str, context: Map<String, Value>) -> Value {
+    let mut body = Map::new();
+    body.insert("error".into(), Value::String(message.to_string()));
+    body.insert("code".into(), Value::String(code.as_str().to_string()));
+    body.extend(context);
+    Value::Object(body)
 }
 
 impl From<Error> for ApiError {
@@ -129,12 +153,12 @@ impl From<Error> for ApiError {
             Error::Storage { .. } => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::BAD_REQUEST,
         };
-        ApiError(status, error.to_string())
+        ApiError::new(status, error.code(), error.to_string())
     }
 }
 
 fn bad_request(message: impl Into<String>) -> ApiError {
-    ApiError(StatusCode::BAD_REQUEST, message.into())
+    ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::BadRequest, message)
 }
 
 type ApiResult<T = Json<Value>> = Result<T, ApiError>;
@@ -147,17 +171,19 @@ type ApiResult<T = Json<Value>> = Result<T, ApiError>;
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("the request failed: {e}")))?
+    tokio::task::spawn_blocking(work).await.map_err(|e| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal, format!("the request failed: {e}"))
+    })?
 }
 
-fn json_body(body: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(body).map_err(|e| bad_request(format!("invalid JSON: {e}")))
+/// A JSON body, or a 400 with the code of what the body should have been (`schema` for
+/// a namespace or index definition, `bad_document`, `bad_query`), as RESP's `DOC.*` do.
+fn json_body(body: &[u8], code: ErrorCode) -> Result<Value, ApiError> {
+    serde_json::from_slice(body).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, code, format!("invalid JSON: {e}")))
 }
 
 async fn not_found() -> ApiError {
-    ApiError(StatusCode::NOT_FOUND, "no such route; see GET /api/v1/namespaces".into())
+    ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such route; see GET /api/v1/namespaces")
 }
 
 /// 200 once the data is loaded: the listener only starts after recovery.
@@ -189,7 +215,7 @@ async fn list_namespaces(State(state): AppState) -> ApiResult {
 }
 
 async fn create_namespace(State(state): AppState, body: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let body = json_body(&body)?;
+    let body = json_body(&body, ErrorCode::Schema)?;
     let name =
         body.get("name").and_then(Value::as_str).ok_or_else(|| bad_request("name: a string is required"))?.to_string();
     let indexes = match body.get("indexes") {
@@ -231,7 +257,7 @@ async fn add_index(
     Path(ns): Path<String>,
     body: Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let def = IndexDef::from_json(&json_body(&body)?)?;
+    let def = IndexDef::from_json(&json_body(&body, ErrorCode::Schema)?)?;
     let db = Arc::clone(&state.db);
     let namespace = ns.clone();
     blocking(move || Ok(db.add_index(&namespace, def)?)).await?;
@@ -264,7 +290,7 @@ enum Documents {
 fn documents(body: &[u8]) -> Result<Documents, ApiError> {
     let text = std::str::from_utf8(body).map_err(|_| bad_request("the body is not UTF-8"))?;
     if text.trim_start().starts_with('[') {
-        return match json_body(body)? {
+        return match json_body(body, ErrorCode::BadDocument)? {
             Value::Array(docs) => Ok(Documents::Values(docs)),
             _ => Err(bad_request("expected a JSON array of documents")),
         };
@@ -320,12 +346,15 @@ async fn write_items(
             }
         };
         txn.commit_naming_failure().map_err(|(position, error)| {
-            let ApiError(status, message) = ApiError::from(error);
+            let mut refused = ApiError::from(error);
             match (position, &lines) {
-                (Some(position), Some(lines)) => ApiError(status, format!("line {}: {message}", lines[position])),
-                (Some(position), None) => ApiError(status, format!("document {}: {message}", position + 1)),
-                (None, _) => ApiError(status, message),
+                (Some(position), Some(lines)) => {
+                    refused.message = format!("line {}: {}", lines[position], refused.message)
+                }
+                (Some(position), None) => refused.message = format!("document {}: {}", position + 1, refused.message),
+                (None, _) => {}
             }
+            refused
         })
     })
     .await?;
@@ -342,7 +371,7 @@ async fn get_item(State(state): AppState, Path((ns, key)): Path<(String, String)
     let key = url_key(&key);
     match state.db.get(&ns, &key)? {
         Some(doc) => Ok(([(header::CONTENT_TYPE, "application/json")], doc.to_vec()).into_response()),
-        None => Err(ApiError(StatusCode::NOT_FOUND, format!("no document with primary key {key} in namespace '{ns}'"))),
+        None => Err(ApiError::from(Error::NotFound { namespace: ns, key: key.to_string() })),
     }
 }
 
@@ -361,7 +390,7 @@ async fn query_namespace(State(state): AppState, Path(ns): Path<String>, body: B
 }
 
 async fn run_query(state: Arc<ServerState>, ns: Option<String>, body: Bytes) -> Result<Response, ApiError> {
-    let mut query = dsl::query_from_json(&json_body(&body)?, ns.as_deref())?;
+    let mut query = dsl::query_from_json(&json_body(&body, ErrorCode::BadQuery)?, ns.as_deref())?;
     state.limit_query(&mut query);
     // A read: on the I/O thread (see `blocking`).
     let result = state.db.query(&query)?;
@@ -372,7 +401,7 @@ async fn run_query(state: Arc<ServerState>, ns: Option<String>, body: Bytes) -> 
 
 /// Full-text search across namespaces, merged by rank (`hotset_core::Search`).
 async fn search(State(state): AppState, body: Bytes) -> Result<Response, ApiError> {
-    let mut search = hotset_core::Search::from_json(&json_body(&body)?)?;
+    let mut search = hotset_core::Search::from_json(&json_body(&body, ErrorCode::BadQuery)?)?;
     state.limit_search(&mut search);
     let out = blocking(move || Ok(state.db.search(&search)?.to_json().to_string())).await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
@@ -383,8 +412,10 @@ async fn search(State(state): AppState, body: Bytes) -> Result<Response, ApiErro
 async fn sql(State(state): AppState, body: Bytes) -> Result<Response, ApiError> {
     let text = std::str::from_utf8(&body).map_err(|_| bad_request("the SQL text is not UTF-8"))?;
     let mut statement = hotset_sql::parse(text).map_err(|error| {
-        let body = json!({"error": error.to_string(), "line": error.line, "column": error.column});
-        ApiError(StatusCode::BAD_REQUEST, body.to_string())
+        let mut refused = ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::BadQuery, error.to_string());
+        refused.context.insert("line".into(), json!(error.line));
+        refused.context.insert("column".into(), json!(error.column));
+        refused
     })?;
     state.limit_sql(&mut statement);
     let out = if matches!(statement, hotset_sql::Statement::Select(_)) {

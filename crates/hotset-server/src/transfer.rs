@@ -175,10 +175,11 @@ impl Pipeline<'_> {
 }
 
 /// The error of a refused batch, naming the file line of the document the server named
-/// (`document N: ...`).
+/// (`CODE document N: ...`, whatever the code word).
 fn refused(error: &str, lines: &[usize], imported: u64) -> String {
     let line = error
-        .strip_prefix("ERR document ")
+        .split_once(' ')
+        .and_then(|(_, rest)| rest.strip_prefix("document "))
         .and_then(|rest| rest.split(':').next())
         .and_then(|n| n.parse::<usize>().ok())
         .and_then(|n| lines.get(n.wrapping_sub(1)));

@@ -123,49 +123,54 @@ fn json_errors_carry_code_kind_context_and_place() {
     assert_eq!(line(&mut c, &["DOC.GET", "books"]), "-ERR wrong number of arguments for 'doc.get' command");
     // The form belongs to the connection: another one still has TEXT.
     let mut other = server.raw();
-    assert_eq!(line(&mut other, &["DOC.GET", "nope", "1"]), "-ERR namespace 'nope' does not exist");
+    assert_eq!(line(&mut other, &["DOC.GET", "nope", "1"]), "-NOT_FOUND namespace 'nope' does not exist");
     server.stop();
 }
 
 #[test]
-fn text_errors_are_unchanged_and_the_form_switches_back() {
+fn text_errors_lead_with_their_code_and_the_form_switches_back() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), &[]);
     let mut c = server.raw();
     assert_eq!(line(&mut c, &["DOC.ERRORS", "JSON"]), "+OK");
     assert_eq!(line(&mut c, &["DOC.ERRORS", "text"]), "+OK");
     assert_eq!(line(&mut c, &["DOC.ERRORS"]), "+TEXT");
-    assert_eq!(line(&mut c, &["DOC.GET", "nope", "1"]), "-ERR namespace 'nope' does not exist");
+    assert_eq!(line(&mut c, &["DOC.GET", "nope", "1"]), "-NOT_FOUND namespace 'nope' does not exist");
     assert_eq!(line(&mut c, &["DOC.NSCREATE", "books", PK]), "+OK");
-    assert_eq!(line(&mut c, &["DOC.NSCREATE", "books", PK]), "-ERR namespace 'books' already exists");
+    assert_eq!(line(&mut c, &["DOC.NSCREATE", "books", PK]), "-ALREADY_EXISTS namespace 'books' already exists");
     assert_eq!(line(&mut c, &["DOC.UPSERT", "books", r#"{"id": 1}"#]), ":1");
     assert_eq!(
         line(&mut c, &["DOC.INSERT", "books", r#"{"id": 4}"#, r#"{"id": 1}"#]),
-        "-ERR document 2: duplicate primary key 1 in namespace 'books'"
+        "-ALREADY_EXISTS document 2: duplicate primary key 1 in namespace 'books'"
     );
     assert_eq!(
         line(&mut c, &["DOC.INSERT", "books", r#"{"id": 1}"#]),
-        "-ERR document 1: duplicate primary key 1 in namespace 'books'"
+        "-ALREADY_EXISTS document 1: duplicate primary key 1 in namespace 'books'"
     );
     assert_eq!(
         line(&mut c, &["DOC.TXN", "books", "DELETE", "1", "UPDATE", r#"{"id": 77}"#]),
-        "-ERR operation 2: no document with primary key 77 in namespace 'books'"
+        "-NOT_FOUND operation 2: no document with primary key 77 in namespace 'books'"
     );
-    assert_eq!(line(&mut c, &["DOC.TXN", "books", "MERGE", "{}"]), "-ERR operation 1: unknown operation 'MERGE'");
+    assert_eq!(
+        line(&mut c, &["DOC.TXN", "books", "MERGE", "{}"]),
+        "-BAD_REQUEST operation 1: unknown operation 'MERGE'"
+    );
     assert_eq!(
         line(&mut c, &["DOC.TXN", "books", "UPSERT", "{}", "DELETE"]),
-        "-ERR DOC.TXN takes pairs of an operation and its argument"
+        "-BAD_REQUEST DOC.TXN takes pairs of an operation and its argument"
     );
-    assert!(line(&mut c, &["DOC.UPSERT", "books", "{oops"]).starts_with("-ERR a document is not valid JSON: "));
+    assert!(
+        line(&mut c, &["DOC.UPSERT", "books", "{oops"]).starts_with("-BAD_DOCUMENT a document is not valid JSON: ")
+    );
     let sql = line(&mut c, &["DOC.SQL", "SELECT *\nFROM books WHERE id = = 1"]);
     let parsed = hotset_sql::parse("SELECT *\nFROM books WHERE id = = 1").unwrap_err();
-    assert_eq!(sql, format!("-ERR {parsed}"));
-    assert_eq!(line(&mut c, &["DOC.SCAN", "books", "x"]), "-ERR invalid cursor");
-    assert_eq!(line(&mut c, &["DOC.ERRORS", "XML"]), "-ERR DOC.ERRORS takes JSON or TEXT");
+    assert_eq!(sql, format!("-BAD_QUERY {parsed}"));
+    assert_eq!(line(&mut c, &["DOC.SCAN", "books", "x"]), "-BAD_REQUEST invalid cursor");
+    assert_eq!(line(&mut c, &["DOC.ERRORS", "XML"]), "-BAD_REQUEST DOC.ERRORS takes JSON or TEXT");
     // RESET gives the connection back as a new one: TEXT again.
     assert_eq!(line(&mut c, &["DOC.ERRORS", "JSON"]), "+OK");
     assert_eq!(line(&mut c, &["RESET"]), "+RESET");
     assert_eq!(line(&mut c, &["DOC.ERRORS"]), "+TEXT");
-    assert_eq!(line(&mut c, &["DOC.GET", "nope", "1"]), "-ERR namespace 'nope' does not exist");
+    assert_eq!(line(&mut c, &["DOC.GET", "nope", "1"]), "-NOT_FOUND namespace 'nope' does not exist");
     server.stop();
 }

@@ -442,9 +442,9 @@ fn document_commands_over_resp() {
     let indexes = r#"[{"field": "id", "type": "int", "index": "hash", "pk": true}, {"field": "year", "type": "int", "index": "tree"}]"#;
     let _: () = cmd("DOC.NSCREATE").arg("books").arg(indexes).query(&mut c).unwrap();
     let again = error_text(cmd("DOC.NSCREATE").arg("books").arg(indexes).query::<()>(&mut c));
-    assert_eq!(again, "ERR namespace 'books' already exists");
+    assert_eq!(again, "ALREADY_EXISTS namespace 'books' already exists");
     let no_key = error_text(cmd("DOC.NSCREATE").arg("nokey").query::<()>(&mut c));
-    assert_eq!(no_key, "ERR namespace 'nokey' has no primary key index");
+    assert_eq!(no_key, "SCHEMA namespace 'nokey' has no primary key index");
     let written: i64 = cmd("DOC.UPSERT")
         .arg("books")
         .arg(r#"{"id": 1, "year": 1999, "title": "a"}"#)
@@ -472,7 +472,7 @@ fn document_commands_over_resp() {
     assert!(explained["explain"]["steps"].as_array().is_some_and(|s| !s.is_empty()), "{explained}");
     // A bad document fails the whole write; nothing of it is stored.
     let error = error_text(cmd("DOC.INSERT").arg("books").arg(r#"{"id": 4}"#).arg(r#"{"id": 1}"#).query::<i64>(&mut c));
-    assert!(error.starts_with("ERR document 2: duplicate primary key 1"), "{error}");
+    assert!(error.starts_with("ALREADY_EXISTS document 2: duplicate primary key 1"), "{error}");
     assert_eq!(cmd("DOC.GET").arg("books").arg("4").query::<Option<String>>(&mut c).unwrap(), None);
     assert!(error_text(cmd("DOC.UPSERT").arg("books").arg("{oops").query::<i64>(&mut c)).contains("not valid JSON"));
     assert!(
@@ -493,13 +493,13 @@ fn document_commands_over_resp() {
             .arg(r#"{"id": 77, "year": 1}"#)
             .query::<i64>(&mut c),
     );
-    assert!(failed.starts_with("ERR operation 3: no document with primary key 77"), "{failed}");
+    assert!(failed.starts_with("NOT_FOUND operation 3: no document with primary key 77"), "{failed}");
     assert_eq!(cmd("DOC.GET").arg("books").arg("5").query::<Option<String>>(&mut c).unwrap(), None);
     assert!(cmd("DOC.GET").arg("books").arg("2").query::<Option<String>>(&mut c).unwrap().is_some());
     let odd = error_text(cmd("DOC.TXN").arg("books").arg("UPSERT").arg("{}").arg("DELETE").query::<i64>(&mut c));
     assert!(odd.contains("pairs"), "{odd}");
     let unknown = error_text(cmd("DOC.TXN").arg("books").arg("MERGE").arg("{}").query::<i64>(&mut c));
-    assert_eq!(unknown, "ERR operation 1: unknown operation 'MERGE'");
+    assert_eq!(unknown, "BAD_REQUEST operation 1: unknown operation 'MERGE'");
     let applied: i64 = cmd("DOC.TXN")
         .arg("books")
         .arg("UPSERT")
@@ -546,7 +546,7 @@ fn sql_over_resp() {
     let selected: String = cmd("DOC.SQL").arg("SELECT v FROM t WHERE id = 2").query(&mut c).unwrap();
     assert_eq!(selected, r#"{"items":[{"v":"y"}]}"#);
     let error = error_text(cmd("DOC.SQL").arg("SELECT * FROM t WHERE").query::<String>(&mut c));
-    assert!(error.starts_with("ERR Expected: an expression, found: EOF"), "{error}");
+    assert!(error.starts_with("BAD_QUERY Expected: an expression, found: EOF"), "{error}");
     server.stop();
 }
 
@@ -689,11 +689,11 @@ fn queries_past_their_time_limit_fail_and_the_server_goes_on() {
     let join = r#"[{"type": "inner", "namespace": "few", "on": [{"left": "n", "op": "<", "right": "below"}]}]"#;
     let zero = format!(r#"{{"namespace": "t", "joins": {join}, "limit": 5, "timeout_ms": 0}}"#);
     let e = error_text(cmd("DOC.QUERY").arg(&zero).query::<String>(&mut c));
-    assert_eq!(e, "ERR query timed out after 1 ms (its time limit)");
+    assert_eq!(e, "TIMEOUT query timed out after 1 ms (its time limit)");
     // SQL has no limit of its own: the server's applies.
     let e =
         error_text(cmd("DOC.SQL").arg("SELECT * FROM t JOIN few ON t.n < few.below LIMIT 5").query::<String>(&mut c));
-    assert_eq!(e, "ERR query timed out after 1 ms (its time limit)");
+    assert_eq!(e, "TIMEOUT query timed out after 1 ms (its time limit)");
     // The connection and the data go on. (No query here: under the server's 1 ms even a
     // quick one fails whenever something stalls the server for a millisecond.)
     let doc: String = cmd("DOC.GET").arg("t").arg("99999").query(&mut c).unwrap();
@@ -705,6 +705,6 @@ fn queries_past_their_time_limit_fail_and_the_server_goes_on() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text, "{\"error\":\"query timed out after 1 ms (its time limit)\"}\n503");
+    assert_eq!(text, "{\"error\":\"query timed out after 1 ms (its time limit)\",\"code\":\"timeout\"}\n503");
     server.stop();
 }

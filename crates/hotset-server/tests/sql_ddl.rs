@@ -45,7 +45,7 @@ fn sql_ddl_over_resp_outlives_a_restart() {
     let explained = sql(&mut c, "EXPLAIN SELECT * FROM books WHERE year > 2000");
     assert!(explained["explain"].to_string().contains("by_year"), "{explained}");
     let error = sql_error(&mut c, "CREATE TABLE t (id INT PRIMARY KEY,\n  at TIMESTAMP)");
-    assert!(error.starts_with("ERR column type TIMESTAMP is not supported"), "{error}");
+    assert!(error.starts_with("BAD_QUERY column type TIMESTAMP is not supported"), "{error}");
     assert!(error.ends_with("at line 2, column 3"), "{error}");
     let error = sql_error(&mut c, "CREATE INDEX by_title ON books (title)");
     assert!(error.contains("the type of field 'title' is not known"), "{error}");
@@ -62,7 +62,7 @@ fn sql_ddl_over_resp_outlives_a_restart() {
     assert_eq!(sql(&mut c, "TRUNCATE TABLE books"), affected(1));
     assert_eq!(sql(&mut c, "SELECT COUNT(*) FROM books")["items"], json!([{"count(*)": 0}]));
     assert_eq!(sql(&mut c, "DROP TABLE books"), affected(1));
-    assert_eq!(sql_error(&mut c, "DROP TABLE books"), "ERR namespace 'books' does not exist");
+    assert_eq!(sql_error(&mut c, "DROP TABLE books"), "NOT_FOUND namespace 'books' does not exist");
     let names: Vec<String> = cmd("DOC.NSLIST").query(&mut c).unwrap();
     assert!(names.is_empty(), "{names:?}");
     server.stop();

@@ -7,13 +7,18 @@
 //! bounds" with two subtractions and one tree query, so an exact total over a range never
 //! walks the range. Each key's order prefix sits beside it, so a search compares 32-byte
 //! numbers and touches a key itself only on a tie. Positions (`Position`) let a caller
-//! seek on from where it is (`seek_forward`, galloping), as skip scans do.
+//! seek on from where it is (`seek_forward`, galloping), as skip scans do; runs of keys
+//! sharing leading parts are found from one byte a key (`run_end`, `run_starts`); many
+//! searches can advance together so their cache misses overlap (`seek_many`).
 //! Never: hold an empty block or an empty posting list; let a block's `rows`, running
-//! counts or order prefixes disagree with its postings and keys (checked in debug builds).
+//! counts, order prefixes, shared-part counts or fence disagree with its postings and
+//! keys (checked in debug builds).
 //!
 //! ```text
-//!   blocks:  [k0 k1 .. k255] [k256 .. ] [ .. ]       binary search on each block's last key
+//!   blocks:  [k0 k1 .. k255] [k256 .. ] [ .. ]
+//!   fences:   prefix(k255)    prefix(..)  ..          binary search picks the block
 //!   rows:         1200          800       950         Fenwick tree over these
+//!   shared:  [0 1 1 0 1 ..]  [0 ..]                   parts each key shares with the one before
 //! ```
 
 use super::Key;

@@ -25,10 +25,11 @@
 //! | `DOC.ERRORS [JSON\|TEXT]` | `+OK`; without an argument, the connection's error form |
 //!
 //! Errors come in one of two forms, chosen per connection by `DOC.ERRORS` (TEXT until a
-//! client asks, and again after `RESET`): TEXT is a plain Redis line, `-ERR message` (`-MISCONF reason` when the
-//! log cannot write), with a refused operation of a multi-document write named in front
-//! (`-ERR document 2: ...`); JSON is `-<CODE> <json>`, CODE the upper-cased
-//! `hotset_core::error::ErrorCode` and json the engine error's JSON form
+//! client asks, and again after `RESET`): TEXT is a plain Redis line, `-<CODE> message`
+//! (`-MISCONF reason` when the log cannot write), with a refused operation of a
+//! multi-document write named in front (`-ALREADY_EXISTS document 2: ...`); JSON is
+//! `-<CODE> <json>`. CODE is the upper-cased `hotset_core::error::ErrorCode` in both
+//! forms, and json the engine error's JSON form
 //! (`Error::to_json`), the refused operation's place as a field of its own
 //! (`"document": 2`, `"operation": 3`), a SQL text that does not parse as
 //! `{"code": "bad_query", "error", "kind": "Sql", "message", "line", "column"}`, and an
@@ -258,15 +259,18 @@ impl Refusal {
         Refusal::Request { code: ErrorCode::BadRequest, message: message.into(), at: None }
     }
 
-    /// The TEXT form: `ERR [document 2: ]message`, or `MISCONF reason` for a log that
-    /// cannot write, which Redis clients know.
+    /// The TEXT form: the error's code as the prefix word, then `[document 2: ]message`
+    /// (`NOT_FOUND namespace 'x' does not exist`), so a Redis client branches on the word
+    /// as it does on `WRONGTYPE`; `MISCONF reason` for a log that cannot write, which
+    /// Redis clients know.
     fn text_line(&self) -> String {
         let place = |at: &Option<(&str, usize)>| at.map(|(what, n)| format!("{what} {n}: ")).unwrap_or_default();
+        let word = |code: ErrorCode| code.as_str().to_ascii_uppercase();
         match self {
             Refusal::Engine { error: Error::Storage { reason }, at: None } => format!("MISCONF {reason}"),
-            Refusal::Engine { error, at } => format!("ERR {}{error}", place(at)),
-            Refusal::Sql(error) => format!("ERR {error}"),
-            Refusal::Request { message, at, .. } => format!("ERR {}{message}", place(at)),
+            Refusal::Engine { error, at } => format!("{} {}{error}", word(error.code()), place(at)),
+            Refusal::Sql(error) => format!("{} {error}", word(ErrorCode::BadQuery)),
+            Refusal::Request { code, message, at } => format!("{} {}{message}", word(*code), place(at)),
         }
     }
 
