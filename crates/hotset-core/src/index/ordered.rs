@@ -7,18 +7,13 @@
 //! bounds" with two subtractions and one tree query, so an exact total over a range never
 //! walks the range. Each key's order prefix sits beside it, so a search compares 32-byte
 //! numbers and touches a key itself only on a tie. Positions (`Position`) let a caller
-//! seek on from where it is (`seek_forward`, galloping), as skip scans do; runs of keys
-//! sharing leading parts are found from one byte a key (`run_end`, `run_starts`); many
-//! searches can advance together so their cache misses overlap (`seek_many`).
+//! seek on from where it is (`seek_forward`, galloping), as skip scans do.
 //! Never: hold an empty block or an empty posting list; let a block's `rows`, running
-//! counts, order prefixes, shared-part counts or fence disagree with its postings and
-//! keys (checked in debug builds).
+//! counts or order prefixes disagree with its postings and keys (checked in debug builds).
 //!
 //! ```text
-//!   blocks:  [k0 k1 .. k255] [k256 .. ] [ .. ]
-//!   fences:   prefix(k255)    prefix(..)  ..          binary search picks the block
+//!   blocks:  [k0 k1 .. k255] [k256 .. ] [ .. ]       binary search on each block's last key
 //!   rows:         1200          800       950         Fenwick tree over these
-//!   shared:  [0 1 1 0 1 ..]  [0 ..]                   parts each key shares with the one before
 //! ```
 
 use super::Key;
@@ -30,9 +25,9 @@ use std::ops::Bound;
 /// large enough that the block list stays short.
 pub const BLOCK_KEYS_MAX: usize = 256;
 
-/// Bytes a block keeps per key beside the key and its postings: the order prefix, the
-/// running row count and the parts shared with the key before.
-pub const ENTRY_EXTRA_BYTES: usize = std::mem::size_of::<Prefix>() + std::mem::size_of::<u32>() + 1;
+/// Bytes a block keeps per key beside the key and its postings: the order prefix and the
+/// running row count.
+pub const ENTRY_EXTRA_BYTES: usize = std::mem::size_of::<Prefix>() + std::mem::size_of::<u32>();
 
 #[derive(Debug, Default)]
 struct Block {
@@ -45,31 +40,10 @@ struct Block {
     /// Rows under `keys[..=i]`, so the rows of any run of keys in the block are one
     /// subtraction (a range count reads no posting list).
     upto: Vec<u32>,
-    /// How many leading parts each key shares with the key before it, as far as the two
-    /// order prefixes show (`shared_parts`): a lower bound, 0 for each block's first key.
-    /// A skip scan finds where the keys of one leading value end by scanning these bytes
-    /// (a few cache lines a block) instead of searching the keys' prefixes.
-    shared: Vec<u8>,
     rows: usize,
 }
 
 impl Block {
-    /// Puts a key's prefix at `at` (or takes the one there out, `inserted` false) and
-    /// brings the shared-part counts of it and of the key after it up to date.
-    fn reshare(&mut self, at: usize, inserted: bool) {
-        let with_before = |b: &Block, i: usize| if i == 0 { 0 } else { shared_parts(b.prefixes[i - 1], b.prefixes[i]) };
-        if inserted {
-            let count = with_before(self, at);
-            self.shared.insert(at, count);
-        } else {
-            self.shared.remove(at);
-        }
-        let next = if inserted { at + 1 } else { at };
-        if next < self.shared.len() {
-            self.shared[next] = with_before(self, next);
-        }
-    }
-
     /// Rows under `keys[from..to]`.
     fn rows_in(&self, from: usize, to: usize) -> usize {
         let before = |i: usize| if i == 0 { 0 } else { self.upto[i - 1] as usize };
@@ -111,6 +85,11 @@ impl Block {
             }
         }
         low
+    }
+
+    fn last_before(&self, probe: &Probe<'_>) -> bool {
+        let last = self.keys.len() - 1;
+        probe.after(self.prefixes[last], &self.keys[last])
     }
 }
 
@@ -167,24 +146,19 @@ impl<'a> Probe<'a> {
     }
 
     /// Whether a key (with its prefix) comes before the target: settled by the prefixes
-    /// unless they tie. Inlined into every search loop: the prefix comparison is the loop.
-    #[inline(always)]
+    /// unless they tie.
+    #[inline]
     fn after(&self, prefix: Prefix, key: &Key) -> bool {
-        if prefix != self.prefix {
-            return prefix < self.prefix;
-        }
-        self.after_tied(key)
-    }
-
-    /// `after` for a key whose prefix ties with the target's: rare, so kept out of line.
-    #[inline(never)]
-    fn after_tied(&self, key: &Key) -> bool {
-        match self.target {
-            Target::Key(target) => {
-                let order = if self.prefix.is_whole() { std::cmp::Ordering::Equal } else { key.cmp(target) };
-                if self.strict { order.is_le() } else { order.is_lt() }
-            }
-            Target::Parts { parts, past } => before_parts(key, parts, past),
+        match prefix.cmp(&self.prefix) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => match self.target {
+                Target::Key(target) => {
+                    let order = if self.prefix.is_whole() { std::cmp::Ordering::Equal } else { key.cmp(target) };
+                    if self.strict { order.is_le() } else { order.is_lt() }
+                }
+                Target::Parts { parts, past } => before_parts(key, parts, past),
+            },
         }
     }
 }
@@ -221,13 +195,25 @@ impl Prefix {
         let bytes = self.to_bytes();
         let mut at = 1;
         while at < bytes.len() {
-            if bytes[at] == 0 {
-                return true;
-            }
-            match part_end(&bytes, at) {
-                Some(end) => at = end,
-                None => return false,
-            }
+            at += match bytes[at] {
+                0 => return true,
+                1 => 1,
+                2 => 2,
+                3 | 4 => 9,
+                5 => {
+                    // A string: its bytes up to 00 00 (00 FF is an escaped 0).
+                    let mut i = at + 1;
+                    loop {
+                        match (bytes.get(i), bytes.get(i + 1)) {
+                            (Some(0), Some(0)) => break i + 2 - at,
+                            (Some(0), Some(_)) => i += 2,
+                            (Some(_), _) => i += 1,
+                            (None, _) => return false,
+                        }
+                    }
+                }
+                _ => return false,
+            };
         }
         false
     }
@@ -280,80 +266,6 @@ fn prefix_of(bytes: [u8; 32]) -> Prefix {
         u128::from_be_bytes(high.try_into().expect("16 bytes")),
         u128::from_be_bytes(low.try_into().expect("16 bytes")),
     )
-}
-
-/// Where the encoding of the part that starts at byte `at` of an order prefix ends, when
-/// it ends within the prefix (a tag byte, then the value: strings end at the first
-/// 00 00, 00 FF being an escaped 0 byte).
-fn part_end(bytes: &[u8; 32], at: usize) -> Option<usize> {
-    let end = match *bytes.get(at)? {
-        1 => at + 1,
-        2 => at + 2,
-        3 | 4 => at + 9,
-        5 => {
-            let mut i = at + 1;
-            loop {
-                match (bytes.get(i)?, bytes.get(i + 1)?) {
-                    (0, 0) => break i + 2,
-                    (0, _) => i += 2,
-                    _ => i += 1,
-                }
-            }
-        }
-        _ => return None,
-    };
-    (end <= bytes.len()).then_some(end)
-}
-
-/// How many leading parts two composite keys share, as far as their order prefixes show:
-/// parts whose encodings end within both prefixes and are equal. Never more than the
-/// keys share (a lower bound); 0 for single-field keys (distinct keys share nothing).
-fn shared_parts(a: Prefix, b: Prefix) -> u8 {
-    let (a, b) = (a.to_bytes(), b.to_bytes());
-    if a[0] != 2 || b[0] != 2 {
-        return 0;
-    }
-    let (mut at, mut count) = (1, 0u8);
-    while let Some(end) = part_end(&a, at) {
-        if a[at..end] != b[at..end.min(32)] {
-            break;
-        }
-        count = count.saturating_add(1);
-        at = end;
-    }
-    count
-}
-
-/// Calls `f` with each index in `from..to` whose count in `counts` is below `depth`, in
-/// order; eight counts at a time (a word test for "some byte below depth") where none is.
-fn below_in(counts: &[u8], from: usize, to: usize, depth: usize, mut f: impl FnMut(usize)) {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    let Ok(depth) = u8::try_from(depth) else {
-        // No count reaches 255: every index is below.
-        (from..to).for_each(f);
-        return;
-    };
-    let mut at = from;
-    while at < to {
-        if to - at >= 8 && depth <= 128 {
-            let word = u64::from_ne_bytes(counts[at..at + 8].try_into().expect("8 bytes"));
-            // A byte below `depth` (at most 128) makes its byte of `word - depth * ONES`
-            // borrow into its high bit while its own high bit is clear; no byte does
-            // when none is below (the classic test for a byte less than n).
-            if word.wrapping_sub(u64::from(depth) * ONES) & !word & HIGHS == 0 {
-                at += 8;
-                continue;
-            }
-        }
-        let end = (at + 8).min(to);
-        for (i, &count) in counts[at..end].iter().enumerate() {
-            if count < depth {
-                f(at + i);
-            }
-        }
-        at = end;
-    }
 }
 
 /// The first `N` bytes of an order-preserving encoding of a key, written part by part.
@@ -465,11 +377,30 @@ impl PartsEncoder {
     pub fn with_next_of(&self, prefix: Prefix) -> Option<PartsEncoder> {
         let bytes = prefix.to_bytes();
         debug_assert_eq!(bytes[..self.at], self.bytes[..self.at], "the key starts with these parts");
-        let end = part_end(&bytes, self.at)?;
-        let mut next = *self;
-        next.bytes[self.at..end].copy_from_slice(&bytes[self.at..end]);
-        next.at = end;
-        Some(next)
+        let tag = *bytes.get(self.at)?;
+        let end = match tag {
+            1 => self.at + 1,
+            2 => self.at + 2,
+            3 | 4 => self.at + 9,
+            5 => {
+                // A string ends at the first 00 00; 00 FF is an escaped 0 byte.
+                let mut i = self.at + 1;
+                loop {
+                    match (bytes.get(i)?, bytes.get(i + 1)?) {
+                        (0, 0) => break i + 2,
+                        (0, _) => i += 2,
+                        _ => i += 1,
+                    }
+                }
+            }
+            _ => return None,
+        };
+        (end <= bytes.len()).then(|| {
+            let mut next = *self;
+            next.bytes[self.at..end].copy_from_slice(&bytes[self.at..end]);
+            next.at = end;
+            next
+        })
     }
 
     /// Whether the key whose order prefix is `prefix` starts with exactly these parts
@@ -486,10 +417,6 @@ pub type Position = (usize, usize);
 #[derive(Debug, Default)]
 pub struct OrderedMap {
     blocks: Vec<Block>,
-    /// The order prefix of each block's last key, in one dense array: a search picks its
-    /// block from these (a few KB per 1M keys, likely in cache) instead of loading every
-    /// block it passes over, each a cache miss of its own.
-    fences: Vec<Prefix>,
     /// Fenwick (binary indexed) tree over `blocks[i].rows`, 1-based.
     fenwick: Vec<usize>,
     keys: usize,
@@ -545,8 +472,6 @@ impl SortedLayout {
             self.seal();
         }
         self.open.rows += postings.len();
-        let shared = self.open.prefixes.last().map_or(0, |&last| shared_parts(last, prefix));
-        self.open.shared.push(shared);
         let before = self.open.upto.last().copied().unwrap_or(0);
         self.open.upto.push(before + u32::try_from(postings.len()).expect("under 2^32 rows"));
         self.open.prefixes.push(prefix);
@@ -590,7 +515,7 @@ impl OrderedMap {
             map.keys += layout.keys;
             map.blocks.append(&mut layout.blocks);
         }
-        map.rebuild_summaries();
+        map.rebuild_fenwick();
         map
     }
 
@@ -653,31 +578,10 @@ impl OrderedMap {
         (self.blocks.len(), 0)
     }
 
-    /// Whether every key of block `block` comes before the probe: its fence settles it,
-    /// and the last key is read only on a tie.
-    #[inline]
-    fn last_before(&self, block: usize, probe: &Probe<'_>) -> bool {
-        probe.after(self.fences[block], self.blocks[block].keys.last().expect("blocks are never empty"))
-    }
-
-    /// The first block whose last key is not before the probe, among `from..to`.
-    fn block_not_before(&self, from: usize, to: usize, probe: &Probe<'_>) -> usize {
-        let (mut low, mut high) = (from, to);
-        while low < high {
-            let mid = low + (high - low) / 2;
-            if self.last_before(mid, probe) {
-                low = mid + 1;
-            } else {
-                high = mid;
-            }
-        }
-        low
-    }
-
     /// The first position whose key is `>= key` (or `> key` when `strict`).
     fn seek(&self, key: &Key, strict: bool) -> Position {
         let probe = Probe::key(key, strict);
-        let block = self.block_not_before(0, self.blocks.len(), &probe);
+        let block = self.blocks.partition_point(|b| b.last_before(&probe));
         match self.blocks.get(block) {
             None => self.end(),
             Some(b) => (block, b.lower(&probe)),
@@ -711,9 +615,9 @@ impl OrderedMap {
         if self.blocks.is_empty() {
             let prefixes = vec![order_prefix(&key)];
             let postings = vec![Postings::new(row)];
-            self.blocks.push(Block { keys: vec![key], prefixes, postings, upto: vec![1], shared: vec![0], rows: 1 });
+            self.blocks.push(Block { keys: vec![key], prefixes, postings, upto: vec![1], rows: 1 });
             self.keys = 1;
-            self.rebuild_summaries();
+            self.rebuild_fenwick();
             return true;
         }
         let (mut block, mut at) = self.seek(&key, false);
@@ -726,12 +630,7 @@ impl OrderedMap {
         b.rows += 1;
         let new_key = b.keys.get(at) != Some(&key);
         if new_key {
-            let prefix = order_prefix(&key);
-            if at == b.keys.len() {
-                self.fences[block] = prefix;
-            }
-            b.prefixes.insert(at, prefix);
-            b.reshare(at, true);
+            b.prefixes.insert(at, order_prefix(&key));
             b.keys.insert(at, key);
             b.postings.insert(at, Postings::new(row));
             let before = if at == 0 { 0 } else { b.upto[at - 1] };
@@ -741,7 +640,6 @@ impl OrderedMap {
             b.postings[at].insert(row);
         }
         b.shift_upto(at, 1);
-        debug_assert_eq!(b.prefixes.last(), Some(&self.fences[block]), "the fence follows the last key");
         if b.keys.len() > BLOCK_KEYS_MAX {
             self.split(block);
         } else {
@@ -762,19 +660,14 @@ impl OrderedMap {
         if emptied {
             b.keys.remove(at);
             b.prefixes.remove(at);
-            b.reshare(at, false);
             b.postings.remove(at);
             b.upto.remove(at);
             self.keys -= 1;
-            if let Some(&last) = b.prefixes.last() {
-                self.fences[block] = last;
-            }
         }
-        if self.blocks[block].keys.is_empty() {
+        if b.keys.is_empty() {
             self.blocks.remove(block);
-            self.rebuild_summaries();
+            self.rebuild_fenwick();
         } else {
-            debug_assert_eq!(self.blocks[block].prefixes.last(), Some(&self.fences[block]), "the fence follows");
             self.fenwick_sub(block, 1);
         }
         emptied
@@ -787,20 +680,15 @@ impl OrderedMap {
         let prefixes = b.prefixes.split_off(half);
         let postings = b.postings.split_off(half);
         let mut upto = b.upto.split_off(half);
-        let mut shared = b.shared.split_off(half);
-        shared[0] = 0;
         let left = b.upto[half - 1];
         upto.iter_mut().for_each(|count| *count -= left);
         let rows: usize = postings.iter().map(Postings::len).sum();
         b.rows -= rows;
-        self.blocks.insert(block + 1, Block { keys, prefixes, postings, upto, shared, rows });
-        self.rebuild_summaries();
+        self.blocks.insert(block + 1, Block { keys, prefixes, postings, upto, rows });
+        self.rebuild_fenwick();
     }
 
-    /// Rebuilds the fences and the Fenwick tree from the blocks, after a change of the
-    /// block list.
-    fn rebuild_summaries(&mut self) {
-        self.fences = self.blocks.iter().map(|b| *b.prefixes.last().expect("blocks are never empty")).collect();
+    fn rebuild_fenwick(&mut self) {
         let n = self.blocks.len();
         self.fenwick = vec![0; n + 1];
         for i in 1..=n {
@@ -810,15 +698,6 @@ impl OrderedMap {
                 self.fenwick[parent] += self.fenwick[i];
             }
         }
-        debug_assert!(self.fences_agree());
-        debug_assert!(self.blocks.iter().all(|b| {
-            b.shared.len() == b.prefixes.len()
-                && b.shared[0] == 0
-                && b.prefixes
-                    .windows(2)
-                    .zip(&b.shared[1..])
-                    .all(|(pair, &count)| shared_parts(pair[0], pair[1]) == count)
-        }));
         debug_assert!(self.blocks.iter().all(|b| b.rows == b.postings.iter().map(Postings::len).sum::<usize>()));
         debug_assert!(self.blocks.iter().all(|b| b.keys.iter().map(order_prefix).eq(b.prefixes.iter().copied())));
         debug_assert!(self.blocks.iter().all(|b| {
@@ -830,12 +709,6 @@ impl OrderedMap {
                 })
                 .eq(b.upto.iter().copied())
         }));
-    }
-
-    /// Every block's fence is its last key's order prefix (checked in debug builds).
-    fn fences_agree(&self) -> bool {
-        self.fences.len() == self.blocks.len()
-            && self.blocks.iter().zip(&self.fences).all(|(b, fence)| b.prefixes.last() == Some(fence))
     }
 
     fn fenwick_add(&mut self, block: usize, delta: usize) {
@@ -911,7 +784,7 @@ impl OrderedMap {
         // Blocks that may hold the answer: `from.0 ..= to.0` (the end block only if it exists).
         let limit = (to.0 + 1).min(self.blocks.len());
         let mut block = from.0;
-        if self.last_before(block, probe) {
+        if self.blocks[block].last_before(probe) {
             // Gallop: find a block whose last key is not before `key`, then search the
             // stretch since the previous probe.
             let mut passed = block;
@@ -921,13 +794,13 @@ impl OrderedMap {
                 if next >= limit {
                     break limit;
                 }
-                if !self.last_before(next, probe) {
+                if !self.blocks[next].last_before(probe) {
                     break next;
                 }
                 passed = next;
                 step *= 2;
             };
-            block = self.block_not_before(passed + 1, found, probe);
+            block = passed + 1 + self.blocks[passed + 1..found].partition_point(|b| b.last_before(probe));
             if block >= limit {
                 return to;
             }
@@ -940,152 +813,6 @@ impl OrderedMap {
         // Past the block's keys only when `key` is above them all, which the gallop ruled out.
         debug_assert!(at.1 < self.blocks[block].keys.len());
         at.min(to)
-    }
-
-    /// The first position in `from..to` whose key is not before `probe`, or `to`, by a
-    /// binary search (over the fences, then within one block): for a target likely far
-    /// from `from`, where galloping would pay twice.
-    pub fn seek_within(&self, from: Position, to: Position, probe: &Probe<'_>) -> Position {
-        if from >= to {
-            return to;
-        }
-        let limit = (to.0 + 1).min(self.blocks.len());
-        let block = self.block_not_before(from.0, limit, probe);
-        if block >= limit {
-            return to;
-        }
-        let b = &self.blocks[block];
-        let low = if block == from.0 { from.1 } else { 0 };
-        let high = if block == to.0 { to.1 } else { b.keys.len() };
-        let at = b.lower_in(low, high, probe);
-        if at == b.keys.len() { (block + 1, 0).min(to) } else { (block, at).min(to) }
-    }
-
-    /// The first position after `from` (a position before `to`) whose key does not share
-    /// its first `depth` parts with the key at `from`, or `to`: found from the shared-part
-    /// counts (one byte a key), and confirmed by `same` (whether the key at a position,
-    /// with its order prefix, has the same first parts; it reads the key only if the
-    /// prefix cannot tell) wherever the counts cannot tell: at each block's first key, and
-    /// where a part does not fit the order prefix.
-    pub fn run_end(
-        &self,
-        from: Position,
-        to: Position,
-        depth: usize,
-        same: impl Fn(Prefix, Position) -> bool,
-    ) -> Position {
-        debug_assert!(from < to);
-        let (mut block, mut at) = from;
-        at += 1;
-        while (block, at) < to {
-            let b = &self.blocks[block];
-            let stop = if block == to.0 { to.1 } else { b.keys.len() };
-            match b.shared[at.min(stop)..stop].iter().position(|&count| usize::from(count) < depth) {
-                Some(offset) => {
-                    at += offset;
-                    if !same(b.prefixes[at], (block, at)) {
-                        return (block, at);
-                    }
-                    at += 1;
-                }
-                None => at = stop,
-            }
-            if at >= b.keys.len() {
-                (block, at) = (block + 1, 0);
-            }
-        }
-        to
-    }
-
-    /// Where each run of keys sharing their first `depth` parts starts, in `from..to`
-    /// (`from` first): read from the shared-part counts in one pass over the blocks, and
-    /// confirmed by `same` (whether two keys, given by their order prefixes and positions,
-    /// share those parts; it reads a key only where the prefixes cannot tell) wherever the
-    /// counts cannot tell. Every load here is of bytes scanned in order or of a block
-    /// or run boundary found without waiting on the one before, so the cache misses of a
-    /// long range overlap instead of adding up (what a skip scan's exact count reads).
-    pub fn run_starts(
-        &self,
-        from: Position,
-        to: Position,
-        depth: usize,
-        mut same: impl FnMut((Prefix, Position), (Prefix, Position)) -> bool,
-    ) -> Vec<Position> {
-        if from >= to {
-            return Vec::new();
-        }
-        // Candidates first: the positions whose count says they may start a run, found by
-        // scanning the counts alone. Then their prefixes, loaded in a loop of nothing
-        // else (the loads overlap), and the runs told apart on those copies.
-        let mut candidates = vec![from];
-        let (mut block, mut at) = (from.0, from.1 + 1);
-        while (block, at) < to {
-            let b = &self.blocks[block];
-            let stop = if block == to.0 { to.1 } else { b.keys.len() };
-            below_in(&b.shared, at.min(stop), stop, depth, |i| candidates.push((block, i)));
-            (block, at) = (block + 1, 0);
-        }
-        let prefixes: Vec<Prefix> = candidates.iter().map(|&(block, at)| self.blocks[block].prefixes[at]).collect();
-        let mut starts = Vec::with_capacity(candidates.len());
-        let mut run = (prefixes[0], from);
-        for (&candidate, &prefix) in candidates.iter().zip(&prefixes) {
-            if starts.is_empty() || !same(run, (prefix, candidate)) {
-                starts.push(candidate);
-                run = (prefix, candidate);
-            }
-        }
-        starts
-    }
-
-    /// `seek_within` for many searches at once (each a range and a probe): they advance in
-    /// lockstep, one comparison each per round, so a round's loads (one per search, in
-    /// different blocks) are independent and their cache misses overlap; searched one after
-    /// another, each search would wait for its misses in turn.
-    pub fn seek_many(&self, searches: &[(Position, Position, Probe<'_>)]) -> Vec<Position> {
-        // Each search's block first (from the fences, likely in cache), then the rounds.
-        // `None`: no block in range holds a key not before the probe; the answer is `to`.
-        let mut states: Vec<Option<(usize, usize, usize)>> = searches
-            .iter()
-            .map(|(from, to, probe)| {
-                if from >= to {
-                    return None;
-                }
-                let limit = (to.0 + 1).min(self.blocks.len());
-                let block = self.block_not_before(from.0, limit, probe);
-                if block >= limit {
-                    return None;
-                }
-                let low = if block == from.0 { from.1 } else { 0 };
-                let high = if block == to.0 { to.1 } else { self.blocks[block].keys.len() };
-                Some((block, low, high))
-            })
-            .collect();
-        let mut searching = true;
-        while searching {
-            searching = false;
-            for (state, (_, _, probe)) in states.iter_mut().zip(searches) {
-                let Some((block, low, high)) = state else { continue };
-                if *low < *high {
-                    searching = true;
-                    let b = &self.blocks[*block];
-                    let mid = *low + (*high - *low) / 2;
-                    // Both bounds chosen without a branch on the comparison (which goes
-                    // either way at random and would be mispredicted half the time).
-                    let before = probe.after(b.prefixes[mid], &b.keys[mid]);
-                    *low = if before { mid + 1 } else { *low };
-                    *high = if before { *high } else { mid };
-                }
-            }
-        }
-        states
-            .iter()
-            .zip(searches)
-            .map(|(state, (_, to, _))| match *state {
-                // Past the block's keys only when the range ended inside it (at `to`).
-                Some((block, low, _)) if low < self.blocks[block].keys.len() => (block, low).min(*to),
-                _ => *to,
-            })
-            .collect()
     }
 
     /// `seek_forward` for a lower bound: the first position in `from..to` inside it.
@@ -1276,92 +1003,6 @@ mod tests {
             }
         }
 
-        /// Composite keys written and removed one by one (splitting and dropping blocks):
-        /// every block's shared-part counts stay what the prefixes say, runs of a leading
-        /// part start where a sorted list says, and many searches at once land where
-        /// each alone does.
-        #[test]
-        fn runs_and_batched_seeks_agree_with_a_sorted_list(
-            ops in proptest::collection::vec((0u8..6, 0u8..40, 0i64..3, any::<bool>()), 1..2500),
-            long in any::<bool>(),
-            targets in proptest::collection::vec((0u8..7, 0u8..42, any::<bool>()), 1..30),
-            depth in 1usize..3,
-        ) {
-            // Leading parts long enough not to fit an order prefix, when `long`: then runs
-            // are told apart by comparing keys.
-            let lead = |i: u8| Scalar::str(format!("{}{i}", if long { "x".repeat(40) } else { String::new() }).as_bytes());
-            let make = |a: u8, b: u8, c: i64| Key::Many(vec![lead(a), Scalar::Int(i64::from(b)), Scalar::Int(c)].into_boxed_slice());
-            let mut map = OrderedMap::new();
-            let mut model: BTreeMap<Key, u32> = BTreeMap::new();
-            for (a, b, c, add) in ops {
-                let k = make(a, b, c);
-                if add && !model.contains_key(&k) {
-                    model.insert(k.clone(), 0);
-                    map.insert(k, 0);
-                } else if !add && model.remove(&k).is_some() {
-                    map.remove(&k, 0);
-                }
-            }
-            for block in &map.blocks {
-                prop_assert_eq!(block.shared[0], 0);
-                for (i, pair) in block.prefixes.windows(2).enumerate() {
-                    prop_assert_eq!(block.shared[i + 1], shared_parts(pair[0], pair[1]));
-                    let (x, y) = (block.keys[i].parts(), block.keys[i + 1].parts());
-                    let common = x.iter().zip(y).take_while(|(p, q)| p == q).count();
-                    prop_assert!(usize::from(block.shared[i + 1]) <= common, "a lower bound");
-                }
-            }
-            let sorted: Vec<Key> = model.into_keys().collect();
-            let position = |index: usize| {
-                let (mut block, mut left) = (0, index);
-                while block < map.blocks.len() && left >= map.blocks[block].keys.len() {
-                    left -= map.blocks[block].keys.len();
-                    block += 1;
-                }
-                if block == map.blocks.len() { map.end() } else { (block, left) }
-            };
-            let index_of = |at: Position| map.blocks[..at.0].iter().map(|b| b.keys.len()).sum::<usize>() + at.1;
-            for window in [(0, sorted.len()), (sorted.len() / 3, sorted.len() * 2 / 3)] {
-                let want: Vec<usize> = (window.0..window.1)
-                    .filter(|&i| i == window.0 || sorted[i].parts()[..depth] != sorted[i - 1].parts()[..depth])
-                    .collect();
-                let got = map.run_starts(position(window.0), position(window.1), depth, |(_, x), (_, y)| {
-                    map.key_at(x).unwrap().parts()[..depth] == map.key_at(y).unwrap().parts()[..depth]
-                });
-                prop_assert_eq!(got.into_iter().map(index_of).collect::<Vec<_>>(), want.clone());
-                // Each run's end, found from its start alone, is the next run's start.
-                for (i, &start) in want.iter().enumerate() {
-                    let next = want.get(i + 1).copied().unwrap_or(window.1);
-                    let end = map.run_end(position(start), position(window.1), depth, |_, y| {
-                        map.key_at(y).unwrap().parts()[..depth] == sorted[start].parts()[..depth]
-                    });
-                    prop_assert_eq!(index_of(end), next);
-                }
-            }
-            let probes: Vec<(Vec<Scalar>, bool)> = targets.iter().map(|&(a, b, past)| (vec![lead(a), Scalar::Int(i64::from(b))], past)).collect();
-            let parts: Vec<Vec<&Scalar>> = probes.iter().map(|(p, _)| p.iter().collect()).collect();
-            let searches: Vec<(Position, Position, Probe<'_>)> = parts.iter().zip(&probes).enumerate().map(|(i, (parts, (_, past)))| {
-                let from = position(i * sorted.len() / (2 * probes.len()));
-                (from, map.end(), Probe::parts(parts, *past))
-            }).collect();
-            let batched = map.seek_many(&searches);
-            for ((from, to, probe), got) in searches.iter().zip(batched) {
-                prop_assert_eq!(got, map.seek_forward(*from, *to, probe));
-                prop_assert_eq!(got, map.seek_within(*from, *to, probe));
-            }
-        }
-
-        /// Counts below a depth are found where a plain scan finds them, eight at a
-        /// time or one by one.
-        #[test]
-        fn counts_below_a_depth_are_all_found(counts in proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(2), Just(127), Just(128), Just(255), any::<u8>()], 0..70), from in 0usize..70, depth in prop_oneof![0usize..4, Just(128), Just(129), Just(255), Just(256), Just(300)]) {
-            let from = from.min(counts.len());
-            let mut got = Vec::new();
-            below_in(&counts, from, counts.len(), depth, |i| got.push(i));
-            let want: Vec<usize> = (from..counts.len()).filter(|&i| usize::from(counts[i]) < depth).collect();
-            prop_assert_eq!(got, want);
-        }
-
         /// Searches within a block land where a linear scan says, for every stretch of a
         /// block and targets before, between, on and after its keys.
         #[test]
@@ -1371,7 +1012,6 @@ mod tests {
                 prefixes: keys.iter().map(order_prefix).collect(),
                 postings: (0..n as u32).map(Postings::new).collect(),
                 upto: (1..=n as u32).collect(),
-                shared: vec![0; n],
                 rows: n,
                 keys,
             };
@@ -1379,10 +1019,10 @@ mod tests {
             let to = (from + len).min(n);
             let probe_key = key(target);
             let probe = Probe::key(&probe_key, strict);
-            let want = from + block.keys[from..to].iter().filter(|k| if strict { **k <= probe_key } else { **k < probe_key }).count();
-            prop_assert_eq!(block.lower_in(from, to, &probe), want);
+            let before = |k: &&Key| if strict { **k <= probe_key } else { **k < probe_key };
+            prop_assert_eq!(block.lower_in(from, to, &probe), from + block.keys[from..to].iter().filter(before).count());
             if from < n {
-                prop_assert_eq!(block.lower_near(from, &probe).max(from), from + block.keys[from..].iter().filter(|k| if strict { **k <= probe_key } else { **k < probe_key }).count());
+                prop_assert_eq!(block.lower_near(from, &probe), from + block.keys[from..].iter().filter(before).count());
             }
         }
 

@@ -154,9 +154,8 @@ static SMALLEST_VALUE: Scalar = Scalar::Bool(false);
 ///   (ada, kim) (ada, nash) (ada, nye) (ada, orr) (aja, lee) (aja, nil) (amy, ...)
 ///   └ seek (ada, n..o) ┘ ──────────────────────▶ └ seek (aja, n..o) ┘ ──▶ ...
 /// ```
-/// Each distinct leading value costs a scan of the blocks' shared-part counts to the end of
-/// its keys, and two seeks among them (its inner range's start and end), so it pays when
-/// the leading range has few distinct values for its rows.
+/// Each distinct leading value costs three seeks (its inner range's start and end, then the
+/// next value), so it pays when the leading range has few distinct values for its rows.
 #[derive(Debug, Clone)]
 pub(crate) struct SkipRange {
     pub outer: KeyRange,
@@ -164,21 +163,19 @@ pub(crate) struct SkipRange {
     pub inner_high: Bound<Scalar>,
 }
 
-/// A skip scan's inner bounds as probe parts: the value, and whether the probe goes past
-/// the keys with that value.
-struct InnerProbes<'a> {
-    low: &'a Scalar,
-    low_past: bool,
-    high: Option<&'a Scalar>,
-    high_past: bool,
-}
-
 impl SkipRange {
-    /// The inner bounds as probes of parts `prefix, lead, value`: past the keys with that
-    /// value when it is excluded below or included above. Without a lower bound the inner
-    /// range starts at `false`, the smallest scalar above `Null` (an empty component is
-    /// outside every range).
-    fn inner_probes(&self) -> InnerProbes<'_> {
+    /// Calls `f` with the span (start, end positions) of each leading value's inner range,
+    /// in ascending order, until it returns false; returns true when all were visited.
+    /// Every hop is a galloping seek forward from the last position, so leading values
+    /// close together cost a few comparisons each.
+    fn spans(&self, map: &OrderedMap, mut f: impl FnMut(Position, Position) -> bool) -> bool {
+        let at = self.outer.prefix.len();
+        let (lower, upper) = self.outer.map_bounds(true);
+        let (mut cursor, end) = map.span(lower.as_ref(), upper.as_ref());
+        // The inner bounds as probes of parts `prefix, lead, value`: past the keys with that
+        // value when it is excluded below or included above. Without a lower bound the
+        // inner range starts at `false`, the smallest scalar above `Null` (an empty
+        // component is outside every range).
         let (low, low_past) = match &self.inner_low {
             Bound::Unbounded => (&SMALLEST_VALUE, false),
             Bound::Included(value) => (value, false),
@@ -189,90 +186,6 @@ impl SkipRange {
             Bound::Included(value) => (Some(value), true),
             Bound::Excluded(value) => (Some(value), false),
         };
-        InnerProbes { low, low_past, high, high_past }
-    }
-
-    /// Every leading value's span (start, end positions) of its inner range, in ascending
-    /// order, found in passes over all the leading values at once: where each value's keys
-    /// start (`OrderedMap::run_starts`), then every inner range's start, then every end
-    /// (`OrderedMap::seek_many`). Each pass's loads do not wait on one another, so a count
-    /// over hundreds of leading values in cold blocks pays for their cache misses a few
-    /// rounds at a time, not one after another. For exact counts and backward walks, which
-    /// visit every span; `spans` serves walks that may stop early.
-    fn all_spans(&self, map: &OrderedMap) -> Vec<(Position, Position)> {
-        let at = self.outer.prefix.len();
-        let (lower, upper) = self.outer.map_bounds(true);
-        let (from, end) = map.span(lower.as_ref(), upper.as_ref());
-        let inner = self.inner_probes();
-        let mut fixed = PartsEncoder::composite();
-        self.outer.prefix.iter().for_each(|part| fixed.push(part));
-        // Every key of the outer range has the fixed parts: two keys have the same leading
-        // value when their prefixes say so, or else their parts do.
-        let lead_encoding = |position: Position| fixed.with_next_of(map.prefix_at(position).expect("inside the range"));
-        let lead_of = |position: Position| &map.key_at(position).expect("inside the range").parts()[at];
-        let starts = map.run_starts(from, end, at + 1, |run, here| match fixed.with_next_of(run.0) {
-            Some(encoded) => encoded.starts(here.0),
-            None => lead_of(here.1) == lead_of(run.1),
-        });
-        let ends: Vec<Position> = starts.iter().skip(1).copied().chain([end]).collect();
-        // Each run's probe parts laid end to end (`prefix, lead, low` and `prefix, lead,
-        // high`), so the probes can borrow them.
-        let width = at + 2;
-        let mut low_parts: Vec<&Scalar> = Vec::with_capacity(starts.len() * width);
-        let mut high_parts: Vec<&Scalar> = Vec::with_capacity(starts.len() * width);
-        let mut encodings = Vec::with_capacity(starts.len());
-        for &start in &starts {
-            let lead = lead_of(start);
-            let with_lead = lead_encoding(start).unwrap_or_else(|| {
-                let mut encoded = fixed;
-                encoded.push(lead);
-                encoded
-            });
-            encodings.push(with_lead);
-            for parts in [&mut low_parts, &mut high_parts] {
-                parts.extend(self.outer.prefix.iter());
-                parts.push(lead);
-            }
-            low_parts.push(inner.low);
-            high_parts.extend(inner.high);
-        }
-        let high_width = if inner.high.is_some() { width } else { width - 1 };
-        let low_searches: Vec<_> = starts
-            .iter()
-            .zip(&ends)
-            .zip(low_parts.chunks(width).zip(&encodings))
-            .map(|((&start, &end), (parts, &with_lead))| {
-                let mut encoded = with_lead;
-                encoded.push(inner.low);
-                (start, end, Probe::encoded(parts, inner.low_past, encoded))
-            })
-            .collect();
-        let low_found = map.seek_many(&low_searches);
-        let high_searches: Vec<_> = low_found
-            .iter()
-            .zip(&ends)
-            .zip(high_parts.chunks(high_width).zip(&encodings))
-            .map(|((&start, &end), (parts, &with_lead))| {
-                let mut encoded = with_lead;
-                if let Some(high) = inner.high {
-                    encoded.push(high);
-                }
-                (start, end, Probe::encoded(parts, inner.high_past, encoded))
-            })
-            .collect();
-        let high_found = map.seek_many(&high_searches);
-        low_found.into_iter().zip(high_found).filter(|(start, stop)| start < stop).collect()
-    }
-
-    /// Calls `f` with the span (start, end positions) of each leading value's inner range,
-    /// in ascending order, until it returns false; returns true when all were visited.
-    /// Every hop is a galloping seek forward from the last position, so leading values
-    /// close together cost a few comparisons each.
-    fn spans(&self, map: &OrderedMap, mut f: impl FnMut(Position, Position) -> bool) -> bool {
-        let at = self.outer.prefix.len();
-        let (lower, upper) = self.outer.map_bounds(true);
-        let (mut cursor, end) = map.span(lower.as_ref(), upper.as_ref());
-        let InnerProbes { low, low_past, high, high_past } = self.inner_probes();
         let mut parts: Vec<&Scalar> = self.outer.prefix.iter().collect();
         // The fixed parts are encoded once, and each leading value once for its three
         // probes: read from the order prefix stored beside its first key (no load of the
@@ -287,29 +200,31 @@ impl SkipRange {
                 encoded.push(lead);
                 encoded
             });
-            // Where this leading value's keys end: read from the blocks' shared-part
-            // counts, so the inner range is searched within its keys only and the next
-            // value needs no seek. (Every key of the outer range has the fixed parts.)
-            let run_end = map.run_end(cursor, end, at + 1, |prefix, position| match from_prefix {
-                Some(encoded) => encoded.starts(prefix),
-                None => map.key_at(position).and_then(|key| key.parts().get(at)) == Some(lead),
-            });
             let mut encoded = with_lead;
             encoded.push(low);
             parts.truncate(at);
             parts.extend([lead, low]);
-            let start = map.seek_within(cursor, run_end, &Probe::encoded(&parts, low_past, encoded));
+            let start = map.seek_forward(cursor, end, &Probe::encoded(&parts, low_past, encoded));
             parts.truncate(at + 1);
             let mut encoded = with_lead;
             if let Some(high) = high {
                 encoded.push(high);
                 parts.push(high);
             }
-            let stop = map.seek_forward(start, run_end, &Probe::encoded(&parts, high_past, encoded));
+            let stop = map.seek_forward(start, end, &Probe::encoded(&parts, high_past, encoded));
             if start < stop && !f(start, stop) {
                 return false;
             }
-            cursor = run_end;
+            parts.truncate(at + 1);
+            // The key at `stop` often has the next leading value already (no key of this
+            // one above the inner range): then it is the next cursor without a seek.
+            let same_lead = stop < end
+                && match (from_prefix, map.prefix_at(stop)) {
+                    (Some(encoded), Some(prefix)) => encoded.starts(prefix),
+                    _ => map.key_at(stop).map(|key| &key.parts()[at]) == Some(lead),
+                };
+            cursor =
+                if same_lead { map.seek_forward(stop, end, &Probe::encoded(&parts, true, with_lead)) } else { stop };
         }
         true
     }
@@ -472,7 +387,12 @@ impl IndexScan {
             ScanKind::Range(range) => count_range(index, range),
             ScanKind::Skip(skip) => {
                 let map = index.tree().expect("skip scans are planned on tree indexes only");
-                skip.all_spans(map).into_iter().map(|(start, stop)| map.rows_between(start, stop)).sum()
+                let mut rows = 0;
+                skip.spans(map, |start, stop| {
+                    rows += map.rows_between(start, stop);
+                    true
+                });
+                rows
             }
             ScanKind::Merge(merge) => merge.ranges.iter().map(|range| count_range(index, range)).sum(),
         }
@@ -489,8 +409,14 @@ impl IndexScan {
                 if !desc {
                     return skip.spans(map, |start, stop| map.walk_span(start, stop, false, &mut f));
                 }
-                // Backwards: every span is found first, then walked from the last.
-                skip.all_spans(map).iter().rev().all(|&(start, stop)| map.walk_span(start, stop, true, &mut f))
+                // Backwards: the spans are found going forwards (a few positions each),
+                // then walked from the last.
+                let mut spans = Vec::new();
+                skip.spans(map, |start, stop| {
+                    spans.push((start, stop));
+                    true
+                });
+                spans.iter().rev().all(|&(start, stop)| map.walk_span(start, stop, true, &mut f))
             }
             ScanKind::Merge(merge) => {
                 merge.walk(index.tree().expect("merges are planned on tree indexes only"), desc, f)
