@@ -8,10 +8,9 @@
 
 mod common;
 
-use common::{Server, exchange};
+use common::{Server, curl_as, exchange};
 use serde_json::Value;
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 
 const PK: &str = r#"[{"field": "id", "type": "int", "index": "hash", "pk": true}]"#;
 
@@ -30,26 +29,12 @@ fn word(line: &str) -> String {
     word.split(' ').next().unwrap().to_ascii_lowercase()
 }
 
-/// One HTTP request with the password; the status and the body's `code`.
+/// One HTTP request (with the password, when given); the status and the body's `code`.
 fn http_code(server: &Server, password: Option<&str>, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut curl = Command::new("curl");
-    curl.args(["-s", "-S", "-X", method, "-w", "\n%{http_code}", "--data-binary", "@-"]);
-    if let Some(password) = password {
-        curl.args(["-H", &format!("Authorization: Bearer {password}")]);
-    }
-    let mut child = curl
-        .arg(format!("http://{}{path}", server.http))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("running curl");
-    std::io::Write::write_all(&mut child.stdin.take().unwrap(), body.as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
-    let text = String::from_utf8(output.stdout).unwrap();
-    let (body, status) = text.rsplit_once('\n').unwrap();
-    let json: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{method} {path}: {body}: {e}"));
+    let (status, body) = curl_as(server, password, method, path, Some(body.as_bytes()));
+    let json: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{method} {path}: {body}: {e}"));
     let code = json["code"].as_str().unwrap_or_else(|| panic!("{method} {path}: no code in {body}"));
-    (status.parse().unwrap(), code.to_string())
+    (status, code.to_string())
 }
 
 #[test]

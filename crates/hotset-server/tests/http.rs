@@ -169,6 +169,7 @@ fn bodies_over_the_limit_are_refused() {
     let (status, error) = call(&server, "POST", "/api/v1/namespaces/n/items", Some(big.as_bytes()));
     assert_eq!(status, 413);
     assert!(error["error"].as_str().unwrap().contains("length limit exceeded"), "{error}");
+    assert_eq!(error["code"], "limit", "the router's own refusal is coded too");
     assert_eq!(call(&server, "GET", "/health", None).0, 200, "the server goes on");
     server.stop();
 }

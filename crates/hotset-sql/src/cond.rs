@@ -287,32 +287,33 @@ pub(crate) struct Inserted<'a> {
 }
 
 impl Inserted<'_> {
-    /// The inserted row's value at a column path (`null` when it has none).
-    fn value(&self, path: &[&str]) -> Computed {
-        let found = path.iter().try_fold(self.doc, |at, part| at.get(part));
+    /// The inserted row's value at a column (`null` when it has none). A dotted name is
+    /// a path, as `INSERT` made nested fields of it.
+    fn value(&self, parts: &[sqlparser::ast::Ident]) -> Computed {
+        let mut path = parts.iter().flat_map(|part| part.value.split('.'));
+        let found = path.try_fold(self.doc, |at, part| at.get(part));
         Computed::value(found.cloned().unwrap_or(Value::Null))
     }
 
-    /// The value an expression names, when it names the inserted row's column.
-    fn named(&self, expr: &Expr) -> Option<Computed> {
+    /// The value an expression names, when it names the inserted row's column:
+    /// `EXCLUDED.x`, `alias.x`, or `VALUES(x)` (`VALUES(ns.x)` too).
+    fn named(&self, expr: &Expr, scope: &Scope) -> Option<Computed> {
+        use sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
         match expr {
             Expr::CompoundIdentifier(parts)
                 if parts.len() > 1 && self.qualifiers.iter().any(|q| q.eq_ignore_ascii_case(&parts[0].value)) =>
             {
-                Some(self.value(&parts[1..].iter().map(|p| p.value.as_str()).collect::<Vec<_>>()))
+                Some(self.value(&parts[1..]))
             }
             Expr::Function(function) if function.name.to_string().eq_ignore_ascii_case("values") => {
-                let sqlparser::ast::FunctionArguments::List(list) = &function.args else { return None };
-                let [sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(column))] =
-                    list.args.as_slice()
-                else {
-                    return None;
-                };
+                let FunctionArguments::List(list) = &function.args else { return None };
+                let [FunctionArg::Unnamed(FunctionArgExpr::Expr(column))] = list.args.as_slice() else { return None };
                 match column {
-                    Expr::Identifier(name) => Some(self.value(&[name.value.as_str()])),
-                    Expr::CompoundIdentifier(parts) => {
-                        Some(self.value(&parts.iter().map(|p| p.value.as_str()).collect::<Vec<_>>()))
+                    Expr::Identifier(name) => Some(self.value(std::slice::from_ref(name))),
+                    Expr::CompoundIdentifier(parts) if scope.main.contains(&parts[0].value) => {
+                        Some(self.value(&parts[1..]))
                     }
+                    Expr::CompoundIdentifier(parts) => Some(self.value(parts)),
                     _ => None,
                 }
             }
@@ -338,7 +339,7 @@ fn computed_at(
             format!("the expression nests deeper than expression_depth_max ({EXPRESSION_DEPTH_MAX} levels)"),
         ));
     }
-    if let Some(value) = inserted.and_then(|row| row.named(expr)) {
+    if let Some(value) = inserted.and_then(|row| row.named(expr, scope)) {
         return Ok(value);
     }
     match expr {

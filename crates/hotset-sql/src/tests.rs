@@ -275,3 +275,15 @@ fn full_text_match_rank_and_markup() {
 mod ddl;
 mod deep;
 mod upsert;
+
+/// Regression: a quoted dotted column in SET (`"meta.tag"`) was written as the path
+/// `"meta` . `tag"`, quotes included, where a condition or an INSERT reads meta.tag.
+#[test]
+fn update_sets_a_quoted_dotted_column_as_a_path() {
+    let db = Database::new();
+    run(&db, "CREATE TABLE t (id INT PRIMARY KEY)");
+    run(&db, r#"INSERT INTO t (id, "meta.tag") VALUES (1, 'old')"#);
+    run(&db, r#"UPDATE t SET "meta.tag" = 'new' WHERE id = 1"#);
+    assert_eq!(run(&db, "SELECT * FROM t")["items"], json!([{"id": 1, "meta": {"tag": "new"}}]));
+    assert_eq!(run(&db, "SELECT COUNT(*) AS n FROM t WHERE meta.tag = 'new'")["items"][0]["n"], 1);
+}

@@ -134,7 +134,13 @@ fn upsert_sets(
 fn assigned_path(assignment: &Assignment, scope: &Scope) -> Result<String, SqlError> {
     match &assignment.target {
         AssignmentTarget::ColumnName(name) => {
-            let path = name.0.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+            // The identifiers' values, not their SQL text: `"meta.tag"` is the path
+            // meta.tag, as in a condition or an INSERT's column list, not `"meta` and `tag"`.
+            let path = name
+                .0
+                .iter()
+                .map(|part| part.as_ident().map(|ident| ident.value.clone()).unwrap_or_else(|| part.to_string()))
+                .collect::<Vec<_>>();
             Ok(if path.len() > 1 && scope.main.contains(&path[0]) { path[1..].join(".") } else { path.join(".") })
         }
         AssignmentTarget::Tuple(_) => Err(error_at(start(&assignment.value), "SET (a, b) = ... is not supported")),

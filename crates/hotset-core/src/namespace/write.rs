@@ -62,22 +62,21 @@ impl NamespaceData {
     }
 
     /// Inserts a document, or when its primary key is already stored does what
-    /// `conflict` says; returns how to undo it, or `None` when nothing changed.
+    /// `conflict` says; returns how to undo it, or `None` when nothing changed. The insert
+    /// is `write`'s (the same checks in the same order, so the same error for a bad
+    /// document); only its duplicate-key refusal turns into the conflict action.
     pub fn insert_or(&mut self, doc: &Value, conflict: &OnConflict) -> Result<Option<Undo>> {
-        doc::ensure_object(doc)?;
-        let bytes = self.encode_checked(doc)?;
-        let values = self.extract(doc)?;
-        let key = self.pk_key(&values)?;
-        match (self.row_of(&key), conflict) {
-            (None, _) => Ok(Some(Undo::Inserted(self.insert_row(bytes, values)))),
-            (Some(_), OnConflict::Ignore) => Ok(None),
-            (Some(row), OnConflict::Update(sets)) => {
-                let mut updated = crate::query::update::updated_documents(self, &[row], sets)?;
-                let (row, bytes, values) = updated.pop().expect("one document for one row");
-                debug_assert!(updated.is_empty());
-                Ok(Some(Undo::Replaced(row, self.replace_row(row, bytes, values))))
-            }
+        match self.write(doc, WriteMode::Insert) {
+            Err(Error::DuplicateKey { .. }) => {}
+            inserted => return inserted.map(Some),
         }
+        let OnConflict::Update(sets) = conflict else { return Ok(None) };
+        let key = self.pk_key(&self.extract(doc)?)?;
+        let row = self.row_of(&key).expect("a duplicate key is stored");
+        let mut updated = crate::query::update::updated_documents(self, &[row], sets)?;
+        let (row, bytes, values) = updated.pop().expect("one document for one row");
+        debug_assert!(updated.is_empty());
+        Ok(Some(Undo::Replaced(row, self.replace_row(row, bytes, values))))
     }
 
     /// Upserts a document given in its stored form (minified JSON, as the log and

@@ -126,8 +126,21 @@ pub fn exchange(stream: &mut TcpStream, request: &[u8], until: &[u8]) -> Vec<u8>
 
 /// Sends one HTTP request with curl; returns the status and the body as text.
 pub fn curl(server: &Server, method: &str, path: &str, body: Option<&[u8]>) -> (u16, String) {
+    curl_as(server, None, method, path, body)
+}
+
+/// `curl` with the server's password as a bearer token, when given.
+pub fn curl_as(
+    server: &Server,
+    password: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<&[u8]>,
+) -> (u16, String) {
+    let authorization = password.map(|password| format!("Authorization: Bearer {password}"));
     let mut curl = Command::new("curl")
         .args(["-s", "-S", "-X", method, "-w", "\n%{http_code}", "-H", "content-type: application/json"])
+        .args(authorization.iter().flat_map(|header| ["-H", header.as_str()]))
         .args(if body.is_some() { vec!["--data-binary", "@-"] } else { vec![] })
         .arg(format!("http://{}{path}", server.http))
         .stdin(Stdio::piped())

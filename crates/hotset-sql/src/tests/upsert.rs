@@ -37,46 +37,51 @@ fn a_plain_insert_refuses_a_stored_key_and_writes_nothing_of_its_statement() {
     assert_eq!(run(&db, "INSERT INTO t (id, n) VALUES (3, 30)")["affected"], 1);
 }
 
-#[test]
-fn on_conflict_do_nothing_and_insert_ignore_keep_the_stored_document() {
-    for sql in [
-        "INSERT INTO t (id, n) VALUES (1, 99), (3, 30) ON CONFLICT DO NOTHING",
-        "INSERT INTO t (id, n) VALUES (1, 99), (3, 30) ON CONFLICT (id) DO NOTHING",
-        "INSERT IGNORE INTO t (id, n) VALUES (1, 99), (3, 30)",
-        "INSERT OR IGNORE INTO t (id, n) VALUES (1, 99), (3, 30)",
-    ] {
+/// Runs `sql` on the two rows; each form must count `affected` and leave `expected`.
+fn assert_each_form(forms: &[&str], affected: u64, expected: &[Value]) {
+    for sql in forms {
         let db = two_rows();
-        assert_eq!(run(&db, sql)["affected"], 1, "{sql}: only the new row counts");
-        assert_eq!(
-            rows(&db),
-            vec![
-                json!({"id": 1, "n": 10, "name": "a"}),
-                json!({"id": 2, "n": 20, "name": "b"}),
-                json!({"id": 3, "n": 30})
-            ],
-            "{sql}"
-        );
+        assert_eq!(run(&db, sql)["affected"], affected, "{sql}");
+        assert_eq!(rows(&db), expected, "{sql}");
     }
 }
 
 #[test]
+fn on_conflict_do_nothing_and_insert_ignore_keep_the_stored_document() {
+    let forms = [
+        "INSERT INTO t (id, n) VALUES (1, 99), (3, 30) ON CONFLICT DO NOTHING",
+        "INSERT INTO t (id, n) VALUES (1, 99), (3, 30) ON CONFLICT (id) DO NOTHING",
+        "INSERT IGNORE INTO t (id, n) VALUES (1, 99), (3, 30)",
+        "INSERT OR IGNORE INTO t (id, n) VALUES (1, 99), (3, 30)",
+    ];
+    // Only the new row counts.
+    let kept =
+        [json!({"id": 1, "n": 10, "name": "a"}), json!({"id": 2, "n": 20, "name": "b"}), json!({"id": 3, "n": 30})];
+    assert_each_form(&forms, 1, &kept);
+}
+
+#[test]
 fn upserts_update_the_stored_document_from_its_values_and_the_inserted_row() {
-    for sql in [
+    let forms = [
         "INSERT INTO t (id, n, name) VALUES (1, 5, 'x'), (3, 30, 'c') ON CONFLICT (id) DO UPDATE SET n = n + EXCLUDED.n, name = excluded.name",
-        "INSERT INTO t (id, n, name) VALUES (1, 5, 'x'), (3, 30, 'c') ON DUPLICATE KEY UPDATE n = n + VALUES(n), name = VALUES(name)",
+        "INSERT INTO t (id, n, name) VALUES (1, 5, 'x'), (3, 30, 'c') ON DUPLICATE KEY UPDATE n = n + VALUES(n), name = VALUES(t.name)",
         "INSERT INTO t (id, n, name) VALUES (1, 5, 'x'), (3, 30, 'c') AS new ON DUPLICATE KEY UPDATE n = t.n + new.n, t.name = new.name",
-    ] {
+    ];
+    let updated = [
+        json!({"id": 1, "n": 15, "name": "x"}),
+        json!({"id": 2, "n": 20, "name": "b"}),
+        json!({"id": 3, "n": 30, "name": "c"}),
+    ];
+    assert_each_form(&forms, 2, &updated);
+    // A dotted column is a nested field, in the inserted row as in the document.
+    let nested = [
+        r#"INSERT INTO t (id, "meta.tag") VALUES (1, 'new') ON CONFLICT (id) DO UPDATE SET "meta.tag" = EXCLUDED."meta.tag""#,
+        r#"INSERT INTO t (id, "meta.tag") VALUES (1, 'new') ON DUPLICATE KEY UPDATE "meta.tag" = VALUES("meta.tag")"#,
+    ];
+    for sql in nested {
         let db = two_rows();
-        assert_eq!(run(&db, sql)["affected"], 2, "{sql}");
-        assert_eq!(
-            rows(&db),
-            vec![
-                json!({"id": 1, "n": 15, "name": "x"}),
-                json!({"id": 2, "n": 20, "name": "b"}),
-                json!({"id": 3, "n": 30, "name": "c"})
-            ],
-            "{sql}"
-        );
+        run(&db, sql);
+        assert_eq!(rows(&db)[0], json!({"id": 1, "n": 10, "name": "a", "meta": {"tag": "new"}}), "{sql}");
     }
 }
 
