@@ -9,8 +9,11 @@
 //! side sends the `DOC.*` command that calls the same engine function on the server.
 
 use crate::remote::{CallError, Remote, Reply};
+use hotset_core::clock::{Clock, SystemClock};
 use hotset_core::query::{QueryResult, dsl};
-use hotset_core::{Database, Document, Error as EngineError, IndexDef, Query, Search, SearchResult};
+use hotset_core::{
+    Database, Document, Error as EngineError, IndexDef, Limits, Maintenance, Query, Search, SearchResult,
+};
 use hotset_storage::{FsyncPolicy, Store, StoreOptions};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -27,6 +30,8 @@ pub enum Failure {
     Server(String),
     Connection(String),
     Storage(String),
+    /// A call this kind of database does not have (what, why).
+    Unsupported(String),
     Closed,
 }
 
@@ -91,6 +96,8 @@ pub struct Embedded {
     db: Arc<Database>,
     /// The folder the database lives on; `None` in memory or once closed.
     store: Mutex<Option<Store>>,
+    /// In memory, the database's background work (on a folder the store has its own).
+    maintenance: Option<Maintenance>,
     closed: AtomicBool,
     pub path: Option<String>,
     /// Parsed SELECTs by shape: a statement repeated with other string literals skips
@@ -109,25 +116,34 @@ pub fn fsync_policy(name: &str) -> Option<FsyncPolicy> {
 }
 
 impl Backend {
-    /// The engine in memory only.
-    pub fn memory() -> Backend {
-        Backend::Embedded(Box::new(Embedded {
-            db: Arc::new(Database::new()),
+    /// The engine in memory only, reading time from `clock` (the system's by default).
+    pub fn memory(clock: Option<Arc<dyn Clock>>) -> Outcome<Backend> {
+        let clock = clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let db = Arc::new(Database::with_clock(clock, Limits::default()));
+        let maintenance = Maintenance::start(Arc::clone(&db), Vec::new())
+            .map_err(|e| Failure::Storage(format!("starting the maintenance thread: {e}")))?;
+        Ok(Backend::Embedded(Box::new(Embedded {
+            db,
             store: Mutex::new(None),
+            maintenance: Some(maintenance),
             closed: AtomicBool::new(false),
             path: None,
             statements: hotset_sql::StatementCache::default(),
-        }))
+        })))
     }
 
     /// The engine on a folder: recovers what the folder holds, then logs every write.
-    pub fn open(path: &str, fsync: FsyncPolicy) -> Outcome<Backend> {
+    pub fn open(path: &str, fsync: FsyncPolicy, clock: Option<Arc<dyn Clock>>) -> Outcome<Backend> {
         let mut options = StoreOptions::new(path);
         options.fsync = fsync;
+        if let Some(clock) = clock {
+            options.clock = clock;
+        }
         let store = Store::open(options).map_err(|e| Failure::Storage(format!("opening {path}: {e}")))?;
         Ok(Backend::Embedded(Box::new(Embedded {
             db: Arc::clone(store.database()),
             store: Mutex::new(Some(store)),
+            maintenance: None,
             closed: AtomicBool::new(false),
             path: Some(path.to_string()),
             statements: hotset_sql::StatementCache::default(),
@@ -162,6 +178,9 @@ impl Backend {
         match self {
             Backend::Embedded(embedded) => {
                 embedded.closed.store(true, Ordering::Release);
+                if let Some(maintenance) = &embedded.maintenance {
+                    maintenance.stop();
+                }
                 match embedded.store.lock().take() {
                     Some(store) => store.close().map_err(|e| Failure::Storage(e.to_string())),
                     None => Ok(()),
@@ -172,6 +191,31 @@ impl Backend {
                 Ok(())
             }
         }
+    }
+
+    /// Runs the background jobs due on the database's clock now (key expiry, `ttl` index
+    /// expiry, snapshots on a folder) and says what each did. Embedded only: a server runs
+    /// its own.
+    pub fn run_maintenance(&self) -> Outcome<Vec<(&'static str, u64)>> {
+        let Backend::Embedded(embedded) = self else {
+            return Err(Failure::Unsupported(
+                "run_maintenance is for an embedded database; a server runs its own".into(),
+            ));
+        };
+        if embedded.closed.load(Ordering::Acquire) {
+            return Err(Failure::Closed);
+        }
+        let round = match (&embedded.maintenance, embedded.store.lock().as_ref()) {
+            (Some(maintenance), _) => maintenance.run_due(),
+            (None, Some(store)) => store.run_maintenance(),
+            (None, None) => return Err(Failure::Closed),
+        };
+        round
+            .into_iter()
+            .map(|(job, outcome)| {
+                outcome.map(|count| (job, count)).map_err(|e| Failure::Storage(format!("{job}: {e}")))
+            })
+            .collect()
     }
 
     fn db(&self) -> Outcome<Option<&Database>> {

@@ -171,6 +171,19 @@ impl Database {
         py.detach(|| backend.close()).map_err(failure)
     }
 
+    /// Runs now the background work that is due on the database's clock (expired keys,
+    /// documents past their `ttl` index, a snapshot on a folder) and returns what each job
+    /// did, e.g. `{"ttl expiry": 3}`. A background thread does this by itself; this is for
+    /// tests that move a `hotset.ManualClock`. Embedded only.
+    fn run_maintenance<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let round = self.run(py, |backend| backend.run_maintenance())?;
+        let dict = pyo3::types::PyDict::new(py);
+        for (job, count) in round {
+            dict.set_item(job, count)?;
+        }
+        Ok(dict)
+    }
+
     /// Whether `close()` was called.
     #[getter]
     fn closed(&self) -> bool {

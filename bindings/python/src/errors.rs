@@ -214,6 +214,7 @@ pub fn failure(failure: Failure) -> PyErr {
         Failure::Server(line) => server(&line),
         Failure::Connection(reason) => ConnectionError::new_err(reason),
         Failure::Storage(reason) => StorageError::new_err(reason),
+        Failure::Unsupported(reason) => Error::new_err(reason),
         Failure::Closed => closed(),
     }
 }

@@ -13,6 +13,7 @@ pub mod index;
 pub mod journal;
 pub mod kv;
 pub mod limits;
+pub mod maintenance;
 pub mod namespace;
 pub mod query;
 pub mod schema;
@@ -24,6 +25,7 @@ pub use database::{Database, Document, Replay, Search, SearchResult, SearchTarge
 pub use error::{Error, Result};
 pub use journal::Journal;
 pub use limits::Limits;
+pub use maintenance::Maintenance;
 pub use query::{Aggregation, Cond, Op, Query, QueryResult};
 pub use schema::{IndexDef, IndexKind};
 pub use value::FieldType;

@@ -64,7 +64,7 @@ pub struct IndexDef {
     pub collate: Collation,
     /// A TTL index (`"index": "ttl"`): a tree index over an int field holding a Unix time
     /// in seconds; a document is deleted `expire_after` seconds after that time
-    /// (`Database::expire_documents`, which the server runs every second).
+    /// (`Database::expire_documents`, which maintenance runs every second).
     pub expire_after: Option<u64>,
     /// The options of a text index (present exactly when `kind` is `Text`).
     pub text: Option<Box<TextConfig>>,

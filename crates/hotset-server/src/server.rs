@@ -18,15 +18,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
-/// How often active expiry runs (Redis' default `hz 10`), and how many keys with a TTL it
-/// may examine per keyspace each time.
-/// How often TTL indexes are checked (documents go within about this long of their time),
-/// and the most documents one index deletes under one lock.
-const TTL_INDEX_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
-const TTL_INDEX_BATCH: usize = 10_000;
-const EXPIRY_PERIOD: Duration = Duration::from_millis(100);
-const EXPIRY_BUDGET: usize = 200;
-
 /// Serves until SIGINT or SIGTERM; returns the process exit code.
 pub fn serve(config: Config) -> Result<(), String> {
     config.validate()?;
@@ -183,43 +174,7 @@ async fn run(state: Arc<ServerState>, listeners: Listeners, tls: Option<TlsListe
             serve_http(app, listener, "HTTPS");
         }
     }
-    let expiry_state = Arc::clone(&state);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(EXPIRY_PERIOD);
-        loop {
-            tick.tick().await;
-            expiry_state.db.keyspaces().active_expire_cycle(EXPIRY_BUDGET);
-        }
-    });
-    let ttl_state = Arc::clone(&state);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(TTL_INDEX_PERIOD);
-        loop {
-            tick.tick().await;
-            let db = Arc::clone(&ttl_state.db);
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            // Deleting documents takes namespace write locks and may take a while: off the
-            // I/O threads. Steps of TTL_INDEX_BATCH release the locks in between; a full
-            // step means more may be due, so this goes on until one comes back short.
-            let expire_due = move || {
-                let mut total = 0;
-                loop {
-                    let count = db.expire_documents(now, TTL_INDEX_BATCH)?;
-                    total += count;
-                    if count < TTL_INDEX_BATCH {
-                        return Ok::<_, hotset_core::Error>(total);
-                    }
-                }
-            };
-            match tokio::task::spawn_blocking(expire_due).await {
-                Ok(Ok(0)) => {}
-                Ok(Ok(count)) => tracing::debug!(count, "ttl indexes expired documents"),
-                Ok(Err(error)) => tracing::warn!(%error, "ttl index expiry failed; retrying next second"),
-                Err(error) => tracing::error!(%error, "ttl index expiry panicked"),
-            }
-        }
-    });
-
+    // Key expiry, ttl index expiry and snapshots are the store's maintenance (hotset-core).
     // The handlers go in before the ready line: a tool that stops the server as soon as
     // it has seen the line must get a clean shutdown, not the signal's default (death).
     let mut signals = ShutdownSignals::install()?;

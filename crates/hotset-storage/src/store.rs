@@ -7,10 +7,15 @@
 //! <dir>/snapshots/<start lsn>.snap    snapshots (snapshot.rs); the newest two are kept
 //! ```
 //!
-//! Owns: `Store` (open = lock, recover, start the log, attach it to the database; then a
-//! snapshot thread), `StoreOptions`, the recovery report and its log lines. Never: let a
-//! write through before recovery finished, delete a segment a kept snapshot still needs,
-//! or run two snapshots at once.
+//! Owns: `Store` (open = lock, recover, start the log, attach it to the database; then the
+//! database's maintenance, with snapshots as one of its jobs), `StoreOptions`, the recovery
+//! report and its log lines. Never: let a write through before recovery finished, delete a
+//! segment a kept snapshot still needs, or run two snapshots at once.
+//!
+//! Background work is the maintenance's (`hotset_core::maintenance`): key expiry, `ttl`
+//! index expiry and snapshots (due by log growth or age, or requested by `BGSAVE`), paced
+//! by the database's clock. The store starts it after the log and stops it before the log,
+//! so no job writes to a closed log.
 //!
 //! Recovery: the newest snapshot that checks out is loaded (a damaged newest one is
 //! reported and the one before it tried, which works while the log still reaches back to
@@ -23,11 +28,12 @@ use crate::lock::{FolderLock, LockError};
 use crate::snapshot::{self, SnapshotError, SnapshotHooks, SnapshotInfo};
 use crate::wal::{self, FsyncPolicy, RecoveryMode, TornTail, Wal, WalError, WalOptions, WalStats};
 use hotset_core::clock::{Clock, SystemClock};
+use hotset_core::maintenance::{Job, Maintenance, Round};
 use hotset_core::{Database, Journal, Limits, Replay};
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How a store is opened and run.
@@ -42,7 +48,7 @@ pub struct StoreOptions {
     pub snapshot_log_bytes: u64,
     /// ...or once this much time has passed with any write since the last one.
     pub snapshot_interval: Option<Duration>,
-    /// How often the snapshot thread checks whether a snapshot is due.
+    /// How often maintenance checks whether a snapshot is due (on the database's clock).
     pub snapshot_check_interval: Duration,
     pub retry_interval: Duration,
     pub limits: Limits,
@@ -179,15 +185,15 @@ impl Journal for WalJournal {
     }
 }
 
-/// State shared with the snapshot thread.
+/// State shared with the snapshot job.
 struct Shared {
     db: Arc<Database>,
     journal: Arc<WalJournal>,
     options: StoreOptions,
     /// One snapshot at a time; holds the log size when the last one started.
     snapshot_lock: Mutex<SnapshotMark>,
-    stop: Mutex<bool>,
-    wake: Condvar,
+    /// A snapshot was asked for (`request_snapshot`): the next run takes one whether due or not.
+    requested: AtomicBool,
 }
 
 struct SnapshotMark {
@@ -197,16 +203,17 @@ struct SnapshotMark {
     /// (replayed at recovery), so restarts do not postpone snapshots forever.
     carried: u64,
     lsn: u64,
-    at: Instant,
+    /// When the last snapshot was taken or tried, on the database's monotonic clock.
+    at: Duration,
     last: Option<SnapshotInfo>,
     last_error: Option<String>,
 }
 
 /// An open database on a folder. Derefs to the `Database`; close it with `close` (or
-/// drop it) to write and fsync what is queued and stop the background thread.
+/// drop it) to stop its maintenance and write and fsync what is queued.
 pub struct Store {
     shared: Arc<Shared>,
-    snapshotter: Option<JoinHandle<()>>,
+    maintenance: Maintenance,
     report: RecoveryReport,
 }
 
@@ -228,6 +235,7 @@ impl Store {
         let (db, report) = recover(&options)?;
         let wal = Arc::new(Wal::start(options.wal_options(), report.next_lsn)?);
         let stats = wal.stats();
+        let started = options.clock.monotonic();
         let journal = Arc::new(WalJournal {
             checked: Arc::clone(&wal),
             wal: RwLock::new(Some(wal)),
@@ -243,19 +251,16 @@ impl Store {
                 log_bytes: stats.bytes_written,
                 carried: report.log_bytes,
                 lsn: stats.next_lsn,
-                at: Instant::now(),
+                at: started,
                 last: report.snapshot.clone(),
                 last_error: None,
             }),
-            stop: Mutex::new(false),
-            wake: Condvar::new(),
+            requested: AtomicBool::new(false),
         });
-        let background = shared.clone();
-        let snapshotter = std::thread::Builder::new()
-            .name("hotset-snapshot".into())
-            .spawn(move || background.snapshot_loop())
-            .map_err(|source| StoreError::Io { op: "spawn", path: "snapshot thread".into(), source })?;
-        Ok(Store { shared, snapshotter: Some(snapshotter), report })
+        let snapshots = Box::new(SnapshotJob(Arc::clone(&shared)));
+        let maintenance = Maintenance::start(Arc::clone(&shared.db), vec![snapshots])
+            .map_err(|source| StoreError::Io { op: "spawn", path: "maintenance thread".into(), source })?;
+        Ok(Store { shared, maintenance, report })
     }
 
     /// The database, to share with threads that outlive a borrow of the store. Writes
@@ -285,6 +290,21 @@ impl Store {
         self.shared.take_snapshot()
     }
 
+    /// Asks maintenance for a snapshot and returns at once (`BGSAVE`); its outcome shows
+    /// in `snapshot_state`.
+    pub fn request_snapshot(&self) {
+        self.shared.requested.store(true, Ordering::Release);
+        let nudged = self.maintenance.nudge(SNAPSHOT_JOB);
+        debug_assert!(nudged, "the store's maintenance has the snapshot job");
+    }
+
+    /// Runs the background jobs that are due on the database's clock now, on this thread
+    /// (after a round in progress), and reports what ran: for tests and embedders that
+    /// move a manual clock.
+    pub fn run_maintenance(&self) -> Round {
+        self.maintenance.run_due()
+    }
+
     /// Writes and fsyncs everything logged so far, whatever the policy.
     pub fn sync(&self) -> Result<u64, StoreError> {
         Ok(self.shared.journal.wal()?.sync()?)
@@ -303,26 +323,17 @@ impl Store {
         }
     }
 
-    /// Stops the snapshot thread, writes and fsyncs the log, stops it and releases the
-    /// folder. Handles to the database kept past this can read but no longer write.
-    pub fn close(mut self) -> Result<(), StoreError> {
-        self.stop_background();
+    /// Stops maintenance, writes and fsyncs the log, stops it and releases the folder.
+    /// Handles to the database kept past this can read but no longer write.
+    pub fn close(self) -> Result<(), StoreError> {
+        self.maintenance.stop();
         Ok(self.shared.journal.close()?)
-    }
-
-    fn stop_background(&mut self) {
-        *self.shared.stop.lock() = true;
-        self.shared.wake.notify_all();
-        if let Some(thread) = self.snapshotter.take() {
-            // A panic in the snapshot thread is a bug; surface it here rather than hide it.
-            thread.join().expect("the snapshot thread does not panic");
-        }
     }
 }
 
 impl Drop for Store {
     fn drop(&mut self) {
-        self.stop_background();
+        self.maintenance.stop();
         // Errors here were also reported to the writers waiting for those records.
         if let Err(error) = self.shared.journal.close() {
             tracing::error!(%error, "closing the log failed");
@@ -330,27 +341,30 @@ impl Drop for Store {
     }
 }
 
-impl Shared {
-    fn snapshot_loop(&self) {
-        let tick = self.options.snapshot_check_interval.min(self.options.snapshot_interval.unwrap_or(Duration::MAX));
-        loop {
-            {
-                let mut stop = self.stop.lock();
-                if *stop {
-                    return;
-                }
-                self.wake.wait_for(&mut stop, tick);
-                if *stop {
-                    return;
-                }
-            }
-            if self.snapshot_due() {
-                // Failures are kept in the mark (and logged); the next tick tries again.
-                let _ = self.take_snapshot();
-            }
-        }
-    }
+/// The maintenance job that takes snapshots when due or asked for.
+struct SnapshotJob(Arc<Shared>);
 
+const SNAPSHOT_JOB: &str = "snapshot";
+
+impl Job for SnapshotJob {
+    fn name(&self) -> &'static str {
+        SNAPSHOT_JOB
+    }
+    fn period(&self) -> Duration {
+        let options = &self.0.options;
+        options.snapshot_check_interval.min(options.snapshot_interval.unwrap_or(Duration::MAX))
+    }
+    fn run(&self, _: &Database) -> Result<u64, String> {
+        let requested = self.0.requested.swap(false, Ordering::AcqRel);
+        if !requested && !self.0.snapshot_due() {
+            return Ok(0);
+        }
+        // Failures are also kept in the mark (and logged); the next period tries again.
+        self.0.take_snapshot().map(|_| 1).map_err(|e| e.to_string())
+    }
+}
+
+impl Shared {
     fn snapshot_due(&self) -> bool {
         let Ok(wal) = self.journal.wal() else { return false };
         let stats = wal.stats();
@@ -360,7 +374,8 @@ impl Shared {
         }
         let grown =
             (stats.bytes_written + mark.carried).saturating_sub(mark.log_bytes) >= self.options.snapshot_log_bytes;
-        let old = self.options.snapshot_interval.is_some_and(|interval| mark.at.elapsed() >= interval);
+        let elapsed = self.options.clock.monotonic().saturating_sub(mark.at);
+        let old = self.options.snapshot_interval.is_some_and(|interval| elapsed >= interval);
         grown || old
     }
 
@@ -379,7 +394,7 @@ impl Shared {
                     log_bytes: bytes_before,
                     carried: 0,
                     lsn: info.start_lsn,
-                    at: Instant::now(),
+                    at: self.options.clock.monotonic(),
                     last: Some(info.clone()),
                     last_error: None,
                 };
@@ -387,7 +402,7 @@ impl Shared {
             Err(error) => {
                 tracing::warn!(%error, "snapshot failed");
                 mark.last_error = Some(error.to_string());
-                mark.at = Instant::now();
+                mark.at = self.options.clock.monotonic();
             }
         }
         result

@@ -562,3 +562,38 @@ fn a_snapshot_block_that_does_not_apply_falls_back_or_stops_naming_file_and_offs
         assert!(text.contains(name) && text.contains(&format!("byte {offset}")), "{what}: {text}");
     }
 }
+
+/// Snapshots are maintenance's: due once the database's clock says the last one is
+/// `snapshot_interval` old, or at once when asked for (`BGSAVE`), never when nothing was
+/// written since.
+#[test]
+fn maintenance_takes_snapshots_by_the_clock_and_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let mut options = options(dir.path());
+    options.clock = clock.clone();
+    options.snapshot_interval = Some(Duration::from_secs(600));
+    let store = Store::open(options).unwrap();
+    let snapshots = || std::fs::read_dir(dir.path().join("snapshots")).unwrap().count();
+    let ran = |store: &Store, job: &str| {
+        store.run_maintenance().into_iter().find(|(name, _)| *name == job).map(|(_, outcome)| outcome.unwrap())
+    };
+    store.create_namespace("items", schema()).unwrap();
+    fill(&store, 0..10);
+    assert_eq!(ran(&store, "snapshot"), None, "not due before its check period");
+    clock.advance(599_000);
+    assert_eq!(ran(&store, "snapshot"), Some(0), "checked, and not yet old enough");
+    clock.advance(1_000);
+    assert_eq!(ran(&store, "snapshot"), Some(1));
+    assert_eq!(snapshots(), 1);
+    clock.advance(600_000);
+    assert_eq!(ran(&store, "snapshot"), Some(0), "nothing written since the last one");
+
+    fill(&store, 10..20);
+    store.request_snapshot();
+    // The thread may take the request first; this round then waits for it to finish.
+    store.run_maintenance();
+    assert_eq!(snapshots(), 2);
+    assert_eq!(store.snapshot_state().0.unwrap().counts.documents, 20);
+    store.close().unwrap();
+}

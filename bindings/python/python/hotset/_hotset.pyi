@@ -6,7 +6,7 @@ from typing import Any, Iterable, Iterator, Literal, Optional, Sequence, Tuple, 
 
 __all__ = [
     "AlreadyExistsError", "ClosedError", "ConnectionError", "Database", "DocumentError", "Error",
-    "LimitError", "NotFoundError", "Query", "QueryError", "QueryTimeoutError", "Result",
+    "LimitError", "ManualClock", "NotFoundError", "Query", "QueryError", "QueryTimeoutError", "Result",
     "SchemaError", "StorageError", "Transaction", "connect", "open",
 ]
 
@@ -15,9 +15,26 @@ _Key = Union[int, str, float, bool, Tuple[Any, ...], list[Any]]
 _JoinOn = Union[Tuple[str, str], Tuple[str, str, str]]
 _Condition = Union[Tuple[str, str], Tuple[str, str, Any], dict[str, Any]]
 
-def open(path: Union[str, PathLike[str], None] = None, *, fsync: Literal["always", "periodic", "never"] = "periodic") -> Database:
+def open(
+    path: Union[str, PathLike[str], None] = None,
+    *,
+    fsync: Literal["always", "periodic", "never"] = "periodic",
+    clock: Optional[ManualClock] = None,
+) -> Database:
     """Opens a database in this process: on the folder ``path`` (recovered, then every write
-    logged), or in memory only when ``path`` is None."""
+    logged), or in memory only when ``path`` is None. ``clock`` replaces the system's time
+    for key expiry, ``ttl`` indexes and query time limits (tests move it)."""
+
+@final
+class ManualClock:
+    """A clock that moves only when told to: milliseconds since the Unix epoch."""
+
+    def __init__(self, now_ms: Optional[int] = None) -> None: ...
+    def advance(self, ms: int) -> int:
+        """Moves the clock forward; returns the new time."""
+    def set(self, now_ms: int) -> None: ...
+    @property
+    def now_ms(self) -> int: ...
 
 def connect(url: str, *, timeout: Optional[float] = None) -> Database:
     """Connects to a running server: ``hotset://[:password@]host[:port]`` (port 7379 by default)."""
@@ -55,6 +72,9 @@ class Database:
     def search(self, search: dict[str, Any]) -> Result:
         """Full-text search across namespaces, merged by rank (the /api/v1/search body)."""
     def transaction(self, namespace: str) -> Transaction: ...
+    def run_maintenance(self) -> dict[str, int]:
+        """Runs the background work due on the database's clock now (key expiry, ``ttl``
+        index expiry, snapshots); returns what each job did. Embedded only."""
     def close(self) -> None:
         """Closes the database (a client closes its connections); later calls raise
         ClosedError; closing again does nothing."""

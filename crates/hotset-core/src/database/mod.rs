@@ -183,6 +183,11 @@ impl Database {
         &self.keyspaces
     }
 
+    /// The clock key expiry, `ttl` indexes, query time limits and maintenance read.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
     pub fn limits(&self) -> &Limits {
         &self.limits
     }

@@ -65,12 +65,10 @@ pub fn run(state: &Arc<ServerState>, session: &mut Session, spec: &Spec, a: &[&[
             r.ok();
         }
         "BGSAVE" => {
-            let db_state = state.store.read();
-            if db_state.is_none() {
-                return Err(CmdError("ERR the server is shutting down".into()));
-            }
-            drop(db_state);
-            bgsave(state);
+            // Maintenance takes it; its outcome shows in INFO persistence.
+            let store = state.store.read();
+            let store = store.as_ref().ok_or_else(|| CmdError("ERR the server is shutting down".into()))?;
+            store.request_snapshot();
             r.simple("Background saving started");
         }
         "LASTSAVE" => r.int(last_save(state)),
@@ -503,17 +501,6 @@ fn save(state: &ServerState) -> CmdResult {
     let store = state.store.read();
     let store = store.as_ref().ok_or_else(|| CmdError("ERR the server is shutting down".into()))?;
     store.snapshot().map(drop).map_err(|e| CmdError(format!("ERR snapshot failed: {e}")))
-}
-
-/// BGSAVE: a snapshot on a thread of its own; its outcome shows in INFO persistence.
-fn bgsave(state: &Arc<ServerState>) {
-    // A BGSAVE racing shutdown finds the store gone and does nothing.
-    let state = Arc::clone(state);
-    std::thread::spawn(move || {
-        if let Err(error) = save(&state) {
-            tracing::warn!(error = %error.0, "BGSAVE failed");
-        }
-    });
 }
 
 /// Unix seconds of the last snapshot written or loaded (0 if none).
