@@ -469,6 +469,7 @@ const LARGE_TRANSACTION: usize = 10_000;
 struct GiveBackFreeMemory;
 
 impl Drop for GiveBackFreeMemory {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         // SAFETY: mi_collect only walks mimalloc's own heaps (the global allocator here);
         // it takes no pointers and may be called from any thread at any time.
