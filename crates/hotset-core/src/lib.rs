@@ -18,6 +18,7 @@ pub mod query;
 pub mod schema;
 pub mod text;
 pub mod value;
+mod wire;
 
 pub use collate::Collation;
 pub use database::{Database, Document, Replay, Search, SearchResult, SearchTarget, SnapshotCounts, Transaction};
