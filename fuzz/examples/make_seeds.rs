@@ -333,7 +333,7 @@ fn snapshot_files() -> Vec<Vec<u8>> {
         // The blocks alone apply to an empty database, as loading does.
         let copy = Database::new();
         for block in &payloads[1..payloads.len() - 1] {
-            copy.apply_change(block, Replay::Exact).expect("a block applies");
+            copy.apply_change(block, hotset_core::change::Format::CURRENT, Replay::Exact).expect("a block applies");
         }
     }
     seeds

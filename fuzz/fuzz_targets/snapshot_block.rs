@@ -18,7 +18,7 @@ use hotset_storage::snapshot;
 use libfuzzer_sys::fuzz_target;
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8] = b"HSSNAP01";
+const MAGIC: &[u8] = b"HSSNAP02";
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else { return };

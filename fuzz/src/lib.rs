@@ -142,7 +142,7 @@ pub fn check_database(db: &Database, context: &str) {
     .expect("collecting snapshot blocks in memory cannot fail");
     let copy = empty_database();
     for (position, block) in blocks.iter().enumerate() {
-        if let Err(error) = copy.apply_change(block, hotset_core::Replay::Exact) {
+        if let Err(error) = copy.apply_change(block, hotset_core::change::Format::CURRENT, hotset_core::Replay::Exact) {
             panic!("{context}: snapshot block {position} of the database does not load: {error}");
         }
     }

@@ -1,31 +1,77 @@
 //! Physical changes: the payload of every write-ahead log record and snapshot block.
 //!
 //! Owns: `Change` (what one committed write did, stated as resulting values: a document,
-//! a deleted key, a key's value and deadline, a schema) and its byte encoding. Never:
-//! describe an operation ("increment", "update where"), because replaying a change must
-//! give the same state however many times it is applied, and in any state that the
-//! change's own effects are about to overwrite. That is what lets snapshots be fuzzy.
+//! a deleted key, a key's value and deadline, a schema), its byte encoding, and `Format`,
+//! the versions of that encoding this build reads. Never: describe an operation
+//! ("increment", "update where"), because replaying a change must give the same state
+//! however many times it is applied, and in any state that the change's own effects are
+//! about to overwrite (that is what lets snapshots be fuzzy); decode a payload without
+//! knowing the format of the file it came from; write any format but `Format::CURRENT`.
 //!
 //! Encoding (all integers are LEB128 varints unless said; `bytes` = varint length + bytes):
 //! ```text
 //! payload = kind:u8, then by kind
-//!   1 create namespace   name:bytes  indexes:bytes (JSON array of index definitions)
+//!   1 create namespace   name:bytes  format 2: count definition:bytes*  (schema::codec)
+//!                                    format 1: indexes:bytes (JSON array, schema::json_v1)
 //!   2 drop namespace     name:bytes
 //!   3 truncate           namespace:bytes
-//!   4 add index          namespace:bytes  definition:bytes (JSON object)
+//!   4 add index          namespace:bytes  format 2: definition:bytes  (schema::codec)
+//!                                         format 1: definition:bytes (JSON object)
 //!   5 drop index         namespace:bytes  index:bytes
 //!   6 documents          namespace:bytes  { 1 document:bytes (minified JSON)
 //!                                         | 2 key:bytes (primary key as JSON) }*
 //!   7 key-value          keyspace:bytes  flush:u8  { 1 key:bytes expire_at_ms:varint (0 = none) value
-//!                                                  | 2 key:bytes }*
+//!                                                  | 2 key:bytes
+//!                                                  | 3 key:bytes expire_at_ms:varint
+//!                                                      count (field:bytes value:bytes)*
+//!                                                      count field:bytes* }*
 //!        value = 1 bytes | 2 zigzag-varint integer | 3 count (field:bytes value:bytes)*
 //!   8 drop keyspace      keyspace:bytes
 //! ```
 //! Operation lists run to the end of the payload; the record's length comes from the log
-//! frame around it.
+//! frame around it. Formats differ only in the index definitions of kinds 1 and 4; the
+//! head (kind, then the name of the namespace or keyspace) is the same in every format,
+//! which `Change::target` relies on.
 
-use crate::error::{Error, Result};
-use crate::schema::IndexDef;
+use crate::error::Result;
+use crate::schema::{IndexDef, codec, json_v1};
+use crate::wire::{Reader, put_bytes, put_varint};
+
+/// A version of the on-disk format of changes: log segments and snapshot files carry it in
+/// their header, and their payloads are decoded as it says. A new version is added when the
+/// bytes of any change would be read differently; readers of every earlier version stay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Index definitions as the HTTP API's JSON (`IndexDef::to_json` until it was retired).
+    V1,
+    /// Index definitions in the binary form of `schema::codec`.
+    V2,
+}
+
+impl Format {
+    /// The format this build writes.
+    pub const CURRENT: Format = Format::V2;
+    /// Every format this build reads, oldest first.
+    pub const READABLE: [Format; 2] = [Format::V1, Format::V2];
+
+    /// The version number, as file headers spell it.
+    pub fn number(self) -> u32 {
+        match self {
+            Format::V1 => 1,
+            Format::V2 => 2,
+        }
+    }
+
+    /// The format numbered `number`, if this build reads it.
+    pub fn from_number(number: u32) -> Option<Format> {
+        Format::READABLE.into_iter().find(|format| format.number() == number)
+    }
+
+    /// The readable version numbers, for error messages: "1, 2".
+    pub fn readable_list() -> String {
+        Format::READABLE.map(|format| format.number().to_string()).join(", ")
+    }
+}
 
 /// One change, borrowing its strings and bytes (from the engine when logging, from the
 /// record when replaying).
@@ -132,14 +178,16 @@ mod kind {
 }
 
 impl Change<'_> {
-    /// Appends the encoding to `out`.
+    /// Appends the encoding to `out`, in `Format::CURRENT`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         match self {
             Change::CreateNamespace { name, indexes } => {
                 out.push(kind::CREATE_NAMESPACE);
                 put_bytes(out, name.as_bytes());
-                let defs = serde_json::Value::Array(indexes.iter().map(IndexDef::to_json).collect());
-                put_bytes(out, defs.to_string().as_bytes());
+                put_varint(out, indexes.len() as u64);
+                for def in indexes {
+                    put_definition(out, def);
+                }
             }
             Change::DropNamespace { name } => {
                 out.push(kind::DROP_NAMESPACE);
@@ -152,7 +200,7 @@ impl Change<'_> {
             Change::AddIndex { namespace, def } => {
                 out.push(kind::ADD_INDEX);
                 put_bytes(out, namespace.as_bytes());
-                put_bytes(out, def.to_json().to_string().as_bytes());
+                put_definition(out, def);
             }
             Change::DropIndex { namespace, index } => {
                 out.push(kind::DROP_INDEX);
@@ -262,100 +310,54 @@ impl KvData<'_> {
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
+/// A definition as `bytes`: its own length first, so a reader can tell where it ends
+/// without understanding it, and `codec::decode` checks it fills those bytes exactly.
+fn put_definition(out: &mut Vec<u8>, def: &IndexDef) {
+    let mut bytes = Vec::new();
+    codec::encode(def, &mut bytes);
+    put_bytes(out, &bytes);
 }
 
-fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
-    put_varint(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
+/// Reads the index definitions of a `CreateNamespace` in `format`.
+fn decode_definitions(reader: &mut Reader<'_>, format: Format) -> Result<Vec<IndexDef>> {
+    match format {
+        Format::V1 => {
+            let defs = decode_json(reader)?;
+            let Some(list) = defs.as_array() else {
+                return reader.fail("index definitions are not a list");
+            };
+            list.iter().map(json_v1::decode).collect()
+        }
+        Format::V2 => {
+            // A definition takes one byte at least (its length).
+            let count = reader.count(1, "index definitions")?;
+            (0..count).map(|_| codec::decode(reader.bytes()?)).collect()
+        }
+    }
 }
 
-/// Reads a payload front to back; every read checks bounds and names what was cut short.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
+/// Reads the index definition of an `AddIndex` in `format`.
+fn decode_definition(reader: &mut Reader<'_>, format: Format) -> Result<IndexDef> {
+    match format {
+        Format::V1 => json_v1::decode(&decode_json(reader)?),
+        Format::V2 => codec::decode(reader.bytes()?),
+    }
 }
 
-impl<'a> Reader<'a> {
-    fn fail<T>(&self, what: &str) -> Result<T> {
-        Err(Error::BadChange { reason: format!("{what} at byte {} of a {}-byte change", self.at, self.bytes.len()) })
-    }
-
-    fn done(&self) -> bool {
-        self.at == self.bytes.len()
-    }
-
-    fn byte(&mut self) -> Result<u8> {
-        let Some(&byte) = self.bytes.get(self.at) else {
-            return self.fail("the change ends early");
-        };
-        self.at += 1;
-        Ok(byte)
-    }
-
-    fn varint(&mut self) -> Result<u64> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let byte = self.byte()?;
-            // The tenth byte holds bit 63 only; any other bit of it would be shifted out.
-            if shift == 63 && byte > 1 {
-                return self.fail("a number runs over 64 bits");
-            }
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Ok(value);
-            }
-        }
-        self.fail("a number runs over 64 bits")
-    }
-
-    /// A count of items that take at least `min_bytes` each, refused when the rest of
-    /// the change cannot hold that many (a corrupt count must not allocate).
-    fn count(&mut self, min_bytes: usize, what: &str) -> Result<usize> {
-        let count = self.varint()?;
-        if count > ((self.bytes.len() - self.at) / min_bytes) as u64 {
-            return self.fail(&format!("a count of {what} larger than the change holds"));
-        }
-        Ok(count as usize)
-    }
-
-    fn bytes(&mut self) -> Result<&'a [u8]> {
-        let len = self.varint()?;
-        let end = usize::try_from(len).ok().and_then(|len| self.at.checked_add(len));
-        match end {
-            Some(end) if end <= self.bytes.len() => {
-                let slice = &self.bytes[self.at..end];
-                self.at = end;
-                Ok(slice)
-            }
-            _ => self.fail("a length runs past the end"),
-        }
-    }
-
-    fn text(&mut self) -> Result<&'a str> {
-        let bytes = self.bytes()?;
-        std::str::from_utf8(bytes).or_else(|_| self.fail("a name is not UTF-8"))
-    }
-
-    fn json(&mut self) -> Result<serde_json::Value> {
-        let text = self.bytes()?;
-        serde_json::from_slice(text).or_else(|_| self.fail("an index definition is not JSON"))
-    }
+/// Format 1's JSON text of index definitions.
+fn decode_json(reader: &mut Reader<'_>) -> Result<serde_json::Value> {
+    let text = reader.bytes()?;
+    serde_json::from_slice(text).or_else(|_| reader.fail("an index definition is not JSON"))
 }
 
 impl<'a> Change<'a> {
-    /// Decodes a payload written by `encode`.
     /// What the change in `bytes` changes, read from its head alone. Every change names
     /// one namespace or one keyspace and touches nothing else, so changes to different
     /// targets commute: recovery may apply them on different threads, each target's
     /// changes in order. An error for bytes whose head does not decode.
+    /// The head is the same in every format, so this needs none.
     pub fn target(bytes: &'a [u8]) -> Result<Target<'a>> {
-        let mut reader = Reader { bytes, at: 0 };
+        let mut reader = Reader::new(bytes, "change");
         match reader.byte()? {
             kind::CREATE_NAMESPACE
             | kind::DROP_NAMESPACE
@@ -368,41 +370,31 @@ impl<'a> Change<'a> {
         }
     }
 
-    pub fn decode(bytes: &'a [u8]) -> Result<Change<'a>> {
-        let mut reader = Reader { bytes, at: 0 };
+    /// Decodes a payload written in `format` (the format of the file it was read from).
+    pub fn decode(bytes: &'a [u8], format: Format) -> Result<Change<'a>> {
+        let mut reader = Reader::new(bytes, "change");
         let change = match reader.byte()? {
             kind::CREATE_NAMESPACE => {
                 let name = reader.text()?;
-                let defs = reader.json()?;
-                let Some(list) = defs.as_array() else {
-                    return reader.fail("index definitions are not a list");
-                };
-                let indexes = list.iter().map(IndexDef::from_json).collect::<Result<Vec<_>>>()?;
-                Change::CreateNamespace { name, indexes }
+                Change::CreateNamespace { name, indexes: decode_definitions(&mut reader, format)? }
             }
             kind::DROP_NAMESPACE => Change::DropNamespace { name: reader.text()? },
             kind::TRUNCATE => Change::Truncate { namespace: reader.text()? },
             kind::ADD_INDEX => {
                 let namespace = reader.text()?;
-                Change::AddIndex { namespace, def: IndexDef::from_json(&reader.json()?)? }
+                Change::AddIndex { namespace, def: decode_definition(&mut reader, format)? }
             }
             kind::DROP_INDEX => Change::DropIndex { namespace: reader.text()?, index: reader.text()? },
             kind::DOCS => Change::Docs { namespace: reader.text()?, ops: decode_doc_ops(&mut reader)? },
             kind::KV => {
                 let keyspace = reader.text()?;
-                let flush = match reader.byte()? {
-                    0 => false,
-                    1 => true,
-                    _ => return reader.fail("the flush flag is neither 0 nor 1"),
-                };
+                let flush = reader.flag("flush")?;
                 Change::Kv { keyspace, flush, ops: decode_kv_ops(&mut reader)? }
             }
             kind::DROP_KEYSPACE => Change::DropKeyspace { keyspace: reader.text()? },
             _ => return reader.fail("unknown change kind"),
         };
-        if !reader.done() {
-            return reader.fail("bytes left over after the change");
-        }
+        reader.finish()?;
         Ok(change)
     }
 }
@@ -531,7 +523,7 @@ mod tests {
         for change in samples() {
             let mut bytes = Vec::new();
             change.encode(&mut bytes);
-            assert_eq!(Change::decode(&bytes).unwrap(), change);
+            assert_eq!(Change::decode(&bytes, Format::CURRENT).unwrap(), change);
         }
     }
 
@@ -567,11 +559,11 @@ mod tests {
         bytes.extend_from_slice(&[0xff; 9]);
         bytes.push(0x03);
         bytes.extend_from_slice(&[kind::VALUE_INT, 0]);
-        assert!(Change::decode(&bytes).is_err());
+        assert!(Change::decode(&bytes, Format::CURRENT).is_err());
         // The largest number, u64::MAX, ends with a tenth byte of 1 and still decodes.
         let tenth = bytes.len() - 3;
         bytes[tenth] = 0x01;
-        let Ok(Change::Kv { ops, .. }) = Change::decode(&bytes) else { panic!("u64::MAX decodes") };
+        let Ok(Change::Kv { ops, .. }) = Change::decode(&bytes, Format::CURRENT) else { panic!("u64::MAX decodes") };
         assert!(matches!(ops[..], [KvChange::Put { expire_at_ms: Some(u64::MAX), .. }]));
     }
 
@@ -583,19 +575,75 @@ mod tests {
             for cut in 0..bytes.len() {
                 // A cut inside an operation list can leave a shorter valid list, but then
                 // it must decode to something else than the whole change.
-                if let Ok(decoded) = Change::decode(&bytes[..cut]) {
+                if let Ok(decoded) = Change::decode(&bytes[..cut], Format::CURRENT) {
                     assert_ne!(decoded, change, "cut at {cut}");
                 }
             }
             let mut longer = bytes.clone();
             longer.push(0xee);
-            assert!(Change::decode(&longer).is_err());
+            assert!(Change::decode(&longer, Format::CURRENT).is_err());
         }
-        assert!(Change::decode(&[99]).is_err());
-        assert!(Change::decode(&[kind::KV, 1, b'0', 2]).is_err());
+        assert!(Change::decode(&[99], Format::CURRENT).is_err());
+        assert!(Change::decode(&[kind::KV, 1, b'0', 2], Format::CURRENT).is_err());
         assert!(
-            Change::decode(&[kind::DOCS, 1, b'n', 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f])
-                .is_err()
+            Change::decode(
+                &[kind::DOCS, 1, b'n', 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f],
+                Format::CURRENT
+            )
+            .is_err()
         );
+    }
+
+    /// A format-1 payload, built byte by byte as format 1 wrote it (the definitions as the
+    /// API's JSON), decodes as format 1, to the definitions that wrote it.
+    #[test]
+    fn format_1_payloads_decode_with_their_json_definitions() {
+        let json = br#"[{"name":"id","field":"id","type":"int","index":"hash","pk":true},{"name":"name+year","field":["name","year"],"type":["string","int"],"index":"tree","collate":"utf8_ci"}]"#;
+        let mut bytes = vec![kind::CREATE_NAMESPACE, 5];
+        bytes.extend_from_slice(b"items");
+        put_bytes(&mut bytes, json);
+        let expected = Change::CreateNamespace {
+            name: "items",
+            indexes: vec![
+                IndexDef::hash("id", FieldType::Int).pk(),
+                IndexDef::composite_typed(&[("name", FieldType::String), ("year", FieldType::Int)], IndexKind::Tree)
+                    .collate(Collation::Utf8Ci),
+            ],
+        };
+        assert_eq!(Change::decode(&bytes, Format::V1).unwrap(), expected);
+        // Never misread: the same bytes are no format-2 change.
+        assert!(Change::decode(&bytes, Format::V2).is_err());
+
+        let json = br#"{"name":"at","field":"at","type":"int","index":"ttl","expire_after":60}"#;
+        let mut bytes = vec![kind::ADD_INDEX, 2, b'n', b's'];
+        put_bytes(&mut bytes, json);
+        let expected = Change::AddIndex { namespace: "ns", def: IndexDef::tree("at", FieldType::Int).expire_after(60) };
+        assert_eq!(Change::decode(&bytes, Format::V1).unwrap(), expected);
+        assert!(Change::decode(&bytes, Format::V2).is_err());
+    }
+
+    /// Format-2 schema changes are no format-1 changes either, and changes without
+    /// index definitions read the same in both.
+    #[test]
+    fn formats_differ_only_in_index_definitions() {
+        for change in samples() {
+            let mut bytes = Vec::new();
+            change.encode(&mut bytes);
+            let as_v1 = Change::decode(&bytes, Format::V1);
+            match change {
+                Change::CreateNamespace { .. } | Change::AddIndex { .. } => assert!(as_v1.is_err(), "{change:?}"),
+                _ => assert_eq!(as_v1.unwrap(), change),
+            }
+        }
+    }
+
+    #[test]
+    fn format_numbers() {
+        assert_eq!(Format::from_number(1), Some(Format::V1));
+        assert_eq!(Format::from_number(2), Some(Format::V2));
+        assert_eq!(Format::from_number(99), None);
+        assert_eq!(Format::from_number(0), None);
+        assert_eq!(Format::CURRENT, *Format::READABLE.last().unwrap());
+        assert_eq!(Format::readable_list(), "1, 2");
     }
 }

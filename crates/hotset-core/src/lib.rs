@@ -19,6 +19,7 @@ pub mod query;
 pub mod schema;
 pub mod text;
 pub mod value;
+mod wire;
 
 pub use collate::Collation;
 pub use database::{Database, Document, Replay, Search, SearchResult, SearchTarget, SnapshotCounts, Transaction};

@@ -1,8 +1,13 @@
 //! Index definitions: what a namespace declares about its fields.
 //!
 //! Owns: `IndexDef` (fields, kind, type, options), its validation, the naming of
-//! composite indexes (`a+b`) and its JSON form (the one the HTTP API and the write-ahead
-//! log use). Never: hold data; indexes themselves live in `index`.
+//! composite indexes (`a+b`) and its JSON form (the HTTP API's, and the user's: it may be
+//! tightened at will). Never: hold data (indexes themselves live in `index`), or let the
+//! JSON form reach a file: log records and snapshots hold the binary form of `codec`
+//! (format 2 on), and format 1's JSON is read by the frozen copy in `json_v1`.
+
+pub mod codec;
+pub(crate) mod json_v1;
 
 use crate::collate::Collation;
 use crate::doc::FieldPath;

@@ -5,6 +5,7 @@
 //! Histories mix document writes (including failing ones, writes by query, index
 //! changes), namespace drops and re-creations, and key-value writes with deadlines.
 
+use hotset_core::change::Format;
 use hotset_core::clock::ManualClock;
 use hotset_core::kv::{KvOps, SetExpiry, SetOptions};
 use hotset_core::query::SetField;
@@ -181,11 +182,11 @@ fn rebuild(clock: &Arc<ManualClock>, blocks: &[Vec<u8>], records: &[(u64, Vec<u8
     // As recovery does: ordered indexes are built once, at the end.
     db.begin_bulk_load();
     for block in blocks {
-        db.apply_change(block, Replay::Exact).expect("a snapshot block applies");
+        db.apply_change(block, Format::CURRENT, Replay::Exact).expect("a snapshot block applies");
     }
     for (lsn, payload) in records {
         let mode = if *lsn < exact_from { Replay::Fuzzy } else { Replay::Exact };
-        if let Err(error) = db.apply_change(payload, mode) {
+        if let Err(error) = db.apply_change(payload, Format::CURRENT, mode) {
             panic!("record {lsn} does not apply: {error}");
         }
     }

@@ -23,7 +23,7 @@
 //! applied too. Recovery fails on any apply error and throws the database away, so only
 //! the error report matters, and it names the failing change (the lowest tag).
 
-use hotset_core::change::{Change, Target};
+use hotset_core::change::{Change, Format, Target};
 use hotset_core::{Database, Replay};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,8 +45,9 @@ const LANE_QUEUE_BATCHES: usize = 256;
 #[derive(Default)]
 struct Batch {
     bytes: Vec<u8>,
-    /// Each change: its tag (lsn or file offset), end in `bytes`, and replay mode.
-    changes: Vec<(u64, usize, Replay)>,
+    /// Each change: its tag (lsn or file offset), end in `bytes`, the format of the file
+    /// it was read from, and replay mode.
+    changes: Vec<(u64, usize, Format, Replay)>,
 }
 
 /// What the lanes did.
@@ -77,14 +78,14 @@ pub(crate) struct Router<'a> {
 }
 
 impl Router<'_> {
-    /// Applies (or routes) one change; false once any change has failed, when the caller
-    /// should stop reading.
-    pub fn apply(&mut self, tag: u64, payload: &[u8], mode: Replay) -> bool {
+    /// Applies (or routes) one change, read from a file in `format`; false once any change
+    /// has failed, when the caller should stop reading.
+    pub fn apply(&mut self, tag: u64, payload: &[u8], format: Format, mode: Replay) -> bool {
         if self.failed.load(Ordering::Relaxed) {
             return false;
         }
         if self.senders.is_empty() {
-            apply_one(self.db, tag, payload, mode, &mut self.inline, self.failed);
+            apply_one(self.db, tag, (payload, format, mode), &mut self.inline, self.failed);
             return !self.failed.load(Ordering::Relaxed);
         }
         let lane = self.lane_of(payload);
@@ -95,7 +96,7 @@ impl Router<'_> {
         }
         let batch = &mut self.batches[lane];
         batch.bytes.extend_from_slice(payload);
-        batch.changes.push((tag, batch.bytes.len(), mode));
+        batch.changes.push((tag, batch.bytes.len(), format, mode));
         if batch.bytes.len() >= BATCH_BYTES || batch.changes.len() >= BATCH_CHANGES {
             self.send(lane);
         }
@@ -126,8 +127,14 @@ impl Router<'_> {
     }
 }
 
-fn apply_one(db: &Database, tag: u64, payload: &[u8], mode: Replay, applied: &mut Applied, failed: &AtomicBool) {
-    match db.apply_change(payload, mode) {
+fn apply_one(
+    db: &Database,
+    tag: u64,
+    (payload, format, mode): (&[u8], Format, Replay),
+    applied: &mut Applied,
+    failed: &AtomicBool,
+) {
+    match db.apply_change(payload, format, mode) {
         Ok(skipped) => applied.skipped += skipped,
         Err(error) => {
             if applied.error.as_ref().is_none_or(|(first, _)| tag < *first) {
@@ -148,13 +155,13 @@ fn run_lane(db: &Database, batches: Receiver<Batch>, done: Sender<Batch>, failed
             continue;
         }
         let mut start = 0;
-        let changes: Vec<(&[u8], Replay)> = batch
+        let changes: Vec<(&[u8], Format, Replay)> = batch
             .changes
             .iter()
-            .map(|&(_, end, mode)| {
+            .map(|&(_, end, format, mode)| {
                 let payload = &batch.bytes[start..end];
                 start = end;
-                (payload, mode)
+                (payload, format, mode)
             })
             .collect();
         match db.apply_changes(&changes) {
@@ -295,7 +302,7 @@ mod tests {
         db.begin_bulk_load();
         let ((), applied) = apply_in(&db, lanes, |router| {
             for (lsn, payload) in records {
-                assert!(router.apply(*lsn, payload, Replay::Exact), "record {lsn} is refused");
+                assert!(router.apply(*lsn, payload, Format::CURRENT, Replay::Exact), "record {lsn} is refused");
             }
         });
         db.finish_bulk_load();
@@ -332,7 +339,10 @@ mod tests {
         for lanes in 1..=LANES_MAX {
             let db = Database::with_clock(clock.clone(), Limits::default());
             let (refused, applied) = apply_in(&db, lanes, |router| {
-                records.iter().filter(|(lsn, payload)| !router.apply(*lsn, payload, Replay::Exact)).count()
+                records
+                    .iter()
+                    .filter(|(lsn, payload)| !router.apply(*lsn, payload, Format::CURRENT, Replay::Exact))
+                    .count()
             });
             let (tag, error) = applied.error.expect("a failure");
             assert_eq!(tag, early, "{lanes} lanes: {error}");

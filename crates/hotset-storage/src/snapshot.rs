@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! snapshots/<start lsn, 20 digits>.snap
-//!   magic b"HSSNAP01"
+//!   magic b"HSSNAP02"      `HSSNAP`, then the format version in 2 decimal digits
 //!   frame 1        payload: 0xF0, start_lsn u64 LE, created_unix_ms u64 LE
 //!   frames 2..n-1  payload: one encoded change each (a namespace, a chunk of documents,
 //!                  a keyspace, a chunk of keys), as `hotset_core::change` defines
@@ -13,6 +13,12 @@
 //! lsn when the copy began (replay starts there); `end_lsn` its next lsn when the copy
 //! ended (records below it may meet a newer state and replay in fuzzy mode).
 //!
+//! The version in the magic is the format of the blocks' payloads
+//! (`hotset_core::change::Format`: 1, index definitions as JSON; 2, binary). A snapshot is
+//! written in `Format::CURRENT` and read in the format its magic names; one in a format this
+//! build does not read is refused ([`SnapshotError::UnsupportedFormat`]), never passed over
+//! as damaged: an older snapshot plus the log would then be a state the folder never had.
+//!
 //! Owns: writing a snapshot to `<name>.tmp`, fsyncing it, renaming it into place and
 //! fsyncing the folder; reading one back, checking every frame; listing and retiring old
 //! snapshots. Never: rename a file into place before it is complete and durable, or
@@ -21,13 +27,16 @@
 use crate::disk::Disk;
 use crate::frame::{FRAME_HEADER_BYTES, FRAME_PAYLOAD_BYTES_MAX, FrameRead, encode_frame, read_frame};
 use crate::lanes::{self, Router};
+use hotset_core::change::Format;
 use hotset_core::{Database, SnapshotCounts};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-const MAGIC: &[u8; 8] = b"HSSNAP01";
+/// The magic's first 6 bytes; 2 decimal digits of the format version follow.
+const MAGIC_PREFIX: &[u8; 6] = b"HSSNAP";
+const MAGIC_BYTES: usize = 8;
 const META: u8 = 0xF0;
 const FOOTER: u8 = 0xF1;
 /// Frames are gathered up to this many bytes before one write.
@@ -57,6 +66,12 @@ pub enum SnapshotError {
     Corrupt { path: PathBuf, offset: u64, reason: String },
     #[error("snapshot {path}: a block at byte {offset} does not apply: {source}")]
     Apply { path: PathBuf, offset: u64, source: Box<hotset_core::Error> },
+    /// The magic names a format version this build does not read (a newer build wrote it).
+    #[error(
+        "snapshot {path} is in format version {version}, which this build does not read (it reads \
+         versions {readable}); open the folder with the build that wrote it, or a newer one"
+    )]
+    UnsupportedFormat { path: PathBuf, version: u32, readable: String },
     #[error("snapshot aborted: {0}")]
     Aborted(String),
 }
@@ -73,6 +88,30 @@ impl std::fmt::Debug for SnapshotHooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SnapshotHooks").field("after_write", &self.after_write.is_some()).finish()
     }
+}
+
+/// The magic of a snapshot in format `version` (`HSSNAP02` for 2).
+pub fn magic(version: u32) -> [u8; MAGIC_BYTES] {
+    assert!(version <= 99, "a snapshot's version has two digits");
+    let mut magic = [0; MAGIC_BYTES];
+    magic[..6].copy_from_slice(MAGIC_PREFIX);
+    magic[6..].copy_from_slice(format!("{version:02}").as_bytes());
+    magic
+}
+
+/// The format a snapshot's magic names: `Err` with the reason for a file that is no
+/// snapshot, or the unreadable version.
+fn check_magic(path: &Path, magic: &[u8]) -> Result<Format, SnapshotError> {
+    let digits = &magic[MAGIC_PREFIX.len()..];
+    if &magic[..MAGIC_PREFIX.len()] != MAGIC_PREFIX || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(SnapshotError::Corrupt { path: path.into(), offset: 0, reason: "not a snapshot file".into() });
+    }
+    let version = digits.iter().fold(0, |number, digit| number * 10 + u32::from(digit - b'0'));
+    Format::from_number(version).ok_or_else(|| SnapshotError::UnsupportedFormat {
+        path: path.into(),
+        version,
+        readable: Format::readable_list(),
+    })
 }
 
 /// The file name of the snapshot starting at `start_lsn`.
@@ -116,7 +155,7 @@ pub fn write(
     };
     let mut file = disk.create(&temporary).map_err(io("create", &temporary))?;
     let mut buffer = Vec::with_capacity(WRITE_BUFFER_BYTES + (1 << 20));
-    buffer.extend_from_slice(MAGIC);
+    buffer.extend_from_slice(&magic(Format::CURRENT.number()));
     let created_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     encode_frame(&mut buffer, 1, &mut |out| {
         out.push(META);
@@ -259,11 +298,12 @@ fn read_into(
     let io = |op: &'static str| move |source| SnapshotError::Io { op, path: path.into(), source };
     let total = disk.file_len(path).map_err(io("stat"))?;
     let mut input = disk.open_read(path).map_err(io("open"))?;
-    let mut magic = [0u8; 8];
-    if input.read_exact(&mut magic).is_err() || &magic != MAGIC {
+    let mut magic = [0u8; MAGIC_BYTES];
+    if input.read_exact(&mut magic).is_err() {
         return Err(SnapshotError::Corrupt { path: path.into(), offset: 0, reason: "not a snapshot file".into() });
     }
-    let mut reader = FrameReader { input, path, offset: MAGIC.len() as u64, total, frame: Vec::new() };
+    let format = check_magic(path, &magic)?;
+    let mut reader = FrameReader { input, path, offset: MAGIC_BYTES as u64, total, frame: Vec::new() };
     let (at, meta) = reader.next(1)?;
     if meta.len() != 17 || meta[0] != META {
         return reader.corrupt(at, "the first frame is not the snapshot header");
@@ -291,7 +331,7 @@ fn read_into(
                 duration_ms: started.elapsed().as_millis() as u64,
             });
         }
-        if !router.apply(at, payload, hotset_core::Replay::Exact) {
+        if !router.apply(at, payload, format, hotset_core::Replay::Exact) {
             return Err(SnapshotError::Aborted("a block before this one did not apply".into()));
         }
         counts.blocks += 1;
@@ -317,7 +357,7 @@ mod tests {
         // then report "the file ends inside a frame". It must be refused from the length.
         let dir = tempfile::tempdir().expect("a temporary folder");
         let path = dir.path().join(file_name(1));
-        let mut bytes = MAGIC.to_vec();
+        let mut bytes = magic(Format::CURRENT.number()).to_vec();
         bytes.extend_from_slice(&(1u32 << 30).to_le_bytes());
         bytes.extend_from_slice(&[0; 17]);
         std::fs::write(&path, &bytes).expect("write the file");
@@ -328,6 +368,25 @@ mod tests {
                 assert_eq!(reason, "the frame claims 1073741824 bytes, the file has 5 left");
             }
             other => panic!("expected a damaged snapshot, got {other}"),
+        }
+    }
+
+    #[test]
+    fn the_version_in_the_magic_picks_the_format() {
+        let path = Path::new("x.snap");
+        assert_eq!(&magic(2), b"HSSNAP02");
+        assert_eq!(check_magic(path, b"HSSNAP01").unwrap(), Format::V1);
+        assert_eq!(check_magic(path, b"HSSNAP02").unwrap(), Format::V2);
+        for (bytes, version) in [(b"HSSNAP99", 99), (b"HSSNAP00", 0), (b"HSSNAP03", 3)] {
+            match check_magic(path, bytes) {
+                Err(SnapshotError::UnsupportedFormat { version: found, readable, .. }) => {
+                    assert_eq!((found, readable.as_str()), (version, "1, 2"));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        for bytes in [b"HSSNAPxx", b"HSWAL002", b"\0\0\0\0\0\0\0\0"] {
+            assert!(matches!(check_magic(path, bytes), Err(SnapshotError::Corrupt { .. })));
         }
     }
 }

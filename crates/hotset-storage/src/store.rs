@@ -27,6 +27,7 @@ use crate::lanes;
 use crate::lock::{FolderLock, LockError};
 use crate::snapshot::{self, SnapshotError, SnapshotHooks, SnapshotInfo};
 use crate::wal::{self, FsyncPolicy, RecoveryMode, TornTail, Wal, WalError, WalOptions, WalStats};
+use hotset_core::change::Format;
 use hotset_core::clock::{Clock, SystemClock};
 use hotset_core::maintenance::{Job, Maintenance, Round};
 use hotset_core::{Database, Journal, Limits, Replay};
@@ -491,7 +492,11 @@ fn recover(options: &StoreOptions) -> Result<(Database, RecoveryReport), StoreEr
                 last_error = None;
                 break;
             }
-            Err(error @ SnapshotError::Io { .. }) => return Err(error.into()),
+            // Not damage: passing over a snapshot in a newer format would recover an older
+            // state, and its log is in that format too.
+            Err(error @ (SnapshotError::Io { .. } | SnapshotError::UnsupportedFormat { .. })) => {
+                return Err(error.into());
+            }
             Err(error) => {
                 tracing::error!(%error, "snapshot damaged; trying the one before it");
                 report.skipped_snapshots.push(error.to_string());
@@ -506,9 +511,9 @@ fn recover(options: &StoreOptions) -> Result<(Database, RecoveryReport), StoreEr
     let wal_options = options.wal_options();
     // Records are applied on recovery's lanes (`lanes.rs`) while this thread reads on.
     let (replayed, applied) = lanes::apply_in_lanes(&db, |router| {
-        let mut apply = |lsn: u64, payload: &[u8]| -> Result<(), String> {
+        let mut apply = |lsn: u64, format: Format, payload: &[u8]| -> Result<(), String> {
             let mode = if lsn < exact_from { Replay::Fuzzy } else { Replay::Exact };
-            match router.apply(lsn, payload, mode) {
+            match router.apply(lsn, payload, format, mode) {
                 true => Ok(()),
                 false => Err("stopped: an earlier record did not apply".into()),
             }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use hotset_core::change::Format;
 use hotset_storage::frame::{FRAME_HEADER_BYTES, FrameRead, read_frame};
 use hotset_storage::wal::COALESCE_BYTES;
 use hotset_storage::wal::segment::{SEGMENT_HEADER_BYTES, segment_path};
@@ -92,7 +93,8 @@ fn replay_records(opts: &WalOptions, from_lsn: u64, mode: RecoveryMode) -> Resul
         opts,
         from_lsn,
         mode,
-        &mut |lsn, bytes| {
+        &mut |lsn, format, bytes| {
+            assert_eq!(format, Format::CURRENT, "this build writes its own format");
             records.push((lsn, bytes.to_vec()));
             Ok(())
         },
@@ -218,7 +220,7 @@ fn every_segment_starts_after_the_previous_one() {
     for path in segments(dir.path()) {
         assert_eq!(path, segment_path(dir.path(), next_lsn));
         let bytes = fs::read(&path).unwrap();
-        assert_eq!(&bytes[..8], b"HSWAL001");
+        assert_eq!(&bytes[..8], b"HSWAL002");
         assert_eq!(bytes[8..16], next_lsn.to_le_bytes());
         for (lsn, _, _) in frames_of(&path) {
             assert_eq!(lsn, next_lsn);
@@ -234,7 +236,7 @@ fn progress_is_reported_to_the_end() {
     write_log(dir.path(), 50, 1024);
     let mut calls = Vec::new();
     let report =
-        replay(&WalOptions::new(dir.path()), 1, RecoveryMode::Strict, &mut |_, _| Ok(()), &mut |done, total| {
+        replay(&WalOptions::new(dir.path()), 1, RecoveryMode::Strict, &mut |_, _, _| Ok(()), &mut |done, total| {
             calls.push((done, total))
         })
         .unwrap();
@@ -269,7 +271,7 @@ fn apply_errors_stop_replay_naming_record_file_and_offset_in_every_mode() {
             &WalOptions::new(dir.path()),
             1,
             mode,
-            &mut |lsn, _| {
+            &mut |lsn, _, _| {
                 applied.push(lsn);
                 if lsn == 4 { Err("bad record".to_owned()) } else { Ok(()) }
             },

@@ -14,7 +14,7 @@
 //! there any failure is an error.
 
 use super::Database;
-use crate::change::{Change, DocChange, KvChange};
+use crate::change::{Change, DocChange, Format, KvChange};
 use crate::error::{Error, Result};
 use crate::namespace::{Namespace, NamespaceData, Prepared};
 use std::sync::Arc;
@@ -31,9 +31,10 @@ pub enum Replay {
 
 impl Database {
     /// Decodes and applies one change payload, as recovery does; returns how many
-    /// operations were skipped (always 0 under `Replay::Exact`).
-    pub fn apply_change(&self, payload: &[u8], mode: Replay) -> Result<u64> {
-        self.apply_decoded(Change::decode(payload)?, mode)
+    /// operations were skipped (always 0 under `Replay::Exact`). `format` is the format of
+    /// the file the payload was read from (`Format::CURRENT` for one this build encoded).
+    pub fn apply_change(&self, payload: &[u8], format: Format, mode: Replay) -> Result<u64> {
+        self.apply_decoded(Change::decode(payload, format)?, mode)
     }
 
     fn apply_decoded(&self, change: Change<'_>, mode: Replay) -> Result<u64> {
@@ -125,10 +126,14 @@ impl Database {
     /// one lock, and prepared partly on a second thread (recovery's log holds one record
     /// per write, usually of one document, too small for that on its own). Returns the
     /// operations skipped, or the position in `changes` of the change that failed and why.
-    pub fn apply_changes(&self, changes: &[(&[u8], Replay)]) -> std::result::Result<u64, (usize, Error)> {
+    /// Each change comes with the format of the file it was read from.
+    pub fn apply_changes(&self, changes: &[(&[u8], Format, Replay)]) -> std::result::Result<u64, (usize, Error)> {
         let mut skipped = 0;
-        let mut decoded =
-            changes.iter().enumerate().map(|(at, &(payload, mode))| (at, Change::decode(payload), mode)).peekable();
+        let mut decoded = changes
+            .iter()
+            .enumerate()
+            .map(|(at, &(payload, format, mode))| (at, Change::decode(payload, format), mode))
+            .peekable();
         while let Some((at, change, mode)) = decoded.next() {
             let change = change.map_err(|error| (at, error))?;
             let Change::Docs { namespace, mut ops } = change else {
@@ -298,19 +303,22 @@ mod tests {
         changes.insert(20, docs("m", &[r#"{"id":1}"#]));
         changes[300] = docs("n", &[r#"{"id":"not an int"}"#]);
         changes.push(docs("gone", &[r#"{"id":1}"#]));
-        let exact: Vec<(&[u8], Replay)> = changes.iter().map(|c| (c.as_slice(), Replay::Exact)).collect();
+        let exact: Vec<(&[u8], Format, Replay)> =
+            changes.iter().map(|c| (c.as_slice(), Format::CURRENT, Replay::Exact)).collect();
         let db = database();
         let (at, error) = db.apply_changes(&exact).expect_err("a document that does not fit");
         assert_eq!(at, 300, "{error}");
         assert_eq!(db.describe("n").unwrap().documents, 298, "the run's documents before it are in");
         assert_eq!(db.describe("m").unwrap().documents, 1);
 
-        let fuzzy: Vec<(&[u8], Replay)> = changes.iter().map(|c| (c.as_slice(), Replay::Fuzzy)).collect();
+        let fuzzy: Vec<(&[u8], Format, Replay)> =
+            changes.iter().map(|c| (c.as_slice(), Format::CURRENT, Replay::Fuzzy)).collect();
         let db = database();
         assert_eq!(db.apply_changes(&fuzzy).unwrap(), 2, "the bad document and the missing namespace");
         assert_eq!(db.describe("n").unwrap().documents, 399, "all but the one replaced");
         let one_by_one = database();
-        let skipped: u64 = changes.iter().map(|c| one_by_one.apply_change(c, Replay::Fuzzy).unwrap()).sum();
+        let skipped: u64 =
+            changes.iter().map(|c| one_by_one.apply_change(c, Format::CURRENT, Replay::Fuzzy).unwrap()).sum();
         assert_eq!(skipped, 2);
 
         let db = database();

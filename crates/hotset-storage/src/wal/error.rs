@@ -26,6 +26,15 @@ pub enum WalError {
         file.display()
     )]
     Corrupt { file: PathBuf, offset: u64, reason: String },
+    /// A segment's header names a format version this build does not read (a newer build
+    /// wrote it). Recovery stops in every mode and changes no file: the records are not
+    /// damaged, only unreadable here.
+    #[error(
+        "WAL segment {} is in format version {version}, which this build does not read (it reads \
+         versions {readable}); open the folder with the build that wrote it, or a newer one",
+        file.display()
+    )]
+    UnsupportedFormat { file: PathBuf, version: u32, readable: String },
     /// No segment holds the records `first_lsn..=last_lsn`, which replay needs.
     #[error(
         "WAL segment missing: no file holds records {first_lsn}..={last_lsn}; the next segment found \

@@ -15,6 +15,10 @@
 //!   crash, put them there), or any invalid frame or header in a segment that is not the
 //!   last one.
 //!
+//! Each record goes to `apply` with the format of its segment (from the segment's header);
+//! a segment whose header names a format this build does not read stops replay with
+//! [`WalError::UnsupportedFormat`] in every mode, before anything of it is applied or cut.
+//!
 //! Never: skips a record, applies one twice or out of order, applies a record that did not
 //! check out, or changes a file in `Strict` mode except to cut a torn tail.
 //!
@@ -23,7 +27,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::segment::{self, SEGMENT_HEADER_BYTES, SegmentFile};
+use hotset_core::change::Format;
+
+use super::segment::{self, HeaderError, SEGMENT_HEADER_BYTES, SegmentFile};
 use super::{WalError, WalOptions};
 use crate::disk::Disk;
 use crate::frame::{self, FRAME_HEADER_BYTES, FrameRead};
@@ -69,11 +75,12 @@ pub struct ReplayReport {
     pub truncated_corruption: Option<WalError>,
 }
 
-/// The callback replay hands each record to: `apply(lsn, payload)`; an `Err` stops replay
+/// The callback replay hands each record to: `apply(lsn, format, payload)`, `format` being
+/// the one its segment's header names (decode the payload in it); an `Err` stops replay
 /// with [`WalError::Apply`].
-pub type ApplyRecord<'a> = dyn FnMut(u64, &[u8]) -> Result<(), String> + 'a;
+pub type ApplyRecord<'a> = dyn FnMut(u64, Format, &[u8]) -> Result<(), String> + 'a;
 
-/// Reads every segment needed from `from_lsn` on and calls `apply(lsn, payload)` for each
+/// Reads every segment needed from `from_lsn` on and calls `apply(lsn, format, payload)` for each
 /// record with lsn >= `from_lsn`, in order. `progress(bytes_done, bytes_total)` is called at
 /// least every 65 536 records or 16 MiB, and once at the end.
 pub fn replay(
@@ -196,10 +203,17 @@ impl Scan<'_> {
         self.report.segments += 1;
         let invalid = match (overlap, segment::check_header(&bytes, segment.first_lsn)) {
             (Some(reason), _) => Some(Invalid { offset: 0, reason, may_be_torn: false }),
-            (None, Err(reason)) => Some(Invalid { offset: 0, reason, may_be_torn: true }),
-            (None, Ok(())) => {
+            (None, Err(HeaderError::Unsupported { version })) => {
+                return Err(WalError::UnsupportedFormat {
+                    file: segment.path.clone(),
+                    version,
+                    readable: Format::readable_list(),
+                });
+            }
+            (None, Err(HeaderError::Invalid(reason))) => Some(Invalid { offset: 0, reason, may_be_torn: true }),
+            (None, Ok(format)) => {
                 self.advance(SEGMENT_HEADER_BYTES);
-                self.frames(&segment.path, &bytes)?
+                self.frames(&segment.path, &bytes, format)?
             }
         };
         match invalid {
@@ -231,14 +245,14 @@ impl Scan<'_> {
     }
 
     /// Applies the frames after the header; returns the first invalid spot, if any.
-    fn frames(&mut self, path: &Path, bytes: &[u8]) -> Result<Option<Invalid>, WalError> {
+    fn frames(&mut self, path: &Path, bytes: &[u8], format: Format) -> Result<Option<Invalid>, WalError> {
         let mut offset = SEGMENT_HEADER_BYTES;
         while offset < bytes.len() {
             // Set by `segment` before the frames are read.
             let expected = self.expected_lsn.expect("expected lsn is set");
             let reason = match frame::read_frame(bytes, offset) {
                 FrameRead::Frame { lsn, payload, next } if lsn == expected => {
-                    self.apply_record(lsn, payload, path, offset)?;
+                    self.apply_record(lsn, format, payload, path, offset)?;
                     self.expected_lsn = Some(expected + 1);
                     self.advance(next - offset);
                     offset = next;
@@ -254,9 +268,16 @@ impl Scan<'_> {
     }
 
     /// Applies one record (at `offset` of `file`) unless it lies before `from_lsn`.
-    fn apply_record(&mut self, lsn: u64, payload: &[u8], file: &Path, offset: usize) -> Result<(), WalError> {
+    fn apply_record(
+        &mut self,
+        lsn: u64,
+        format: Format,
+        payload: &[u8],
+        file: &Path,
+        offset: usize,
+    ) -> Result<(), WalError> {
         if lsn >= self.from_lsn {
-            (self.apply)(lsn, payload).map_err(|reason| WalError::Apply {
+            (self.apply)(lsn, format, payload).map_err(|reason| WalError::Apply {
                 lsn,
                 file: file.to_path_buf(),
                 offset: offset as u64,

@@ -3,10 +3,14 @@
 //! ```text
 //! <dir>/<first_lsn as 20 decimal digits>.wal
 //! offset 0          8              16
-//!        | HSWAL001 | first_lsn u64 LE | frames, lsns first_lsn, first_lsn + 1, ...
+//!        | HSWAL002 | first_lsn u64 LE | frames, lsns first_lsn, first_lsn + 1, ...
 //! ```
+//! The magic is `HSWAL` and the format version as three decimal digits: the version of
+//! `hotset_core::change` that the records' payloads are encoded in (1: index definitions
+//! as JSON, 2: binary). A segment is written in `Format::CURRENT` only and read in the
+//! format its header names; a version this build does not read is refused, naming it.
 //!
-//! Owns: the file-name scheme, the 16-byte header, [`list_segments`].
+//! Owns: the file-name scheme, the 16-byte header and the version in it, [`list_segments`].
 //!
 //! Never: reads frames (that is `replay`) or writes them (that is the writer).
 //!
@@ -17,14 +21,16 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use hotset_core::change::Format;
+
 use super::WalError;
 use crate::disk::Disk;
 use crate::frame::u64_at;
 
 /// Bytes of the segment header: magic, then the first lsn.
 pub const SEGMENT_HEADER_BYTES: usize = 16;
-/// The segment header's first 8 bytes (the version is part of the magic).
-pub const SEGMENT_MAGIC: &[u8; 8] = b"HSWAL001";
+/// The magic's first 5 bytes; 3 decimal digits of the format version follow.
+pub const SEGMENT_MAGIC_PREFIX: &[u8; 5] = b"HSWAL";
 /// The segment file extension.
 const SEGMENT_EXTENSION: &str = "wal";
 /// Digits of the first lsn in a segment's name: all of u64's range.
@@ -52,27 +58,56 @@ pub fn parse_segment_name(path: &Path) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// The header of a segment starting at `first_lsn`.
+/// The 8-byte magic of a segment in format `version` (`HSWAL002` for 2).
+pub fn segment_magic(version: u32) -> [u8; 8] {
+    assert!(version <= 999, "a segment's version has three digits");
+    let mut magic = [0; 8];
+    magic[..5].copy_from_slice(SEGMENT_MAGIC_PREFIX);
+    magic[5..].copy_from_slice(format!("{version:03}").as_bytes());
+    magic
+}
+
+/// The header of a segment starting at `first_lsn`, in the format this build writes.
 pub fn encode_header(first_lsn: u64) -> [u8; SEGMENT_HEADER_BYTES] {
     let mut header = [0; SEGMENT_HEADER_BYTES];
-    header[..8].copy_from_slice(SEGMENT_MAGIC);
+    header[..8].copy_from_slice(&segment_magic(Format::CURRENT.number()));
     header[8..].copy_from_slice(&first_lsn.to_le_bytes());
     header
 }
 
-/// Checks a segment's header against the first lsn its name claims.
-pub fn check_header(bytes: &[u8], named_first_lsn: u64) -> Result<(), String> {
+/// Why a segment's header does not check out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeaderError {
+    /// Cut short, wrong magic, or a first lsn its name contradicts: damage (or a torn
+    /// header, if the segment is the last one).
+    Invalid(String),
+    /// A well-formed magic naming a format version this build does not read (a newer
+    /// build wrote it): never damage, never cut, never read.
+    Unsupported { version: u32 },
+}
+
+/// Checks a segment's header against the first lsn its name claims; returns the format
+/// its records are in.
+pub fn check_header(bytes: &[u8], named_first_lsn: u64) -> Result<Format, HeaderError> {
     if bytes.len() < SEGMENT_HEADER_BYTES {
-        return Err(format!("segment header cut short at {} of {SEGMENT_HEADER_BYTES} bytes", bytes.len()));
+        return Err(HeaderError::Invalid(format!(
+            "segment header cut short at {} of {SEGMENT_HEADER_BYTES} bytes",
+            bytes.len()
+        )));
     }
-    if &bytes[..8] != SEGMENT_MAGIC {
-        return Err("segment header has the wrong magic".to_owned());
+    let digits = &bytes[5..8];
+    if &bytes[..5] != SEGMENT_MAGIC_PREFIX || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(HeaderError::Invalid("segment header has the wrong magic".to_owned()));
     }
+    let version = digits.iter().fold(0, |number, digit| number * 10 + u32::from(digit - b'0'));
+    let format = Format::from_number(version).ok_or(HeaderError::Unsupported { version })?;
     let first_lsn = u64_at(bytes, 8);
     if first_lsn != named_first_lsn {
-        return Err(format!("segment header says first lsn {first_lsn}, its name says {named_first_lsn}"));
+        return Err(HeaderError::Invalid(format!(
+            "segment header says first lsn {first_lsn}, its name says {named_first_lsn}"
+        )));
     }
-    Ok(())
+    Ok(format)
 }
 
 /// The segments in `dir`, in lsn order. A missing directory holds no segments.
@@ -126,14 +161,37 @@ mod tests {
         }
     }
 
+    fn invalid(result: Result<Format, HeaderError>) -> String {
+        match result {
+            Err(HeaderError::Invalid(reason)) => reason,
+            other => panic!("expected an invalid header, got {other:?}"),
+        }
+    }
+
     #[test]
     fn header_checks() {
         let header = encode_header(7);
-        assert_eq!(check_header(&header, 7), Ok(()));
-        assert!(check_header(&header, 8).unwrap_err().contains("name says 8"));
-        assert!(check_header(&header[..15], 7).unwrap_err().contains("cut short"));
+        assert_eq!(&header[..8], b"HSWAL002");
+        assert_eq!(check_header(&header, 7), Ok(Format::CURRENT));
+        assert!(invalid(check_header(&header, 8)).contains("name says 8"));
+        assert!(invalid(check_header(&header[..15], 7)).contains("cut short"));
         let mut wrong = header;
         wrong[0] = b'X';
-        assert!(check_header(&wrong, 7).unwrap_err().contains("magic"));
+        assert!(invalid(check_header(&wrong, 7)).contains("magic"));
+        wrong = header;
+        wrong[6] = b'x';
+        assert!(invalid(check_header(&wrong, 7)).contains("magic"));
+    }
+
+    #[test]
+    fn the_version_in_the_magic_picks_the_format() {
+        let mut header = encode_header(7);
+        header[..8].copy_from_slice(b"HSWAL001");
+        assert_eq!(check_header(&header, 7), Ok(Format::V1));
+        for (magic, version) in [(b"HSWAL099", 99), (b"HSWAL000", 0), (b"HSWAL003", 3)] {
+            header[..8].copy_from_slice(magic);
+            assert_eq!(check_header(&header, 7), Err(HeaderError::Unsupported { version }));
+        }
+        assert_eq!(&segment_magic(1), b"HSWAL001");
     }
 }
