@@ -172,6 +172,26 @@ struct Faults {
     sync_delay_us: AtomicU64,
     writes: AtomicU64,
     syncs: AtomicU64,
+    /// While true, writes and fsyncs block (a device that stopped answering).
+    stalled: parking_lot::Mutex<bool>,
+    resumed: parking_lot::Condvar,
+    /// Writes and fsyncs blocked by the stall right now.
+    blocked: AtomicU64,
+}
+
+impl Faults {
+    /// Blocks while the disk is stalled.
+    fn pass_stall(&self) {
+        let mut stalled = self.stalled.lock();
+        if !*stalled {
+            return;
+        }
+        self.blocked.fetch_add(1, Ordering::SeqCst);
+        while *stalled {
+            self.resumed.wait(&mut stalled);
+        }
+        self.blocked.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Faults {
@@ -224,6 +244,9 @@ impl FaultyDisk {
             sync_delay_us: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             syncs: AtomicU64::new(0),
+            stalled: parking_lot::Mutex::new(false),
+            resumed: parking_lot::Condvar::new(),
+            blocked: AtomicU64::new(0),
         };
         FaultyDisk { inner: OsDisk, faults: Arc::new(faults) }
     }
@@ -254,6 +277,21 @@ impl FaultyDisk {
     pub fn set_sync_delay(&self, delay: Duration) {
         let micros = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
         self.faults.sync_delay_us.store(micros, Ordering::SeqCst);
+    }
+
+    /// While `stalled`, `write_all` and `sync_data` block until it is lifted, as on a device
+    /// that stopped answering (a hung NFS mount, a dying disk): nothing fails, nothing
+    /// moves.
+    pub fn set_stalled(&self, stalled: bool) {
+        *self.faults.stalled.lock() = stalled;
+        if !stalled {
+            self.faults.resumed.notify_all();
+        }
+    }
+
+    /// How many `write_all` and `sync_data` calls the stall holds right now.
+    pub fn blocked(&self) -> u64 {
+        self.faults.blocked.load(Ordering::SeqCst)
     }
 
     /// How many `write_all` calls succeeded.
@@ -333,6 +371,7 @@ struct FaultyFile {
 
 impl DiskFile for FaultyFile {
     fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        self.faults.pass_stall();
         match self.faults.admit(data.len()) {
             Ok(()) => {
                 self.inner.write_all(data)?;
@@ -347,6 +386,7 @@ impl DiskFile for FaultyFile {
     }
 
     fn sync_data(&mut self) -> io::Result<()> {
+        self.faults.pass_stall();
         let delay_us = self.faults.sync_delay_us.load(Ordering::SeqCst);
         if delay_us > 0 {
             // Simulated device latency, not synchronisation: nothing waits on this.

@@ -52,6 +52,9 @@ pub struct StoreOptions {
     /// How often maintenance checks whether a snapshot is due (on the database's clock).
     pub snapshot_check_interval: Duration,
     pub retry_interval: Duration,
+    /// The log's queue limit and how long a write waits for room (see `WalOptions`).
+    pub queue_bytes_max: u64,
+    pub queue_wait: Duration,
     pub limits: Limits,
     pub clock: Arc<dyn Clock>,
     pub disk: Arc<dyn Disk>,
@@ -71,6 +74,8 @@ impl StoreOptions {
             snapshot_interval: Some(Duration::from_secs(3600)),
             snapshot_check_interval: Duration::from_millis(200),
             retry_interval: Duration::from_secs(1),
+            queue_bytes_max: wal::QUEUE_BYTES_DEFAULT,
+            queue_wait: wal::QUEUE_WAIT_DEFAULT,
             limits: Limits::default(),
             clock: Arc::new(SystemClock),
             disk: Arc::new(OsDisk),
@@ -84,6 +89,8 @@ impl StoreOptions {
             policy: self.fsync,
             segment_bytes: self.segment_bytes,
             retry_interval: self.retry_interval,
+            queue_bytes_max: self.queue_bytes_max,
+            queue_wait: self.queue_wait,
             disk: self.disk.clone(),
         }
     }

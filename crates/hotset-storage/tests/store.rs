@@ -597,3 +597,124 @@ fn maintenance_takes_snapshots_by_the_clock_and_on_request() {
     assert_eq!(store.snapshot_state().0.unwrap().counts.documents, 20);
     store.close().unwrap();
 }
+
+/// Lifts the stall when dropped: a failed assertion must not leave the store's close
+/// waiting on a disk that never answers (declared after the store, so dropped first).
+struct Unstall(Arc<FaultyDisk>);
+
+impl Drop for Unstall {
+    fn drop(&mut self) {
+        self.0.set_stalled(false);
+    }
+}
+
+/// A store whose log sits on a disk that can stall, with a small queue limit.
+fn stalling_store(dir: &Path, queue_wait: Duration) -> (Store, Arc<FaultyDisk>) {
+    let disk = Arc::new(FaultyDisk::new());
+    let mut options = options(dir);
+    // Nobody waits for a record to be written: only the queue's limit can hold writers.
+    options.fsync = FsyncPolicy::Never;
+    options.disk = disk.clone();
+    options.queue_bytes_max = QUEUE_LIMIT;
+    options.queue_wait = queue_wait;
+    let store = Store::open(options).unwrap();
+    store.create_namespace("items", schema()).unwrap();
+    store.keyspaces().get_or_create("0").set(b"k", b"v", SetOptions::default()).unwrap();
+    (store, disk)
+}
+
+const QUEUE_LIMIT: u64 = 64 << 10;
+
+/// About a kilobyte of log per write.
+fn big_item(id: i64) -> serde_json::Value {
+    json!({"id": id, "year": 2000, "name": "x".repeat(1_000)})
+}
+
+/// Runs `read` on another thread and says whether it finished within a deadline far
+/// above its cost (a read stuck behind the stalled log never would).
+fn finishes<T: Send + 'static>(read: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(read());
+    });
+    finished.recv_timeout(Duration::from_secs(20)).ok()
+}
+
+/// A disk that stops answering: writers fill the log's queue to its limit and then wait
+/// (memory stays bounded), reads of documents and keys go on, and once the disk answers
+/// again every write completes and survives a restart.
+#[test]
+fn a_stalled_disk_makes_writers_wait_at_the_queue_limit_while_reads_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, disk) = stalling_store(dir.path(), Duration::from_secs(600));
+    let store = Arc::new(store);
+    let _unstall = Unstall(disk.clone());
+    disk.set_stalled(true);
+    const WRITES: i64 = 1_000;
+    let done = Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let writer = {
+        let (store, done) = (Arc::clone(&store), Arc::clone(&done));
+        std::thread::spawn(move || {
+            for id in 0..WRITES {
+                store.upsert("items", &big_item(id)).unwrap();
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        })
+    };
+    // The writer thread's first batch is held by the disk; then the queue fills.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while disk.blocked() == 0 || store.wal_stats().queued_bytes < QUEUE_LIMIT {
+        assert!(Instant::now() < deadline, "the queue never filled: {:?}", store.wal_stats());
+        std::thread::yield_now();
+    }
+    let record_max = 2 << 10;
+    for _ in 0..3 {
+        let reader = Arc::clone(&store);
+        let found = finishes(move || reader.get("items", &json!(0)).unwrap().is_some());
+        assert_eq!(found, Some(true), "a document read goes on");
+        let reader = Arc::clone(&store);
+        let value = finishes(move || reader.keyspaces().get_or_create("0").get(b"k").unwrap());
+        assert_eq!(value, Some(Some(b"v".to_vec())), "a key read goes on");
+        let queued = store.wal_stats().queued_bytes;
+        assert!(queued < QUEUE_LIMIT + record_max, "the queue stays at its limit: {queued} bytes");
+    }
+    let written = done.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(written < WRITES, "the writer waits: {written} writes done");
+
+    disk.set_stalled(false);
+    writer.join().unwrap();
+    assert_eq!(store.query(&Query::new("items")).unwrap().items.len(), WRITES as usize);
+    let store = Arc::into_inner(store).unwrap();
+    store.close().unwrap();
+    let store = Store::open(options(dir.path())).unwrap();
+    assert_eq!(store.query(&Query::new("items")).unwrap().items.len(), WRITES as usize, "all of them were logged");
+}
+
+/// A write that finds no room within `queue_wait` is refused with the storage error and
+/// changes nothing; once the disk answers, writes go on.
+#[test]
+fn a_write_that_finds_no_room_in_time_gets_the_storage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, disk) = stalling_store(dir.path(), Duration::from_millis(200));
+    let _unstall = Unstall(disk.clone());
+    disk.set_stalled(true);
+    let mut id = 0;
+    let error = loop {
+        match store.upsert("items", &big_item(id)) {
+            Ok(_) => id += 1,
+            Err(error) => break error,
+        }
+        assert!(id < 10_000, "no write was ever refused");
+    };
+    assert!(matches!(&error, Error::Storage { reason } if reason.contains("queue")), "{error}");
+    assert!(store.get("items", &json!(id)).unwrap().is_none(), "the refused write changed nothing");
+    let kv = store.keyspaces().get_or_create("0");
+    assert!(kv.set(b"k", b"w", SetOptions::default()).is_err(), "key writes wait and are refused too");
+    assert_eq!(kv.get(b"k").unwrap(), Some(b"v".to_vec()));
+    disk.set_stalled(false);
+    store.upsert("items", &big_item(id)).unwrap();
+    kv.set(b"k", b"w", SetOptions::default()).unwrap();
+    store.close().unwrap();
+    let store = Store::open(options(dir.path())).unwrap();
+    assert_eq!(store.query(&Query::new("items")).unwrap().items.len(), id as usize + 1);
+}

@@ -221,6 +221,8 @@ impl Database {
         }
         let mut data = NamespaceData::new(name, indexes.clone())?;
         data.document_bytes_max = self.limits.document_bytes_max;
+        // Before the lock: under back-pressure this waits, and readers need that lock.
+        self.journal.writable()?;
         let mut namespaces = self.namespaces.write();
         if namespaces.contains_key(name) {
             return Err(Error::NamespaceExists { namespace: name.to_string() });
@@ -232,7 +234,6 @@ impl Database {
                 actual: namespaces.len() as u64 + 1,
             });
         }
-        self.journal.writable()?;
         let lsn = self.journal().map(|journal| log::change(journal, &Change::CreateNamespace { name, indexes }));
         namespaces.insert(name.to_string(), Arc::new(Namespace::new(name, data)));
         drop(namespaces);

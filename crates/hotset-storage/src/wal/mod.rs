@@ -102,11 +102,24 @@ pub struct WalOptions {
     pub segment_bytes: u64,
     /// How long the writer waits between attempts to leave the failed state.
     pub retry_interval: Duration,
+    /// The most bytes of records queued and not yet taken by the writer: past it a write
+    /// waits in [`Wal::writable`] for the writer to take the queue (back-pressure from a
+    /// slow or stalled disk) instead of memory growing.
+    pub queue_bytes_max: u64,
+    /// How long such a write waits for room before it is refused with
+    /// [`WalError::Unwritable`].
+    pub queue_wait: Duration,
     pub disk: Arc<dyn Disk>,
 }
 
 /// The default size at which segments are rotated.
 pub const SEGMENT_BYTES_DEFAULT: u64 = 64 << 20;
+/// The default limit of the queue: a quarter of a segment, far above what a healthy disk
+/// lets gather (the writer takes the queue whole at every turn), so only a disk that stops
+/// keeping up meets it.
+pub const QUEUE_BYTES_DEFAULT: u64 = 16 << 20;
+/// The default wait for room in a full queue before a write is refused.
+pub const QUEUE_WAIT_DEFAULT: Duration = Duration::from_secs(30);
 /// The longest `retry_interval` allowed: a log that stays failed longer than this after the
 /// disk is fixed would look dead.
 pub const RETRY_INTERVAL_MAX: Duration = Duration::from_secs(3600);
@@ -119,6 +132,8 @@ impl WalOptions {
             policy: FsyncPolicy::default(),
             segment_bytes: SEGMENT_BYTES_DEFAULT,
             retry_interval: Duration::from_secs(1),
+            queue_bytes_max: QUEUE_BYTES_DEFAULT,
+            queue_wait: QUEUE_WAIT_DEFAULT,
             disk: Arc::new(OsDisk),
         }
     }
@@ -205,12 +220,16 @@ impl Wal {
     }
 
     /// `Err(WalError::Unwritable)` while the log is in its failed state: callers check this
-    /// before changing anything.
+    /// before changing anything (and before taking locks that readers need). While the
+    /// queue is over [`WalOptions::queue_bytes_max`] it waits, up to
+    /// [`WalOptions::queue_wait`], for the writer to take it: the back-pressure that keeps
+    /// a stalled disk from growing memory without bound. The queue can go past its limit by
+    /// at most the records of writers already admitted (one each).
     pub fn writable(&self) -> Result<(), WalError> {
-        if !self.shared.failed.load(Ordering::Acquire) {
-            return Ok(());
+        if self.shared.failed.load(Ordering::Acquire) {
+            self.shared.ack.lock().writable()?;
         }
-        self.shared.ack.lock().writable()
+        self.shared.admit()
     }
 
     /// Blocks until record `lsn` is as safe as the policy promises before a write is

@@ -234,6 +234,16 @@ pub(super) struct Shared {
     /// The first lsn of the segment being written.
     pub current_first_lsn: AtomicU64,
     pub segments: AtomicUsize,
+    /// Past this many queued bytes, `admit` makes writers wait.
+    queue_bytes_max: u64,
+    /// How long `admit` waits for room.
+    queue_wait: Duration,
+    /// Set by `push` when the queue reached `queue_bytes_max`, cleared when it is taken:
+    /// `admit`'s check without a lock.
+    queue_full: AtomicBool,
+    /// Writers waiting in `admit` (on `queue`'s lock): woken when the queue is taken, the
+    /// log fails or the writer stops.
+    room: Condvar,
 }
 
 impl Shared {
@@ -263,6 +273,9 @@ impl Shared {
             queue.first_queued_at = Some(Instant::now());
         }
         frame::append_unsealed_frame(&mut queue.buffer, lsn, payload);
+        if queue.buffer.len() as u64 >= self.queue_bytes_max {
+            self.queue_full.store(true, Ordering::Release);
+        }
         // A coalescing writer is woken early only by a queue that is big enough to write;
         // where waiters combine, an idle writer too (the waiter writes a smaller one).
         let urgent = queue.buffer.len() >= COALESCE_BYTES;
@@ -288,6 +301,43 @@ impl Shared {
         if wake {
             self.work_ready.notify_one();
         }
+    }
+
+    /// Returns once the queue is under its byte limit (at once, without a lock, while it
+    /// is), or `Err` when the log failed or stopped meanwhile, or no room came within
+    /// `queue_wait`.
+    pub fn admit(&self) -> Result<(), WalError> {
+        if !self.queue_full.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let deadline = Instant::now() + self.queue_wait;
+        let mut queue = self.queue.lock();
+        while queue.buffer.len() as u64 >= self.queue_bytes_max {
+            if self.failed.load(Ordering::Acquire) {
+                drop(queue);
+                return self.ack.lock().writable();
+            }
+            if self.room.wait_until(&mut queue, deadline).timed_out()
+                && queue.buffer.len() as u64 >= self.queue_bytes_max
+            {
+                return Err(WalError::Unwritable {
+                    reason: format!(
+                        "the log's queue holds {} bytes, over its limit of {}, and the disk took none of it for {:?}",
+                        queue.buffer.len(),
+                        self.queue_bytes_max,
+                        self.queue_wait
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Wakes the writers waiting in `admit` to look again. The queue's lock is taken first,
+    /// so a writer between its check and its wait cannot miss this.
+    fn announce_room(&self) {
+        drop(self.queue.lock());
+        self.room.notify_all();
     }
 
     /// Asks for everything appended so far to be fsynced; returns the last such lsn.
@@ -622,6 +672,10 @@ impl Writer {
             coalesce_window_nanos: AtomicU64::new(duration_nanos(COALESCE_WINDOW)),
             current_first_lsn: AtomicU64::new(next_lsn),
             segments: AtomicUsize::new(segments),
+            queue_bytes_max: opts.queue_bytes_max.max(1),
+            queue_wait: opts.queue_wait,
+            queue_full: AtomicBool::new(false),
+            room: Condvar::new(),
         });
         let now = Instant::now();
         let writer = Writer {
@@ -728,6 +782,8 @@ impl Writer {
                 // These records will never be written (their waiters get Err): dropping
                 // them keeps a failed log from growing without bound.
                 queue.buffer.clear();
+                self.shared.queue_full.store(false, Ordering::Release);
+                self.shared.room.notify_all();
                 return if queue.closing { Ok(self.job(queue)) } else { Err(idle) };
             }
             Some(_) if now < self.retry_at && !queue.closing => return Err(idle),
@@ -753,6 +809,10 @@ impl Writer {
         debug_assert!(self.taken.is_empty());
         mem::swap(&mut self.taken, &mut queue.buffer);
         queue.first_queued_at = None;
+        // The queue's lock is held: a writer in `admit` is either before its check (and
+        // sees the room) or waiting (and is woken).
+        self.shared.queue_full.store(false, Ordering::Release);
+        self.shared.room.notify_all();
         self.taken_lsn = queue.next_lsn - 1;
         Ok(self.job(queue))
     }
@@ -958,6 +1018,7 @@ impl Writer {
         drop(ack);
         wake_all(&mut self.woken);
         self.shared.ack_changed.notify_all();
+        self.shared.announce_room();
     }
 }
 
@@ -988,6 +1049,7 @@ impl Drop for StopOnExit {
         drop(ack);
         wake_all(&mut woken);
         self.0.ack_changed.notify_all();
+        self.0.announce_room();
     }
 }
 
