@@ -16,10 +16,14 @@
 /// How an indexed string field compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Collation {
+    /// Exact: strings compare by their UTF-8 bytes (code point order).
     #[default]
     None,
+    /// ASCII letters compare without case; other characters exactly.
     AsciiCi,
+    /// Unicode case folding: `Ёлка` equals `ёлка`, `Straße` equals `STRASSE`.
     Utf8Ci,
+    /// Runs of digits compare by their value (`"2" < "10"`), other bytes exactly.
     Numeric,
 }
 
@@ -35,6 +39,7 @@ impl Collation {
         }
     }
 
+    /// The collation's canonical name, as index definitions write it.
     pub fn name(self) -> &'static str {
         match self {
             Collation::None => "none",

@@ -23,14 +23,17 @@ pub struct FieldPath {
 }
 
 impl FieldPath {
+    /// The path written `text`, split at each `.` (`meta.tag` is `meta`, then `tag`).
     pub fn new(text: &str) -> FieldPath {
         FieldPath { text: text.into(), parts: text.split('.').map(Box::from).collect() }
     }
 
+    /// The path as written, dots included.
     pub fn as_str(&self) -> &str {
         &self.text
     }
 
+    /// The field names from the top level down.
     pub fn parts(&self) -> &[Box<str>] {
         &self.parts
     }
@@ -131,10 +134,12 @@ pub struct TopFields<'a> {
 }
 
 impl TopFields<'_> {
+    /// Fields parsed (a repeated name counts once).
     pub fn len(&self) -> usize {
         self.fields.len()
     }
 
+    /// Whether no field that something reads was found.
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
     }

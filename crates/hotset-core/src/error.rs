@@ -17,52 +17,165 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A document or stored row that is not valid JSON, or JSON nested deeper than the
+    /// engine takes.
     #[error("invalid JSON: {reason}")]
-    InvalidJson { reason: String },
+    InvalidJson {
+        /// The parser's message, or which depth limit was passed.
+        reason: String,
+    },
+    /// A document that is valid JSON but not an object (an array, a number, ...).
     #[error("a document must be a JSON object, got {found}")]
-    NotAnObject { found: &'static str },
+    NotAnObject {
+        /// The JSON kind given instead: `array`, `string`, `int`, `null`, ...
+        found: &'static str,
+    },
+    /// An operation, or a join, names a namespace the database does not have.
     #[error("namespace '{namespace}' does not exist")]
-    UnknownNamespace { namespace: String },
+    UnknownNamespace {
+        /// The namespace asked for.
+        namespace: String,
+    },
+    /// Creating a namespace under a name already taken.
     #[error("namespace '{namespace}' already exists")]
-    NamespaceExists { namespace: String },
+    NamespaceExists {
+        /// The name already taken.
+        namespace: String,
+    },
+    /// A namespace or index name that is empty, over `name_bytes_max`, or has characters
+    /// other than letters, digits, `_`, `-`, `.` and `+`.
     #[error("invalid namespace name '{name}': {reason}")]
-    InvalidName { name: String, reason: &'static str },
+    InvalidName {
+        /// The refused name, cut to its first 64 characters.
+        name: String,
+        /// Which rule the name breaks.
+        reason: &'static str,
+    },
+    /// Dropping an index the namespace does not have.
     #[error("index '{index}' does not exist in namespace '{namespace}'")]
-    UnknownIndex { namespace: String, index: String },
+    UnknownIndex {
+        /// The namespace searched.
+        namespace: String,
+        /// The index asked for.
+        index: String,
+    },
+    /// An index name the namespace already uses: adding an index, or two definitions of
+    /// one name when the namespace is created.
     #[error("index '{index}' already exists in namespace '{namespace}'")]
-    IndexExists { namespace: String, index: String },
+    IndexExists {
+        /// The namespace the index was added to.
+        namespace: String,
+        /// The name already taken.
+        index: String,
+    },
+    /// An index definition that does not validate, a second primary key, or a primary
+    /// key index added or dropped after the namespace was created.
     #[error("invalid index definition '{index}': {reason}")]
-    InvalidIndex { index: String, reason: String },
+    InvalidIndex {
+        /// The index at fault.
+        index: String,
+        /// What is wrong with it, in words.
+        reason: String,
+    },
+    /// Creating a namespace without a primary key index among its definitions.
     #[error("namespace '{namespace}' has no primary key index")]
-    NoPrimaryKey { namespace: String },
+    NoPrimaryKey {
+        /// The namespace being created.
+        namespace: String,
+    },
+    /// A written document that lacks a field of the primary key.
     #[error("document in '{namespace}' has no primary key field '{field}'")]
-    MissingKey { namespace: String, field: String },
+    MissingKey {
+        /// The namespace written to.
+        namespace: String,
+        /// The primary key field the document lacks (a dotted path).
+        field: String,
+    },
+    /// An insert whose primary key is already stored.
     #[error("duplicate primary key {key} in namespace '{namespace}'")]
-    DuplicateKey { namespace: String, key: String },
+    DuplicateKey {
+        /// The namespace written to.
+        namespace: String,
+        /// The key as JSON text (`3`, `"k"`, or an array for a key of several fields).
+        key: String,
+    },
+    /// An update whose primary key is not stored.
     #[error("no document with primary key {key} in namespace '{namespace}'")]
-    NotFound { namespace: String, key: String },
+    NotFound {
+        /// The namespace written to.
+        namespace: String,
+        /// The key as JSON text, as in `DuplicateKey`.
+        key: String,
+    },
+    /// A document (or a key given to a lookup) whose value for an indexed field does not
+    /// convert to the index's type.
     #[error("field '{field}' of index '{index}' expects {expected}, got {found}")]
-    WrongType { index: String, field: String, expected: String, found: String },
+    WrongType {
+        /// The index whose type was not met.
+        index: String,
+        /// The field's path.
+        field: String,
+        /// The type the index takes (`int`, or `int or an array of int` for an array
+        /// field).
+        expected: String,
+        /// What was found instead, in words (a JSON kind such as `string`).
+        found: String,
+    },
+    /// A query, search, join or update that cannot run as written (an unknown operator,
+    /// the wrong number of values, nesting over the limits, a primary key given with the
+    /// wrong number of parts, and the like).
     #[error("invalid query: {reason}")]
-    InvalidQuery { reason: String },
+    InvalidQuery {
+        /// What is wrong, in words.
+        reason: String,
+    },
+    /// A LIKE pattern that ends with an escape or is over `LIKE_PATTERN_CHARS_MAX`.
     #[error("invalid LIKE pattern '{pattern}': {reason}")]
-    InvalidPattern { pattern: String, reason: &'static str },
+    InvalidPattern {
+        /// The pattern (its first 64 characters when it is too long).
+        pattern: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// `what` is the limit's name (`document_bytes_max`), `actual` what was asked.
     #[error("over the limit {what} ({limit}): {}", limit_subject(what, *actual))]
-    LimitExceeded { what: &'static str, limit: u64, actual: u64 },
+    LimitExceeded {
+        /// The limit's name, a field of `Limits`.
+        what: &'static str,
+        /// The limit's value.
+        limit: u64,
+        /// The size or count that was asked for.
+        actual: u64,
+    },
     /// A query ran past its `Query::timeout`; nothing of it is returned.
     #[error("query timed out after {limit_ms} ms (its time limit)")]
-    Timeout { limit_ms: u64 },
+    Timeout {
+        /// The query's time limit in milliseconds.
+        limit_ms: u64,
+    },
+    /// An update by query whose `SET` or drop touches a primary key field (or a path
+    /// inside or around one).
     #[error("cannot update primary key field '{field}' by query in namespace '{namespace}'")]
-    PrimaryKeyUpdate { namespace: String, field: String },
+    PrimaryKeyUpdate {
+        /// The namespace updated.
+        namespace: String,
+        /// The field the update named.
+        field: String,
+    },
     /// The write-ahead log could not take or make durable a write: the write was not
     /// acknowledged (reads go on working).
     #[error("write not durable: {reason}")]
-    Storage { reason: String },
+    Storage {
+        /// The log's own error, in words.
+        reason: String,
+    },
     /// A logged change or snapshot block that checked out by checksum but does not
     /// decode or apply: a bug or a format mismatch, never silently skipped.
     #[error("bad change record: {reason}")]
-    BadChange { reason: String },
+    BadChange {
+        /// What did not decode, and where.
+        reason: String,
+    },
 }
 
 /// What kind of failure an error is: a closed set of stable names, the same on every

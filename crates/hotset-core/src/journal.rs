@@ -38,6 +38,7 @@ impl std::fmt::Debug for JournalSlot {
 }
 
 impl JournalSlot {
+    /// The attached journal; `None` before one is attached (a database in memory only).
     pub fn get(&self) -> Option<&Arc<dyn Journal>> {
         self.0.get()
     }

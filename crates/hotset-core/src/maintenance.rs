@@ -30,11 +30,13 @@ use std::time::Duration;
 /// Active key expiry: how often (Redis' default `hz 10`), and how many volatile keys a
 /// round examines per keyspace (lazy expiry on access covers the rest, as in Redis).
 pub const KEY_EXPIRY_PERIOD: Duration = Duration::from_millis(100);
+/// Volatile keys one key expiry round examines per keyspace.
 pub const KEY_EXPIRY_BUDGET: usize = 200;
 /// `ttl` index expiry: how often (documents go within about this long of their time), and
 /// how many documents one delete step takes per index (the namespace's write lock is
 /// released between steps).
 pub const TTL_EXPIRY_PERIOD: Duration = Duration::from_secs(1);
+/// Documents one `ttl` delete step takes per index.
 pub const TTL_EXPIRY_BATCH: usize = 10_000;
 /// The longest the thread waits before it looks at the clock again.
 pub const WAKE_MAX: Duration = Duration::from_millis(100);

@@ -17,9 +17,13 @@ use std::sync::Arc;
 /// The declared type of an indexed field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FieldType {
+    /// A 64-bit signed integer; a double (even `2.0`) does not fit.
     Int,
+    /// A 64-bit float; ints widen to it.
     Double,
+    /// A UTF-8 string, indexed by its collation key.
     String,
+    /// `true` or `false`.
     Bool,
 }
 
@@ -36,6 +40,8 @@ impl FieldType {
         }
     }
 
+    /// The type's canonical name (`int`, `double`, `string`, `bool`), as messages and
+    /// index definitions write it.
     pub fn name(self) -> &'static str {
         match self {
             FieldType::Int => "int",
@@ -52,6 +58,7 @@ impl FieldType {
 pub struct OrdF64(pub f64);
 
 impl OrdF64 {
+    /// Wraps `value`, turning `-0.0` into `0.0`.
     pub fn new(value: f64) -> OrdF64 {
         OrdF64(if value == 0.0 { 0.0 } else { value })
     }
@@ -83,23 +90,33 @@ impl Hash for OrdF64 {
 /// the derived order (variant first) only ever compares like with like, with `Null` first.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scalar {
+    /// JSON `null`, or no value.
     Null,
+    /// A boolean.
     Bool(bool),
+    /// An integer.
     Int(i64),
+    /// A double (never `-0.0`).
     Double(OrdF64),
+    /// A string's collation key (its own UTF-8 bytes under `Collation::None`).
     Str(Arc<[u8]>),
 }
 
 /// A borrowed scalar, read from a column or a parsed document without allocating.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ScalarRef<'a> {
+    /// A boolean.
     Bool(bool),
+    /// An integer.
     Int(i64),
+    /// A double.
     Double(f64),
+    /// A string's collation key, as in `Scalar::Str`.
     Str(&'a [u8]),
 }
 
 impl Scalar {
+    /// The borrowed form; `None` for `Null`, which has none.
     pub fn as_ref(&self) -> Option<ScalarRef<'_>> {
         match self {
             Scalar::Null => None,
@@ -110,12 +127,14 @@ impl Scalar {
         }
     }
 
+    /// A `Str` of the given bytes, which must already be a collation key.
     pub fn str(bytes: &[u8]) -> Scalar {
         Scalar::Str(Arc::from(bytes))
     }
 }
 
 impl ScalarRef<'_> {
+    /// The owned form (a double's `-0.0` becomes `0.0`).
     pub fn to_owned(self) -> Scalar {
         match self {
             ScalarRef::Bool(b) => Scalar::Bool(b),
@@ -125,6 +144,8 @@ impl ScalarRef<'_> {
         }
     }
 
+    /// The number as a double (ints converted, possibly rounding); `None` for a bool or
+    /// a string.
     pub fn as_f64(self) -> Option<f64> {
         match self {
             ScalarRef::Int(i) => Some(i as f64),

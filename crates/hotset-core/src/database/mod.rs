@@ -70,10 +70,12 @@ impl std::fmt::Debug for Database {
 pub type Document = Arc<[u8]>;
 
 impl Database {
+    /// An empty database on the system clock with the default limits.
     pub fn new() -> Database {
         Database::default()
     }
 
+    /// An empty database on the system clock with the given limits.
     pub fn with_limits(limits: Limits) -> Database {
         Database::with_clock(Arc::new(SystemClock), limits)
     }
@@ -188,6 +190,7 @@ impl Database {
         &self.clock
     }
 
+    /// The limits the database enforces.
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
@@ -261,6 +264,7 @@ impl Database {
         Ok(())
     }
 
+    /// The names of every namespace, sorted.
     pub fn namespace_names(&self) -> Vec<String> {
         self.namespaces.read().keys().cloned().collect()
     }
@@ -269,10 +273,14 @@ impl Database {
         self.namespaces.read().get(name).cloned().ok_or_else(|| Error::UnknownNamespace { namespace: name.to_string() })
     }
 
+    /// A namespace's index definitions and document count; `Error::UnknownNamespace` when
+    /// there is none of that name.
     pub fn describe(&self, name: &str) -> Result<NamespaceInfo> {
         Ok(self.namespace(name)?.data.read().info())
     }
 
+    /// Removes a namespace with its documents and indexes. Refused (`Error::Storage`)
+    /// when the log does not take writes.
     pub fn drop_namespace(&self, name: &str) -> Result<()> {
         self.journal.writable()?;
         let mut namespaces = self.namespaces.write();
@@ -287,6 +295,7 @@ impl Database {
         self.journal.wait(lsn)
     }
 
+    /// Removes every document of a namespace, keeping its indexes.
     pub fn truncate(&self, name: &str) -> Result<()> {
         self.write_namespace(name, |namespace, data, journal| {
             data.truncate();
@@ -295,6 +304,9 @@ impl Database {
         })
     }
 
+    /// Adds an index to namespace `name` and builds it over the documents already there.
+    /// A document that does not fit the new index (`Error::WrongType`) leaves the
+    /// namespace unchanged; a primary key index cannot be added after creation.
     pub fn add_index(&self, name: &str, def: IndexDef) -> Result<()> {
         self.check_name(&def.name)?;
         let indexes_max = self.limits.indexes_max;
@@ -312,6 +324,8 @@ impl Database {
         })
     }
 
+    /// Drops the index `index` of namespace `name`; the primary key index cannot be
+    /// dropped.
     pub fn drop_index(&self, name: &str, index: &str) -> Result<()> {
         self.write_namespace(name, |namespace, data, journal| {
             data.drop_index(index)?;

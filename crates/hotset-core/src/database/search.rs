@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 /// One namespace of a search.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchTarget {
+    /// The namespace searched.
     pub namespace: String,
     /// The text index (or one of its fields) to search; `None`: the namespace's only
     /// text index.
@@ -30,11 +31,17 @@ pub struct SearchTarget {
 /// A search over several namespaces.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Search {
+    /// The query text, in the full-text query language (`text::parse`).
     pub text: String,
+    /// The namespaces searched (at least one); rank ties keep this order.
     pub targets: Vec<SearchTarget>,
+    /// Merged hits skipped before the first one returned.
     pub offset: usize,
+    /// Most hits returned (10 in the JSON form when not given).
     pub limit: usize,
+    /// Mark matched words in whole fields of each hit.
     pub highlight: Option<Highlight>,
+    /// Cut the text around matched words of each hit.
     pub snippet: Option<Snippet>,
     /// Most time each namespace's query may run (`Query::timeout`).
     pub timeout: Option<std::time::Duration>,
@@ -43,7 +50,9 @@ pub struct Search {
 /// The merged page: each item with the namespace it came from, and the total of hits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchResult {
+    /// The page of hits, best rank first, each with its namespace's name.
     pub items: Vec<(String, Item)>,
+    /// Hits in all the namespaces together, before paging.
     pub total: usize,
 }
 

@@ -21,9 +21,14 @@ use std::sync::Arc;
 /// What a snapshot held.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SnapshotCounts {
+    /// Namespace headers written (a namespace copied again after a schema change during
+    /// the walk counts again).
     pub namespaces: u64,
+    /// Documents written, counted the same way.
     pub documents: u64,
+    /// Key-value keyspaces copied.
     pub keyspaces: u64,
+    /// Keys copied, over all keyspaces.
     pub keys: u64,
     /// Chunks handed to the caller.
     pub blocks: u64,

@@ -50,12 +50,18 @@ impl<'a> Transaction<'a> {
         Ok(())
     }
 
+    /// Adds an insert; at commit an existing primary key is `Error::DuplicateKey`. Like
+    /// every adding method, fails with `Error::LimitExceeded` past
+    /// `transaction_operations_max` operations.
     pub fn insert(&mut self, doc: Value) -> Result<()> {
         self.push(Operation::Write(doc, WriteMode::Insert))
     }
+    /// Adds a replacement of a stored document; at commit a missing key is
+    /// `Error::NotFound`.
     pub fn update(&mut self, doc: Value) -> Result<()> {
         self.push(Operation::Write(doc, WriteMode::Update))
     }
+    /// Adds an insert-or-replace by primary key.
     pub fn upsert(&mut self, doc: Value) -> Result<()> {
         self.push(Operation::Write(doc, WriteMode::Upsert))
     }
@@ -64,9 +70,11 @@ impl<'a> Transaction<'a> {
     pub fn insert_json(&mut self, json: Vec<u8>) -> Result<()> {
         self.push(Operation::WriteJson(json, WriteMode::Insert))
     }
+    /// `update` of a document given as JSON text.
     pub fn update_json(&mut self, json: Vec<u8>) -> Result<()> {
         self.push(Operation::WriteJson(json, WriteMode::Update))
     }
+    /// `upsert` of a document given as JSON text.
     pub fn upsert_json(&mut self, json: Vec<u8>) -> Result<()> {
         self.push(Operation::WriteJson(json, WriteMode::Upsert))
     }

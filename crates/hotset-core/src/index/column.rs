@@ -16,9 +16,13 @@ use std::sync::Arc;
 /// collation and arity share one column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ColumnSpec {
+    /// The field the column reads.
     pub path: FieldPath,
+    /// The type every value is converted to.
     pub field_type: FieldType,
+    /// How string values compare (they are kept as collation keys).
     pub collation: Collation,
+    /// The field may hold an array: any number of values per row.
     pub array: bool,
     /// The values pass through to a text index and are not kept: filters and sorts on
     /// the field read the document (a column of whole texts would double their memory).
@@ -38,6 +42,7 @@ enum Data {
 /// A typed column. `present` marks the rows holding a value in the fixed-width forms.
 #[derive(Debug)]
 pub struct Column {
+    /// What the column holds.
     pub spec: ColumnSpec,
     data: Data,
     present: Vec<u64>,
@@ -45,6 +50,7 @@ pub struct Column {
 }
 
 impl Column {
+    /// An empty column: every row reads as empty.
     pub fn new(spec: ColumnSpec) -> Column {
         let data = match (spec.array, spec.field_type) {
             (true, _) => Data::Multi(Vec::new()),
@@ -122,6 +128,7 @@ impl Column {
         self.set_present(row, present);
     }
 
+    /// Empties `row` (a deleted row, or a document without the field).
     pub fn clear(&mut self, row: u32) {
         let at = row as usize;
         match &mut self.data {
@@ -185,6 +192,7 @@ impl Column {
         matches!(self.data, Data::Multi(_))
     }
 
+    /// Whether `row` has no value (absent, `null` or an empty array).
     pub fn is_empty_at(&self, row: u32) -> bool {
         self.first(row).is_none()
     }

@@ -25,11 +25,14 @@ use std::ops::Bound;
 /// a shorter prefix first, which makes prefix ranges over tuples work).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Key {
+    /// The key of a single-field index.
     One(Scalar),
+    /// The key of a composite index: one value per field, in the definition's order.
     Many(Box<[Scalar]>),
 }
 
 impl Key {
+    /// The key's values: one for `One`, each field's for `Many`.
     pub fn parts(&self) -> &[Scalar] {
         match self {
             Key::One(one) => std::slice::from_ref(one),
@@ -38,17 +41,21 @@ impl Key {
     }
 }
 
+/// The hash map of the engine's indexes: hashbrown with ahash.
 pub type HashMap<K, V> = hashbrown::HashMap<K, V, ahash::RandomState>;
 
 /// The lookup structure of an index.
 #[derive(Debug)]
 pub enum Lookup {
+    /// A store-only index: its column, no lookup.
     Store,
+    /// A hash index: the rows under each key.
     Hash(HashMap<Key, Postings>),
     /// A hash primary key: one row per key, so no posting list (half the bytes).
     Unique(HashMap<Key, u32>),
     /// A hash primary key over one int field: the key is stored as a bare `i64`.
     UniqueInt(HashMap<i64, u32>),
+    /// A tree index: keys in order, for ranges and sorted walks.
     Tree(OrderedMap),
     /// A text index: fed whole rows (`TextIndex::insert`), not keys.
     Text(Box<TextIndex>),
@@ -57,7 +64,9 @@ pub enum Lookup {
 /// The rows under one key: borrowed postings, or the single row of a unique index.
 #[derive(Debug)]
 pub enum Rows<'a> {
+    /// The index's own posting list for the key.
     Borrowed(&'a Postings),
+    /// A unique index's one row, made into a posting list.
     One(Postings),
 }
 
@@ -74,14 +83,18 @@ impl std::ops::Deref for Rows<'_> {
 /// One index: definition, the columns of its fields, and its lookup map.
 #[derive(Debug)]
 pub struct Index {
+    /// The definition the index was created with.
     pub def: IndexDef,
     /// Column ids (in the namespace's column table), one per field of the definition.
     pub columns: Vec<usize>,
+    /// The map from keys to rows; its variant follows the definition's kind.
     pub lookup: Lookup,
     key_bytes: usize,
 }
 
 impl Index {
+    /// An empty index. A hash primary key gets a unique map (keyed by `i64` when it is
+    /// one int field). Panics unless `columns` has one column per field of `def`.
     pub fn new(def: IndexDef, columns: Vec<usize>) -> Index {
         assert_eq!(def.fields.len(), columns.len(), "one column per indexed field");
         let lookup = match def.kind {
@@ -325,6 +338,8 @@ impl Index {
         (layout, key_bytes)
     }
 
+    /// Adds `row` under `key` (nothing for store-only and text indexes). Panics when a
+    /// unique index already has the key: callers check for duplicates first.
     pub fn insert(&mut self, key: Key, row: u32) {
         let key_bytes = key_heap_bytes(&key);
         let added = match &mut self.lookup {
@@ -347,6 +362,8 @@ impl Index {
         }
     }
 
+    /// Removes `row` from under `key`, dropping the key when no row is left. Panics when
+    /// the key is not indexed (a broken invariant).
     pub fn remove(&mut self, key: &Key, row: u32) {
         let emptied = match &mut self.lookup {
             Lookup::Store | Lookup::Text(_) => return,
@@ -369,6 +386,7 @@ impl Index {
         }
     }
 
+    /// The rows under `key`; `None` when there are none or the index has no lookup.
     pub fn get(&self, key: &Key) -> Option<Rows<'_>> {
         match &self.lookup {
             Lookup::Store | Lookup::Text(_) => None,
@@ -414,6 +432,8 @@ impl Index {
         }
     }
 
+    /// Whether the index keeps keys in order (a tree index), so it serves ranges and
+    /// sorts.
     pub fn is_ordered(&self) -> bool {
         matches!(self.lookup, Lookup::Tree(_))
     }
@@ -431,6 +451,7 @@ impl Index {
         }
     }
 
+    /// The text index, mutable, for a text index.
     pub fn text_mut(&mut self) -> Option<&mut TextIndex> {
         match &mut self.lookup {
             Lookup::Text(text) => Some(text),

@@ -489,6 +489,7 @@ impl SortedLayout {
 }
 
 impl OrderedMap {
+    /// An empty map.
     pub fn new() -> OrderedMap {
         OrderedMap::default()
     }
@@ -570,6 +571,7 @@ impl OrderedMap {
         self.keys
     }
 
+    /// Whether the map has no key.
     pub fn is_empty(&self) -> bool {
         self.keys == 0
     }
@@ -604,6 +606,7 @@ impl OrderedMap {
         }
     }
 
+    /// The rows under `key`, if it is in the map.
     pub fn get(&self, key: &Key) -> Option<&Postings> {
         let (block, at) = self.seek(key, false);
         let b = self.blocks.get(block)?;

@@ -13,16 +13,22 @@ pub const FEW_IDS_MAX: usize = 32;
 /// A non-empty sorted set of row ids.
 #[derive(Debug, Clone)]
 pub enum Postings {
+    /// A single id.
     One(u32),
+    /// Two to `FEW_IDS_MAX` ids, sorted.
     Few(Box<[u32]>),
+    /// A roaring bitmap, once the set grew past `FEW_IDS_MAX` ids (it stays one as ids
+    /// are removed).
     Bitmap(Box<RoaringBitmap>),
 }
 
 impl Postings {
+    /// The set of the one id `id`.
     pub fn new(id: u32) -> Postings {
         Postings::One(id)
     }
 
+    /// Ids in the set (at least one).
     pub fn len(&self) -> usize {
         match self {
             Postings::One(_) => 1,
@@ -31,10 +37,13 @@ impl Postings {
         }
     }
 
+    /// Always false: a posting list is never empty (its index drops it when `remove`
+    /// empties it).
     pub fn is_empty(&self) -> bool {
         false
     }
 
+    /// Whether `id` is in the set.
     pub fn contains(&self, id: u32) -> bool {
         match self {
             Postings::One(one) => *one == id,

@@ -26,7 +26,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// A namespace shared between threads: many readers at once, one writer at a time.
 #[derive(Debug)]
 pub struct Namespace {
+    /// The namespace's name, as the database's registry keys it.
     pub name: String,
+    /// The documents, columns and indexes, behind the readers-writer lock.
     pub data: RwLock<NamespaceData>,
     /// Bumped (under the write lock) by every change of the schema or wholesale change of
     /// the rows: index add/drop, truncate. A snapshot copying the rows a chunk at a time
@@ -38,6 +40,7 @@ pub struct Namespace {
 }
 
 impl Namespace {
+    /// Wraps `data` under the lock, at schema version 0 and not dropped.
     pub fn new(name: &str, data: NamespaceData) -> Namespace {
         Namespace {
             name: name.to_string(),
@@ -47,6 +50,7 @@ impl Namespace {
         }
     }
 
+    /// The number of schema (or wholesale row) changes so far.
     pub fn schema_version(&self) -> u64 {
         self.schema_version.load(Ordering::Acquire)
     }
@@ -56,6 +60,7 @@ impl Namespace {
         self.schema_version.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Whether the namespace was dropped from its database; nothing may write to it then.
     pub fn is_dropped(&self) -> bool {
         self.dropped.load(Ordering::Acquire)
     }
@@ -69,8 +74,11 @@ impl Namespace {
 /// What `describe` reports about a namespace.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NamespaceInfo {
+    /// The namespace's name.
     pub name: String,
+    /// Its index definitions, in the order they were added.
     pub indexes: Vec<crate::schema::IndexDef>,
+    /// Documents stored.
     pub documents: usize,
     /// Approximate bytes held: documents, columns and index maps.
     pub memory_bytes: usize,

@@ -45,6 +45,9 @@ pub struct NamespaceData {
 }
 
 impl NamespaceData {
+    /// An empty namespace with these indexes. Exactly one must be the primary key
+    /// (`Error::NoPrimaryKey`, `Error::InvalidIndex`); each must validate and have a
+    /// name of its own (`Error::IndexExists`).
     pub fn new(name: &str, defs: Vec<IndexDef>) -> Result<NamespaceData> {
         let mut data = NamespaceData {
             name: name.to_string(),
@@ -144,18 +147,22 @@ impl NamespaceData {
         }
     }
 
+    /// The namespace's name.
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// Documents stored.
     pub fn len(&self) -> usize {
         self.live.len() as usize
     }
 
+    /// Whether no document is stored.
     pub fn is_empty(&self) -> bool {
         self.live.is_empty()
     }
 
+    /// The index definitions, in the order the indexes were added.
     pub fn index_defs(&self) -> Vec<IndexDef> {
         self.indexes.iter().map(|i| i.def.clone()).collect()
     }
@@ -239,10 +246,12 @@ impl NamespaceData {
         self.docs.len()
     }
 
+    /// The stored document (minified JSON) of row `row`; `None` for a free or unused row.
     pub fn doc(&self, row: u32) -> Option<&Arc<[u8]>> {
         self.docs.get(row as usize).and_then(Option::as_ref)
     }
 
+    /// Approximate heap bytes held: documents, columns, index maps and row bookkeeping.
     pub fn memory_bytes(&self) -> usize {
         let docs =
             self.document_bytes + self.docs.capacity() * std::mem::size_of::<Option<Arc<[u8]>>>() + self.len() * 16;
@@ -251,6 +260,7 @@ impl NamespaceData {
         docs + columns + indexes + self.live.serialized_size() + self.free_rows.capacity() * 4
     }
 
+    /// What `Database::describe` reports: definitions, counts and memory.
     pub fn info(&self) -> super::NamespaceInfo {
         super::NamespaceInfo {
             name: self.name.clone(),

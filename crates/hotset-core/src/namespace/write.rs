@@ -289,6 +289,8 @@ impl NamespaceData {
         self.indexes.iter_mut().filter_map(|i| i.text_mut()).for_each(|t| t.begin_batch(rows_hint));
     }
 
+    /// Ends the batch `begin_text_batch` started: every text index posts its hits (and
+    /// worker threads, if any, are joined).
     pub fn end_text_batch(&mut self) {
         std::mem::take(&mut self.text_workers).finish(&mut self.indexes);
         self.indexes.iter_mut().filter_map(|i| i.text_mut()).for_each(|t| t.end_batch());

@@ -10,11 +10,17 @@ use serde_json::Value;
 /// A condition operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
+    /// Some value of the field equals the value.
     Eq,
+    /// No value of the field equals the value (so an absent field matches).
     Ne,
+    /// Some value of the field is less than the value.
     Lt,
+    /// Some value of the field is less than or equal to the value.
     Le,
+    /// Some value of the field is greater than the value.
     Gt,
+    /// Some value of the field is greater than or equal to the value.
     Ge,
     /// Inclusive range: two values, low and high.
     Range,
@@ -54,6 +60,7 @@ impl Op {
         })
     }
 
+    /// The operator as SQL writes it (`<=`, `IN`), for messages and `EXPLAIN`.
     pub fn name(self) -> &'static str {
         match self {
             Op::Eq => "=",
@@ -76,9 +83,21 @@ impl Op {
 /// A filter: field conditions combined with AND / OR / NOT.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cond {
-    Field { field: String, op: Op, values: Vec<Value> },
+    /// One field compared with values; `Cond::new` builds it.
+    Field {
+        /// The field's path, dotted for nested fields (`meta.tag`).
+        field: String,
+        /// How the field's values are compared.
+        op: Op,
+        /// The operand: one value for most operators, two for `Range`, any number for
+        /// `In`/`AllSet`, none for `Empty`/`Any`.
+        values: Vec<Value>,
+    },
+    /// Every condition holds.
     And(Vec<Cond>),
+    /// At least one condition holds.
     Or(Vec<Cond>),
+    /// The condition does not hold.
     Not(Box<Cond>),
 }
 
@@ -95,10 +114,12 @@ impl Cond {
         Cond::Field { field: field.to_string(), op, values }
     }
 
+    /// `field = value`.
     pub fn eq(field: &str, value: impl Into<Value>) -> Cond {
         Cond::new(field, Op::Eq, value)
     }
 
+    /// Both conditions; ANDing onto an `And` appends to it instead of nesting.
     pub fn and(self, other: Cond) -> Cond {
         match self {
             Cond::And(mut items) => {
@@ -109,6 +130,7 @@ impl Cond {
         }
     }
 
+    /// Either condition; ORing onto an `Or` appends to it instead of nesting.
     pub fn or(self, other: Cond) -> Cond {
         match self {
             Cond::Or(mut items) => {
@@ -119,6 +141,7 @@ impl Cond {
         }
     }
 
+    /// The negation of this condition.
     #[allow(clippy::should_implement_trait)]
     pub fn not(self) -> Cond {
         Cond::Not(Box::new(self))
@@ -128,17 +151,26 @@ impl Cond {
 /// One sort key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SortKey {
+    /// The field's path; `rank()` sorts by full-text rank, and in a facet's sort
+    /// `count` sorts by the group's count.
     pub field: String,
+    /// Descending (largest first) instead of ascending.
     pub desc: bool,
 }
 
 /// An aggregation over every document the filter matches (not just the page).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Aggregation {
+    /// The number of matching documents.
     Count,
+    /// The sum of every numeric value of the field (each element of an array): an
+    /// integer while it is exact, else a double; `null` when there is none.
     Sum(String),
+    /// The mean of the field's numeric values, a double; `null` when there is none.
     Avg(String),
+    /// The smallest numeric value of the field; `null` when there is none.
     Min(String),
+    /// The largest numeric value of the field; `null` when there is none.
     Max(String),
     /// Counts per distinct combination of the fields' values.
     Facet(Facet),
@@ -149,10 +181,14 @@ pub enum Aggregation {
 /// A facet: document counts grouped by one or more fields.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Facet {
+    /// The fields to group by. With one field each distinct value a document has is a
+    /// group; with several, documents group by the first value of each field.
     pub fields: Vec<String>,
     /// Sort of the groups: by `count` or by one of the fields; default by count desc.
     pub sort: Vec<SortKey>,
+    /// Groups skipped before the first one returned.
     pub offset: usize,
+    /// Most groups returned (`None`: all of them).
     pub limit: Option<usize>,
 }
 
@@ -168,16 +204,23 @@ pub enum JoinKind {
 /// One `ON` condition: `left_field op right_field`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JoinOn {
+    /// A field of the queried namespace's documents.
     pub left_field: String,
+    /// One of `=`, `!=`, `<`, `<=`, `>`, `>=`; the condition holds when some value of
+    /// each side compares so.
     pub op: Op,
+    /// A field of the joined namespace's documents; strings compare with its collation.
     pub right_field: String,
 }
 
 /// A join of another namespace; joined documents appear under `alias` in each result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Join {
+    /// Whether documents without a joined document are kept.
     pub kind: JoinKind,
+    /// The `ON` conditions, all of which must hold (at least one).
     pub on: Vec<JoinOn>,
+    /// The name the joined documents appear under in each result item.
     pub alias: String,
     /// The joined namespace, with its own filter, sort and limit per result.
     pub query: Query,
@@ -186,14 +229,22 @@ pub struct Join {
 /// A query over one namespace.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Query {
+    /// The namespace queried.
     pub namespace: String,
+    /// The condition documents must meet (`None`: every document).
     pub filter: Option<Cond>,
+    /// Sort keys, the first the most significant. Empty: by rank when there is a
+    /// `MATCH`, else in no promised order.
     pub sort: Vec<SortKey>,
+    /// Matches skipped before the first one returned.
     pub offset: usize,
+    /// Most documents returned (`None`: all of them).
     pub limit: Option<usize>,
     /// Ask for the exact number of matches, independent of `limit`/`offset`.
     pub total: bool,
+    /// Aggregations over every match, not only the returned page.
     pub aggregations: Vec<Aggregation>,
+    /// Other namespaces joined to each returned document.
     pub joins: Vec<Join>,
     /// Record the plan and per-step timings in the result.
     pub explain: bool,
@@ -209,6 +260,7 @@ pub struct Query {
 }
 
 impl Query {
+    /// A query of every document of `namespace`, with nothing else set.
     pub fn new(namespace: &str) -> Query {
         Query { namespace: namespace.to_string(), ..Query::default() }
     }
@@ -233,31 +285,38 @@ impl Query {
         self.filter(Cond::new(field, Op::Match, text))
     }
 
+    /// Adds a sort key after those already given.
     pub fn sort(mut self, field: &str, desc: bool) -> Query {
         self.sort.push(SortKey { field: field.to_string(), desc });
         self
     }
 
+    /// Returns at most `limit` documents.
     pub fn limit(mut self, limit: usize) -> Query {
         self.limit = Some(limit);
         self
     }
 
+    /// Skips the first `offset` matches.
     pub fn offset(mut self, offset: usize) -> Query {
         self.offset = offset;
         self
     }
 
+    /// Asks for the exact number of matches (`QueryResult::total`).
     pub fn with_total(mut self) -> Query {
         self.total = true;
         self
     }
 
+    /// Adds an aggregation over every match.
     pub fn aggregate(mut self, aggregation: Aggregation) -> Query {
         self.aggregations.push(aggregation);
         self
     }
 
+    /// Joins `query`'s namespace on `(left field, op, right field)` conditions; the
+    /// joined documents appear under `alias`.
     pub fn join(mut self, kind: JoinKind, query: Query, on: &[(&str, Op, &str)], alias: &str) -> Query {
         self.joins.push(Join {
             kind,
@@ -275,6 +334,7 @@ impl Query {
         self
     }
 
+    /// Records the plan and each step's time in the result (`QueryResult::explain`).
     pub fn explain(mut self) -> Query {
         self.explain = true;
         self
@@ -286,6 +346,7 @@ impl Query {
 pub struct Highlight {
     /// Fields to mark (empty: every field of the matched text indexes).
     pub fields: Vec<String>,
+    /// What matched words are wrapped in (`<b>` and `</b>` by default).
     pub markers: crate::text::Markers,
 }
 
@@ -294,11 +355,13 @@ pub struct Highlight {
 pub struct Snippet {
     /// Fields to cut (empty: every field of the matched text indexes).
     pub fields: Vec<String>,
+    /// What matched words are wrapped in (`<b>` and `</b>` by default).
     pub markers: crate::text::Markers,
     /// Words kept on each side of a match.
     pub around: usize,
     /// Most fragments per field.
     pub fragments: usize,
+    /// What joins a field's fragments (` … ` by default).
     pub separator: String,
 }
 
@@ -317,26 +380,38 @@ impl Default for Snippet {
 /// An arithmetic expression over a document's own fields, for update by query.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
+    /// A constant.
     Value(Value),
+    /// The field's first value in the document before the update; `null` when absent.
     Field(String),
+    /// Arithmetic on two numbers. Integers stay exact (overflow is an error), a double
+    /// on either side makes a double, and `null` on either side gives `null`.
     Binary(Box<Expr>, ArithOp, Box<Expr>),
 }
 
+/// An arithmetic operator of `Expr::Binary`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArithOp {
+    /// `+`
     Add,
+    /// `-`
     Sub,
+    /// `*`
     Mul,
+    /// `/`: integers that do not divide exactly give a double; by zero is an error.
     Div,
 }
 
 impl Expr {
+    /// The value of the field `name` (a dotted path).
     pub fn field(name: &str) -> Expr {
         Expr::Field(name.to_string())
     }
+    /// A constant.
     pub fn value(value: impl Into<Value>) -> Expr {
         Expr::Value(value.into())
     }
+    /// `self op right`.
     pub fn binary(self, op: ArithOp, right: Expr) -> Expr {
         Expr::Binary(Box::new(self), op, Box::new(right))
     }

@@ -28,6 +28,9 @@ pub struct LikePattern {
 pub const LIKE_PATTERN_CHARS_MAX: usize = 4096;
 
 impl LikePattern {
+    /// Compiles a pattern: `%` any run of characters, `_` one character, `\` escapes
+    /// the next one. `Error::InvalidPattern` for a trailing `\` or a pattern over
+    /// `LIKE_PATTERN_CHARS_MAX` characters.
     pub fn parse(pattern: &str) -> Result<LikePattern> {
         if pattern.chars().count() > LIKE_PATTERN_CHARS_MAX {
             return Err(Error::InvalidPattern {
@@ -90,6 +93,8 @@ impl LikePattern {
         std::str::from_utf8(text).is_ok_and(|text| self.matches(text))
     }
 
+    /// Whether the whole of `text` matches (not a part of it). Compares characters as
+    /// they are: the caller folds pattern and text for a case-insensitive collation.
     pub fn matches(&self, text: &str) -> bool {
         // Greedy matching with one backtrack point (the last `%`): linear for typical
         // patterns, O(pattern × text) at worst, never exponential. `t` is a byte offset.

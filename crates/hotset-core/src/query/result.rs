@@ -13,6 +13,8 @@ pub type Joined = (Arc<str>, Vec<Arc<[u8]>>);
 /// What a full-text query adds to a result document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextExtras {
+    /// The document's full-text score (BM25 with the index's ranking factors); higher
+    /// is a better match.
     pub rank: f32,
     /// (field, text with matched words marked).
     pub highlight: Vec<(String, String)>,
@@ -24,8 +26,11 @@ pub struct TextExtras {
 /// query its rank and marked text (written as `_rank`, `_highlight`, `_snippet`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
+    /// The stored document: minified JSON object text, shared with the namespace.
     pub doc: Arc<[u8]>,
+    /// One entry per join of the query, in the query's order.
     pub joined: Vec<Joined>,
+    /// Set only when the query has a full-text `MATCH`.
     pub text: Option<Box<TextExtras>>,
 }
 
@@ -83,6 +88,7 @@ impl Item {
         out.push(b'}');
     }
 
+    /// The document as a JSON value, as `to_json` writes it.
     pub fn value(&self) -> Value {
         serde_json::from_str(&self.to_json()).expect("results are valid JSON")
     }
@@ -91,27 +97,42 @@ impl Item {
 /// One facet group: the values of the faceted fields and how many documents have them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FacetGroup {
+    /// One value per faceted field, in the facet's field order (`null` when a document
+    /// has none).
     pub values: Vec<Value>,
+    /// Matching documents in the group.
     pub count: u64,
 }
 
 /// The result of one aggregation, in the order the query asked for them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AggregationResult {
+    /// The number of matching documents.
     Count(u64),
     /// `sum`, `avg`, `min` or `max` of a field; `null` when no value was seen.
     Value {
+        /// `"sum"`, `"avg"`, `"min"` or `"max"`.
         kind: &'static str,
+        /// The aggregated field.
         field: String,
+        /// The number, or `null`.
         value: Value,
     },
+    /// A facet's groups, sorted and paged as the facet asked.
     Facet {
+        /// The faceted fields.
         fields: Vec<String>,
+        /// The groups of the requested page.
         groups: Vec<FacetGroup>,
+        /// Groups there are in all, before the facet's offset and limit.
         groups_total: usize,
     },
+    /// The distinct values of a field among the matches, in sort order.
     Distinct {
+        /// The field.
         field: String,
+        /// Each distinct value once (strings as the first spelling met, under the field's
+        /// collation).
         values: Vec<Value>,
     },
 }
@@ -119,21 +140,27 @@ pub enum AggregationResult {
 /// One step of an executed plan, for `explain`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExplainStep {
+    /// The step's name: `plan`, `scan`, `filter`, `aggregate` or `fetch`.
     pub step: &'static str,
+    /// What the step did, in words (the index used, the conditions checked, ...).
     pub detail: String,
     /// Rows the step produced, when it counts rows.
     pub rows: Option<usize>,
+    /// Nanoseconds since the previous step ended (or the query began).
     pub time_ns: u64,
 }
 
 /// The plan a query ran with and what each step cost.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Explain {
+    /// The steps in the order they ran.
     pub steps: Vec<ExplainStep>,
+    /// Nanoseconds the whole query took.
     pub total_ns: u64,
 }
 
 impl Explain {
+    /// One line per step (name, detail, rows, microseconds) and a closing total line.
     pub fn to_text(&self) -> String {
         let mut text = String::new();
         for step in &self.steps {
@@ -148,10 +175,13 @@ impl Explain {
 /// What a query answers.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct QueryResult {
+    /// The page of matching documents, in the query's sort order.
     pub items: Vec<Item>,
     /// Exact number of matches when the query asked for it.
     pub total: Option<usize>,
+    /// One result per aggregation of the query, in its order.
     pub aggregations: Vec<AggregationResult>,
+    /// The plan and timings, when the query asked for `explain`.
     pub explain: Option<Explain>,
 }
 

@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 /// Which words are left out of the index and of queries.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StopWords {
+    /// Every word is indexed.
     None,
     /// The built-in list of each enabled language.
     Builtin,
@@ -28,18 +29,27 @@ pub enum StopWords {
 /// How hits are scored. Factors multiply a match's BM25 score; 1 is an exact match.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ranking {
+    /// BM25's term frequency saturation: how much more a row scores for a word that
+    /// occurs again (0: not at all).
     pub k1: f32,
+    /// BM25's length normalisation, 0 to 1: how much a long field's score is lowered.
     pub b: f32,
     /// Weight of term proximity: a row whose query words stand next to each other scores
     /// up to `1 + proximity` times its BM25 sum.
     pub proximity: f32,
+    /// Another form of the word (the same stem).
     pub stem: f32,
+    /// A longer word found by a `word*` prefix.
     pub prefix: f32,
+    /// A word found by a `*word` suffix.
     pub suffix: f32,
     /// Per edit: two edits score `typo²`.
     pub typo: f32,
+    /// The word transliterated between Cyrillic and Latin letters.
     pub translit: f32,
+    /// The same keys typed on the other keyboard layout (ЙЦУКЕН ↔ QWERTY).
     pub layout: f32,
+    /// A synonym of the word (`TextConfig::synonyms`).
     pub synonym: f32,
 }
 
@@ -65,16 +75,21 @@ impl Default for Ranking {
 pub struct TextConfig {
     /// Weight per field of the index definition, in its order (default 1).
     pub weights: Vec<f32>,
+    /// Languages whose stemmer and stop words apply (default English and Russian).
     pub languages: Vec<Language>,
+    /// Words left out (default none).
     pub stop_words: StopWords,
     /// Groups of folded words that stand for each other.
     pub synonyms: Vec<Vec<String>>,
     /// Automatic typo tolerance for plain query words (`word~` asks for it regardless).
     pub typos: bool,
+    /// How hits are scored.
     pub ranking: Ranking,
 }
 
 impl TextConfig {
+    /// The defaults for an index over `fields` fields: weight 1 each, English and
+    /// Russian, no stop words, no synonyms, automatic typos, default ranking.
     pub fn new(fields: usize) -> TextConfig {
         TextConfig {
             weights: vec![1.0; fields],

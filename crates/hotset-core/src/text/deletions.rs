@@ -246,6 +246,7 @@ impl Deletions {
         self.sorted.len() + self.recent.len()
     }
 
+    /// Whether no entry is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -20,6 +20,7 @@ pub struct Word {
     pub text: String,
     /// Byte range in the original text.
     pub start: usize,
+    /// End of the byte range (exclusive).
     pub end: usize,
 }
 

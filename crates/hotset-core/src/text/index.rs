@@ -34,8 +34,11 @@ pub const FIELDS_MAX: usize = 64;
 /// A text index's data.
 #[derive(Debug)]
 pub struct TextIndex {
+    /// The index's options.
     pub config: TextConfig,
+    /// The indexed fields' paths; a hit's field number is a position in this list.
     pub fields: Vec<String>,
+    /// Every word the index has seen, with its id.
     pub vocab: Vocab,
     postings: Vec<PostingList>,
     /// Per row: the end offset of each field's tokens, then the tokens.
@@ -60,6 +63,7 @@ pub struct TextIndex {
 }
 
 impl TextIndex {
+    /// An empty index over `fields` (at most `FIELDS_MAX`).
     pub fn new(fields: Vec<String>, config: TextConfig) -> TextIndex {
         let stop = match &config.stop_words {
             StopWords::List(words) => words.iter().cloned().collect(),
@@ -277,6 +281,8 @@ impl TextIndex {
         self.postings.iter_mut().for_each(PostingList::shrink_to_fit);
     }
 
+    /// The hits of a word; an empty list for an id without any. Not read during a batch,
+    /// whose hits are not posted yet.
     pub fn postings(&self, term: TermId) -> &PostingList {
         debug_assert!(self.pending.is_empty(), "postings read during a batch");
         static EMPTY: PostingList = PostingList::EMPTY;
@@ -362,11 +368,13 @@ impl TextIndex {
 /// What a text index holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TextStats {
+    /// Rows with at least one indexed word.
     pub rows: u32,
     /// Distinct words ever seen.
     pub words: usize,
     /// (row, field, word) entries in the postings.
     pub hits: usize,
+    /// Approximate heap bytes the index holds.
     pub memory_bytes: usize,
     /// The part of `memory_bytes` that the vocabulary's deletion table (typos) holds.
     pub typo_table_bytes: usize,

@@ -13,11 +13,14 @@ use std::sync::LazyLock;
 /// A language the text index can stem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Language {
+    /// English, the stemmer of words in Latin letters.
     English,
+    /// Russian, the stemmer of words in Cyrillic letters.
     Russian,
 }
 
 impl Language {
+    /// The language named by its code (`en`, `ru`) or its English name, in lower case.
     pub fn parse(name: &str) -> Option<Language> {
         match name {
             "en" | "english" => Some(Language::English),
@@ -26,6 +29,7 @@ impl Language {
         }
     }
 
+    /// The language's two-letter code (`en`, `ru`), as a text config's JSON writes it.
     pub fn code(self) -> &'static str {
         match self {
             Language::English => "en",
@@ -62,6 +66,7 @@ impl Language {
     }
 }
 
+/// Whether `c` is in the basic Cyrillic block (U+0400 to U+04FF).
 pub fn is_cyrillic(c: char) -> bool {
     ('\u{0400}'..='\u{04FF}').contains(&c)
 }

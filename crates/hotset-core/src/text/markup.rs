@@ -15,7 +15,9 @@ type Terms = hashbrown::HashSet<TermId, ahash::RandomState>;
 /// What to wrap matched words in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Markers {
+    /// Inserted before each matched word, as given (not escaped).
     pub pre: String,
+    /// Inserted after each matched word.
     pub post: String,
 }
 

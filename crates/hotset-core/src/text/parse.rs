@@ -22,8 +22,11 @@ use std::fmt;
 /// Whether an element must, may or must not match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Presence {
+    /// A plain element: a document matches when it matches this or another element.
     Optional,
+    /// `+element`: a document must match it.
     Required,
+    /// `-element`: a document that matches it is left out.
     Excluded,
 }
 
@@ -34,7 +37,9 @@ pub struct QueryWord {
     pub text: String,
     /// As typed (for the keyboard layout swap, whose keys include punctuation).
     pub raw: String,
+    /// Written `word*`: index words starting with the word match.
     pub prefix: bool,
+    /// Written `*word`: index words ending with the word match.
     pub suffix: bool,
     /// Typo limit asked for with `~` (`None`: automatic).
     pub typos: Option<u8>,
@@ -43,25 +48,34 @@ pub struct QueryWord {
 /// A word or a phrase with its operators.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Element {
+    /// The element's words, in order.
     pub words: Vec<QueryWord>,
+    /// The words must stand in order: a quoted phrase, or one typed token that splits
+    /// into several words (`wi-fi`).
     pub phrase: bool,
     /// Phrase: most other words allowed between neighbours.
     pub slop: u32,
+    /// Whether the element must, may or must not match.
     pub presence: Presence,
     /// `@` fields with boosts (empty: the match's fields).
     pub fields: Vec<(String, f32)>,
+    /// Factor on the element's score, written `element^2` (default 1).
     pub boost: f32,
 }
 
+/// A parsed full-text query.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TextQuery {
+    /// The elements in the order written.
     pub elements: Vec<Element>,
 }
 
 /// A syntax error in query text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
+    /// Where the error is: a character index (not bytes) into the query text, from 0.
     pub at: usize,
+    /// What is wrong, in words.
     pub reason: String,
 }
 

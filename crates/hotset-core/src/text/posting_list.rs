@@ -8,7 +8,9 @@
 /// One row's occurrences of a word in one field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hit {
+    /// The row id in the namespace.
     pub row: u32,
+    /// The field's position among the text index's fields.
     pub field: u8,
     /// Occurrences, saturating at 255.
     pub tf: u8,
@@ -23,6 +25,7 @@ impl Hit {
 /// Most hits in a block; a fuller block is split in two.
 const BLOCK_MAX: usize = 256;
 
+/// Every hit of one word, sorted by (row, field).
 #[derive(Debug, Clone, Default)]
 pub struct PostingList {
     /// Non-empty blocks, each sorted, all in order.
@@ -34,14 +37,17 @@ impl PostingList {
     /// The list of a word no row uses.
     pub const EMPTY: PostingList = PostingList { blocks: Vec::new(), len: 0 };
 
+    /// Hits in the list.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the list has no hit.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// The hits in (row, field) order.
     pub fn iter(&self) -> impl Iterator<Item = &Hit> {
         self.blocks.iter().flatten()
     }
@@ -122,11 +128,13 @@ impl PostingList {
         true
     }
 
+    /// Gives back spare capacity of every block (after a load).
     pub fn shrink_to_fit(&mut self) {
         self.blocks.iter_mut().for_each(Vec::shrink_to_fit);
         self.blocks.shrink_to_fit();
     }
 
+    /// Approximate heap bytes the blocks take.
     pub fn heap_bytes(&self) -> usize {
         self.blocks.iter().map(|b| b.capacity() * std::mem::size_of::<Hit>() + 24).sum::<usize>()
     }

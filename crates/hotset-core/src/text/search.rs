@@ -23,8 +23,11 @@ pub const EXPANSIONS_MAX: usize = 256;
 /// matched (for highlighting).
 #[derive(Debug, Clone, Default)]
 pub struct TextHits {
+    /// The matched rows.
     pub rows: RoaringBitmap,
+    /// Each matched row's rank (higher is better).
     pub ranks: Map<u32, f32>,
+    /// The index words that matched, every form the query expanded to.
     pub terms: hashbrown::HashSet<TermId, ahash::RandomState>,
 }
 

@@ -50,6 +50,7 @@ impl Trie {
         self.children(node).find(|(k, _)| *k == c).map(|(_, child)| child)
     }
 
+    /// Adds `word` ending in term `id` (a word inserted again takes the new id).
     pub fn insert(&mut self, word: &str, id: TermId) {
         let mut at = 0usize;
         for c in word.chars() {

@@ -13,6 +13,7 @@ use super::trie::Trie;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
+/// A word's id in a vocabulary: dense from 0, never reused.
 pub type TermId = u32;
 
 type Map<K, V> = hashbrown::HashMap<K, V, ahash::RandomState>;
@@ -39,18 +40,22 @@ pub struct Vocab {
 }
 
 impl Vocab {
+    /// Distinct words ever added.
     pub fn len(&self) -> usize {
         self.ends.len()
     }
 
+    /// Whether no word was ever added.
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
 
+    /// The folded word with id `id`; panics for an id the vocabulary did not give.
     pub fn word(&self, id: TermId) -> &str {
         word_in(&self.text, &self.ends, id)
     }
 
+    /// The id of a folded word, if the vocabulary has it.
     pub fn get(&self, word: &str) -> Option<TermId> {
         let hash = self.hasher.hash_one(word.as_bytes());
         self.ids.find(hash, |&id| self.word(id) == word).copied()
@@ -143,6 +148,8 @@ impl Vocab {
         self.deletions.settle();
     }
 
+    /// Approximate heap bytes held: the words, the trie, the deletion table and the
+    /// maps.
     pub fn memory_bytes(&self) -> usize {
         // Each word is held twice (by id, reversed), in the trie, and as variants in the
         // deletion table.
