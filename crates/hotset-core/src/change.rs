@@ -79,36 +79,55 @@ impl Format {
 pub enum Change<'a> {
     /// Create (or replace with an empty one) a namespace.
     CreateNamespace {
+        /// The namespace's name.
         name: &'a str,
+        /// Its indexes in declaration order, the primary key among them.
         indexes: Vec<IndexDef>,
     },
+    /// Drop a namespace with its documents and indexes.
     DropNamespace {
+        /// The namespace's name.
         name: &'a str,
     },
+    /// Delete every document of a namespace, keeping its indexes.
     Truncate {
+        /// The namespace emptied.
         namespace: &'a str,
     },
+    /// Add an index to a namespace and build it over the documents stored.
     AddIndex {
+        /// The namespace indexed.
         namespace: &'a str,
+        /// The new index.
         def: IndexDef,
     },
+    /// Drop an index of a namespace (never its primary key).
     DropIndex {
+        /// The namespace the index belongs to.
         namespace: &'a str,
+        /// The index's name.
         index: &'a str,
     },
     /// Documents written (upserted) or deleted, in order, applied together.
     Docs {
+        /// The namespace written.
         namespace: &'a str,
+        /// Each document's resulting state, in the order the write made them.
         ops: Vec<DocChange<'a>>,
     },
     /// Key-value changes of one keyspace, applied together; `flush` empties the keyspace
     /// before `ops`.
     Kv {
+        /// The keyspace written.
         keyspace: &'a str,
+        /// Empty the keyspace first (FLUSHDB).
         flush: bool,
+        /// Each key's resulting state, in order.
         ops: Vec<KvChange<'a>>,
     },
+    /// Drop a keyspace with its keys.
     DropKeyspace {
+        /// The keyspace's name.
         keyspace: &'a str,
     },
 }
@@ -116,7 +135,9 @@ pub enum Change<'a> {
 /// The one namespace or keyspace a change changes (see `Change::target`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Target<'a> {
+    /// A namespace, by name.
     Namespace(&'a str),
+    /// A keyspace, by name.
     Keyspace(&'a str),
 }
 
@@ -132,12 +153,18 @@ pub enum DocChange<'a> {
 /// One key's resulting state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum KvChange<'a> {
+    /// The key holds this value now, whole (created, overwritten, or retyped).
     Put {
+        /// The key.
         key: &'a [u8],
+        /// Its whole value.
         value: KvData<'a>,
+        /// Its deadline in milliseconds since the Unix epoch; `None` for no expiry.
         expire_at_ms: Option<u64>,
     },
+    /// The key is gone (deleted, or expired and removed).
     Delete {
+        /// The key.
         key: &'a [u8],
     },
     /// Some fields of an existing hash: their values now, and the fields now absent. The
@@ -145,9 +172,13 @@ pub enum KvChange<'a> {
     /// instead of a whole `Put` when a write changed a few fields of a hash that existed,
     /// so HSET on a big hash logs O(fields written), not O(hash).
     HashFields {
+        /// The hash's key.
         key: &'a [u8],
+        /// Fields written, with their values now.
         set: Vec<(&'a [u8], &'a [u8])>,
+        /// Fields that no longer exist.
         removed: Vec<&'a [u8]>,
+        /// The key's deadline in milliseconds since the Unix epoch; `None` for no expiry.
         expire_at_ms: Option<u64>,
     },
 }
@@ -155,8 +186,11 @@ pub enum KvChange<'a> {
 /// A key's value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum KvData<'a> {
+    /// A string of bytes.
     Str(&'a [u8]),
+    /// A string kept as a number (what INCR made or found).
     Int(i64),
+    /// A hash: field and value pairs.
     Hash(Vec<(&'a [u8], &'a [u8])>),
 }
 
@@ -242,6 +276,7 @@ pub fn encode_kv_head(out: &mut Vec<u8>, keyspace: &str, flush: bool) {
 }
 
 impl DocChange<'_> {
+    /// Appends the operation's encoding to `out` (after a `Docs` head).
     pub fn encode(&self, out: &mut Vec<u8>) {
         match self {
             DocChange::Put(doc) => {
@@ -257,6 +292,7 @@ impl DocChange<'_> {
 }
 
 impl KvChange<'_> {
+    /// Appends the operation's encoding to `out` (after a `Kv` head).
     pub fn encode(&self, out: &mut Vec<u8>) {
         match self {
             KvChange::Put { key, value, expire_at_ms } => {

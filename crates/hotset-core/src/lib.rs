@@ -2,6 +2,7 @@
 //! query planner and executor, and key-value keyspaces. A library with no I/O and no
 //! async: everything above it (storage, server, bindings) is an adapter.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod change;
 pub mod clock;

@@ -31,6 +31,9 @@ pub enum IndexKind {
 }
 
 impl IndexKind {
+    /// The kind an API name stands for (`hash`, `tree`, `-`/`store`/`column`,
+    /// `text`/`fulltext`); `None` for any other (`ttl` is a tree with `expire_after`, read
+    /// by the JSON form).
     pub fn parse(name: &str) -> Option<IndexKind> {
         match name {
             "hash" => Some(IndexKind::Hash),
@@ -41,6 +44,7 @@ impl IndexKind {
         }
     }
 
+    /// The kind's API name, as `parse` reads it back.
     pub fn name(self) -> &'static str {
         match self {
             IndexKind::Hash => "hash",
@@ -55,17 +59,25 @@ impl IndexKind {
 /// and the option methods.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexDef {
+    /// Unique in its namespace; the fields joined by `+` unless named otherwise.
     pub name: String,
+    /// The indexed field paths (dotted for nested fields); several for a composite key or
+    /// a text index over several fields.
     pub fields: Vec<String>,
+    /// How the index looks values up.
     pub kind: IndexKind,
     /// The type of every field, unless `field_types` gives one per field.
     pub field_type: FieldType,
     /// Per-field types of a composite index (`[name: string, year: int]`); empty when
     /// every field has `field_type`.
     pub field_types: Vec<FieldType>,
+    /// The namespace's primary key: unique, required in every document (one per namespace).
     pub pk: bool,
+    /// The field holds an array; each element is indexed.
     pub array: bool,
+    /// Documents without the field are allowed and left out of the index.
     pub sparse: bool,
+    /// How string keys compare (case-insensitive, numeric...); strings only.
     pub collate: Collation,
     /// A TTL index (`"index": "ttl"`): a tree index over an int field holding a Unix time
     /// in seconds; a document is deleted `expire_after` seconds after that time
@@ -76,6 +88,7 @@ pub struct IndexDef {
 }
 
 impl IndexDef {
+    /// An index of `kind` over one field, named after it, with every option off.
     pub fn new(field: &str, kind: IndexKind, field_type: FieldType) -> IndexDef {
         IndexDef {
             name: field.to_string(),
@@ -92,14 +105,17 @@ impl IndexDef {
         }
     }
 
+    /// A hash index over one field.
     pub fn hash(field: &str, field_type: FieldType) -> IndexDef {
         IndexDef::new(field, IndexKind::Hash, field_type)
     }
 
+    /// A tree (ordered) index over one field.
     pub fn tree(field: &str, field_type: FieldType) -> IndexDef {
         IndexDef::new(field, IndexKind::Tree, field_type)
     }
 
+    /// A typed column over one field, with no lookup structure.
     pub fn store(field: &str, field_type: FieldType) -> IndexDef {
         IndexDef::new(field, IndexKind::Store, field_type)
     }
@@ -145,18 +161,22 @@ impl IndexDef {
         if self.type_of(position) == FieldType::String { self.collate } else { Collation::None }
     }
 
+    /// Makes this the primary key.
     pub fn pk(mut self) -> Self {
         self.pk = true;
         self
     }
+    /// Indexes each element of an array field.
     pub fn array(mut self) -> Self {
         self.array = true;
         self
     }
+    /// Lets documents leave the field out.
     pub fn sparse(mut self) -> Self {
         self.sparse = true;
         self
     }
+    /// Sets how string keys compare.
     pub fn collate(mut self, collate: Collation) -> Self {
         self.collate = collate;
         self
@@ -166,6 +186,7 @@ impl IndexDef {
         self.expire_after = Some(seconds);
         self
     }
+    /// Names the index (instead of its fields joined by `+`).
     pub fn named(mut self, name: &str) -> Self {
         self.name = name.to_string();
         self
@@ -177,6 +198,7 @@ impl IndexDef {
         self.fields.len() > 1 && self.kind != IndexKind::Text
     }
 
+    /// The fields as parsed paths, in order.
     pub fn paths(&self) -> Vec<FieldPath> {
         self.fields.iter().map(|f| FieldPath::new(f)).collect()
     }
@@ -248,6 +270,7 @@ impl IndexDef {
 /// "collate": "utf8_ci", "expire_after": 3600, "text": {...}}` (`text`: see `text::config`). Options that are off are left out; `name`
 /// defaults to the fields joined by `+`; `ttl` is a tree index with `expire_after` seconds.
 impl IndexDef {
+    /// The JSON form above, as the API shows it (and `from_json` reads it back).
     pub fn to_json(&self) -> Value {
         let fields = if self.fields.len() > 1 { json!(self.fields) } else { json!(self.fields[0]) };
         let types = if self.field_types.is_empty() {
