@@ -88,8 +88,13 @@ const ATTRIBUTES: [&str; 12] = [
     "column",
 ];
 
-/// A new exception of the class for `code`: the class is chosen by the code alone.
-fn of_code(code: ErrorCode, message: String) -> PyErr {
+/// A new exception of the class for `code`, with `code` set: the class is chosen by the
+/// code alone.
+pub fn of_code(code: ErrorCode, message: String) -> PyErr {
+    with_attributes(class_of(code, message), code, vec![])
+}
+
+fn class_of(code: ErrorCode, message: String) -> PyErr {
     match code {
         ErrorCode::NotFound => NotFoundError::new_err(message),
         ErrorCode::AlreadyExists => AlreadyExistsError::new_err(message),
@@ -133,7 +138,7 @@ fn with_attributes(err: PyErr, code: ErrorCode, context: Vec<(&str, Attribute)>)
 pub fn engine(error: EngineError) -> PyErr {
     use Attribute::{Number, Text};
     let code = error.code();
-    let err = of_code(code, error.to_string());
+    let err = class_of(code, error.to_string());
     let context = match error {
         EngineError::UnknownNamespace { namespace }
         | EngineError::NamespaceExists { namespace }
@@ -181,7 +186,7 @@ pub fn server(line: &str) -> PyErr {
         "MISCONF" => StorageError::new_err(rest.to_string()),
         "NOAUTH" | "WRONGPASS" => ConnectionError::new_err(line.to_string()),
         _ => match ErrorCode::parse(word) {
-            Some(code) => with_attributes(of_code(code, rest.to_string()), code, vec![]),
+            Some(code) => of_code(code, rest.to_string()),
             None => Error::new_err(rest.to_string()),
         },
     }
@@ -201,7 +206,7 @@ fn server_json(word: &str, object: &Map<String, Value>) -> PyErr {
     }
     let message = text("error").unwrap_or(word).to_string();
     match text("code").and_then(ErrorCode::parse).or_else(|| ErrorCode::parse(word)) {
-        Some(code) => with_attributes(of_code(code, message), code, vec![]),
+        Some(code) => of_code(code, message),
         None => Error::new_err(message),
     }
 }

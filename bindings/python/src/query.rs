@@ -8,8 +8,9 @@
 
 use crate::backend::Backend;
 use crate::convert::{to_value, value_to_py};
-use crate::errors::{QueryError, failure};
+use crate::errors::failure;
 use crate::result::QueryResult;
+use hotset_core::error::ErrorCode;
 use hotset_core::query::{Aggregation, Facet, Highlight, JoinKind, Snippet, SortKey, dsl};
 use hotset_core::text::Markers;
 use hotset_core::{Cond, Op};
@@ -36,8 +37,9 @@ impl Query {
     }
 }
 
+/// A query the builder refuses itself: the class and code the engine gives a bad query.
 fn invalid(reason: impl Into<String>) -> PyErr {
-    QueryError::new_err(reason.into())
+    crate::errors::of_code(ErrorCode::BadQuery, reason.into())
 }
 
 /// `field op value` as a condition, with the value shaped as the operator takes it.

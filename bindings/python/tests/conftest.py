@@ -41,6 +41,9 @@ class Server:
         assert words[:3] == ["hotset", "ready:", "resp"], words
         self.address = words[3]
         self.url = f"hotset://{self.address}"
+        # `hotset ready: resp ADDR http ADDR data DIR`: the HTTP API's address.
+        assert words[4] == "http", words
+        self.http_address = words[5]
 
     def stop(self):
         if self.proc.poll() is None:

@@ -31,6 +31,7 @@ use hotset_core::kv::{KvOps, SetExpiry, SetOptions};
 use hotset_core::text::{Language, Ranking, StopWords, TextConfig};
 use hotset_core::{Database, FieldType, IndexDef, IndexKind, Limits, Query};
 use hotset_storage::{FsyncPolicy, Store, StoreOptions};
+use hotset_testkit::durable::copy_folder;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -275,16 +276,6 @@ fn expected_dump() -> BTreeMap<String, Vec<String>> {
     before_snapshot(&db);
     after_snapshot(&db);
     dump(&db)
-}
-
-fn copy_folder(from: &Path, to: &Path) {
-    for sub in ["wal", "snapshots"] {
-        std::fs::create_dir_all(to.join(sub)).unwrap();
-        for entry in std::fs::read_dir(from.join(sub)).unwrap() {
-            let path = entry.unwrap().path();
-            std::fs::copy(&path, to.join(sub).join(path.file_name().unwrap())).unwrap();
-        }
-    }
 }
 
 /// The committed golden folders, oldest version first.

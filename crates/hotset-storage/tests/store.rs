@@ -8,7 +8,7 @@ use hotset_core::{Error, FieldType, IndexDef, Query};
 use hotset_storage::frame::{FrameRead, read_frame};
 use hotset_storage::wal::segment::{SEGMENT_HEADER_BYTES, parse_segment_name};
 use hotset_storage::{FaultyDisk, FsyncPolicy, RecoveryMode, Store, StoreOptions};
-use hotset_testkit::durable::dump;
+use hotset_testkit::durable::{copy_folder, dump};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -71,16 +71,6 @@ fn record_offsets(bytes: &[u8]) -> Vec<usize> {
 /// The last segment that holds records.
 fn last_segment_with_records(dir: &Path) -> PathBuf {
     segments(dir).into_iter().rev().find(|p| !record_offsets(&std::fs::read(p).unwrap()).is_empty()).unwrap()
-}
-
-fn copy_folder(from: &Path, to: &Path) {
-    for sub in ["wal", "snapshots"] {
-        std::fs::create_dir_all(to.join(sub)).unwrap();
-        for entry in std::fs::read_dir(from.join(sub)).unwrap() {
-            let path = entry.unwrap().path();
-            std::fs::copy(&path, to.join(sub).join(path.file_name().unwrap())).unwrap();
-        }
-    }
 }
 
 #[test]

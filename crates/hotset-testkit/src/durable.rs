@@ -99,3 +99,15 @@ pub fn dump(db: &Database) -> Dump {
     }
     out
 }
+
+/// Copies a database folder's log and snapshots (`wal/`, `snapshots/`) into `to`, so a test
+/// can damage or reopen the copy and keep the original.
+pub fn copy_folder(from: &std::path::Path, to: &std::path::Path) {
+    for sub in ["wal", "snapshots"] {
+        std::fs::create_dir_all(to.join(sub)).unwrap();
+        for entry in std::fs::read_dir(from.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, to.join(sub).join(path.file_name().unwrap())).unwrap();
+        }
+    }
+}

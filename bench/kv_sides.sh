@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# redis-server (appendonly yes, appendfsync everysec) and one or more `hotset serve`
+# processes side by side, driven by the same redis-benchmark commands
+# (../shared/bench/kv_redis_protocol.sh: SET, GET, INCR, 50 clients, pipeline 1 and 16), the
+# runs interleaved (redis, side 1, side 2, ..., redis, ...), median of RUNS each.
+#
+# usage: bench/kv_sides.sh NAME=BINARY:FSYNC [NAME=BINARY:FSYNC ...]
+#   e.g. bench/kv_sides.sh periodic=target/release/hotset:periodic never=target/release/hotset:never
+#        bench/kv_sides.sh old=/tmp/old-target/release/hotset:periodic new=target/release/hotset:periodic
+#   env: RUNS [3] REQUESTS [300000] LABEL [sides] (the result file's name:
+#        bench/results/<date>-<LABEL>.json)
+# Needs: redis-server, redis-benchmark.
+# Output: a table (requests/s; each side's ratio to redis, and to the first side) and one
+# JSON line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 1 ] || { sed -n 2,14p "$0" >&2; exit 2; }
+RUNS=${RUNS:-3}
+LABEL=${LABEL:-sides}
+export REQUESTS=${REQUESTS:-300000}
+SHARED=../shared/bench
+WORK=$(mktemp -d /tmp/kv_sides.XXXXXX)
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+redis_port=$(free_port)
+mkdir -p "$WORK/redis"
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly yes --appendfsync everysec \
+  --dir "$WORK/redis" --logfile "$WORK/redis/log" --daemonize no &
+pids+=($!)
+
+# Starts side $1 (binary $2, `--fsync $3`); prints its RESP port once it is ready.
+start_hotset() {
+  mkfifo "$WORK/ready_$1"
+  "$2" serve --data "$WORK/data_$1" --resp-port 0 --http-port 0 --fsync "$3" > "$WORK/ready_$1" 2>/dev/null &
+  pids+=($!)
+  # "hotset ready: resp 127.0.0.1:N http ..."
+  read -r line < "$WORK/ready_$1"
+  echo "$line" | awk '{print $4}' | cut -d: -f2
+}
+sides=("redis:$redis_port")
+names=()
+for spec in "$@"; do
+  name=${spec%%=*}; rest=${spec#*=}; binary=${rest%:*}; fsync=${rest##*:}
+  [ -x "$binary" ] || { echo "no executable at $binary" >&2; exit 2; }
+  sides+=("$name:$(start_hotset "$name" "$binary" "$fsync")")
+  names+=("$name")
+done
+for _ in $(seq 200); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+for run in $(seq 1 "$RUNS"); do
+  for side in "${sides[@]}"; do
+    name=${side%%:*}; port=${side##*:}
+    RUNS=1 OUTDIR="$WORK/out_${name}_$run" "$SHARED/kv_redis_protocol.sh" 127.0.0.1 "$port" | tail -n 1 \
+      > "$WORK/${name}_$run.json"
+  done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+mkdir -p bench/results
+python3 - "$WORK" "$RUNS" "$load_before" "$load_after" "$(git rev-parse --short HEAD)" "$LABEL" "$*" "${names[@]}" <<'PY'
+import datetime, json, statistics, sys
+work, runs, before, after, commit, label, specs = sys.argv[1:8]
+names, runs = sys.argv[8:], int(runs)
+def load(side):
+    out = {}
+    for r in range(1, runs + 1):
+        for row in json.load(open(f"{work}/{side}_{r}.json"))["results"]:
+            out.setdefault((row["test"], row["pipeline"]), []).append(row["rps"])
+    return out
+redis = load("redis")
+sides = {name: load(name) for name in names}
+first = names[0]
+head = f"{'test':>6} {'P':>3} {'redis everysec':>15}" + "".join(f" {n:>12} {'/redis':>7}" for n in names)
+head += "".join(f" {n + '/' + first:>14}" for n in names[1:])
+print(head)
+rows = []
+for key, runs_redis in redis.items():
+    r = statistics.median(runs_redis)
+    row = {"test": key[0], "pipeline": key[1], "redis_everysec_rps": r, "redis_runs": runs_redis}
+    line = f"{key[0]:>6} {key[1]:>3} {r:>15,.0f}"
+    for n in names:
+        v = statistics.median(sides[n][key])
+        row[f"{n}_rps"], row[f"{n}_runs"], row[f"{n}_vs_redis"] = v, sides[n][key], round(v / r, 3)
+        line += f" {v:>12,.0f} {v / r:>7.2f}"
+    for n in names[1:]:
+        ratio = row[f"{n}_rps"] / row[f"{first}_rps"]
+        row[f"{n}_vs_{first}"] = round(ratio, 3)
+        line += f" {ratio:>14.3f}"
+    rows.append(row)
+    print(line)
+result = {"bench": "kv_sides", "date": datetime.date.today().isoformat(), "commit": commit, "sides": specs,
+          "runs": runs, "load_before": before, "load_after": after, "results": rows}
+print(f"load average before {before}, after {after}")
+with open(f"bench/results/{result['date']}-{label}.json", "w") as f:
+    json.dump(result, f, indent=1)
+print(json.dumps(result))
+PY
