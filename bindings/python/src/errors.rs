@@ -167,9 +167,9 @@ pub fn engine(error: EngineError) -> PyErr {
 
 /// A SQL text that does not parse, with where (`line`, `column`; 1-based, 0 unknown).
 pub fn sql(error: hotset_sql::SqlError) -> PyErr {
-    let err = QueryError::new_err(error.to_string());
+    let err = class_of(error.code, error.to_string());
     let context = vec![("line", Attribute::Number(error.line)), ("column", Attribute::Number(error.column))];
-    with_attributes(err, ErrorCode::BadQuery, context)
+    with_attributes(err, error.code, context)
 }
 
 /// A server's error line. The client asks for JSON errors (`DOC.ERRORS JSON`), so a
@@ -202,7 +202,8 @@ fn server_json(word: &str, object: &Map<String, Value>) -> PyErr {
     if let (Some("Sql"), Some(message), Some(line), Some(column)) =
         (text("kind"), text("message"), number("line"), number("column"))
     {
-        return sql(hotset_sql::SqlError { message: message.to_string(), line, column });
+        let code = text("code").and_then(ErrorCode::parse).unwrap_or(ErrorCode::BadQuery);
+        return sql(hotset_sql::SqlError { message: message.to_string(), line, column, code });
     }
     let message = text("error").unwrap_or(word).to_string();
     match text("code").and_then(ErrorCode::parse).or_else(|| ErrorCode::parse(word)) {

@@ -412,7 +412,9 @@ async fn search(State(state): AppState, body: Bytes) -> Result<Response, ApiErro
 async fn sql(State(state): AppState, body: Bytes) -> Result<Response, ApiError> {
     let text = std::str::from_utf8(&body).map_err(|_| bad_request("the SQL text is not UTF-8"))?;
     let mut statement = hotset_sql::parse(text).map_err(|error| {
-        let mut refused = ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::BadQuery, error.to_string());
+        let status =
+            if error.code == ErrorCode::Limit { StatusCode::PAYLOAD_TOO_LARGE } else { StatusCode::BAD_REQUEST };
+        let mut refused = ApiError::new(status, error.code, error.to_string());
         refused.context.insert("line".into(), json!(error.line));
         refused.context.insert("column".into(), json!(error.column));
         refused

@@ -16,6 +16,7 @@
 //! (every document needs its key), other fields may be absent.
 
 use crate::{SqlError, Statement, error_at, shown, start};
+use hotset_core::error::ErrorCode;
 use hotset_core::{Collation, FieldType, IndexDef, IndexKind};
 use sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use sqlparser::ast::{
@@ -197,7 +198,11 @@ fn field_type(data_type: &DataType, span: Span) -> Result<(FieldType, bool), Sql
     ) = data_type
     {
         return match field_type(inner, span)? {
-            (_, true) => Err(error_at(span, format!("column type {data_type} is not supported (arrays of arrays)"))),
+            (_, true) => Err(SqlError::with_code(
+                span,
+                ErrorCode::Schema,
+                format!("column type {data_type} is not supported (arrays of arrays)"),
+            )),
             (element, false) => Ok((element, true)),
         };
     }
@@ -210,8 +215,9 @@ fn field_type(data_type: &DataType, span: Span) -> Result<(FieldType, bool), Sql
         "TEXT" | "VARCHAR" | "CHAR" | "CHARACTER" | "STRING" | "NVARCHAR" => FieldType::String,
         "BOOL" | "BOOLEAN" => FieldType::Bool,
         _ => {
-            return Err(error_at(
+            return Err(SqlError::with_code(
                 span,
+                ErrorCode::Schema,
                 format!(
                     "column type {text} is not supported (INT, BIGINT, SMALLINT, DOUBLE, REAL, NUMERIC, TEXT, \
                      VARCHAR, BOOLEAN, or an array of one)"

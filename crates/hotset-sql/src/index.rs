@@ -14,6 +14,7 @@
 
 use crate::ddl::{collation, field_path, namespace_name};
 use crate::{SqlError, Statement, error_at};
+use hotset_core::error::ErrorCode;
 use hotset_core::{Collation, Error, FieldType, IndexDef, IndexKind};
 use serde_json::Value;
 use sqlparser::ast::{BinaryOperator, CreateIndex, Expr, IndexOption, IndexType, ObjectName, Spanned};
@@ -108,7 +109,11 @@ fn index_kind(index: &CreateIndex) -> Result<IndexKind, SqlError> {
         IndexType::Custom(name) if ["text", "fulltext"].contains(&name.value.to_ascii_lowercase().as_str()) => {
             Ok(IndexKind::Text)
         }
-        other => Err(error_at(span, format!("index type {other} is not supported (BTREE, HASH or TEXT)"))),
+        other => Err(SqlError::with_code(
+            span,
+            ErrorCode::Schema,
+            format!("index type {other} is not supported (BTREE, HASH or TEXT)"),
+        )),
     };
     match using.as_slice() {
         [] => Ok(IndexKind::Tree),

@@ -59,6 +59,7 @@ pub use index::IndexSpec;
 pub use template::{StatementCache, TEMPLATES_MAX};
 
 use hotset_core::Query;
+use hotset_core::error::ErrorCode;
 use hotset_core::query::SetField;
 use serde_json::Value;
 use sqlparser::dialect::GenericDialect;
@@ -156,6 +157,11 @@ pub struct SqlError {
     pub message: String,
     pub line: u64,
     pub column: u64,
+    /// The stable code every interface reports: `bad_query` for SQL that cannot be read,
+    /// and the code the same mistake gets through the document API where the statement
+    /// reads but says something that API refuses (a column type no index takes: `schema`;
+    /// a row that is no document: `bad_document`).
+    pub code: ErrorCode,
 }
 
 impl std::fmt::Display for SqlError {
@@ -172,7 +178,19 @@ impl std::error::Error for SqlError {}
 
 /// An error at `span`.
 pub(crate) fn error_at(span: Span, message: impl Into<String>) -> SqlError {
-    SqlError { message: message.into(), line: span.start.line, column: span.start.column }
+    SqlError { message: message.into(), line: span.start.line, column: span.start.column, code: ErrorCode::BadQuery }
+}
+
+impl SqlError {
+    /// A SQL error that is not unreadable SQL, at the place `span` names.
+    pub fn with_code(span: Span, code: ErrorCode, message: impl Into<String>) -> SqlError {
+        SqlError { code, ..error_at(span, message) }
+    }
+
+    /// An error of the statement as a whole (no place), `bad_query`.
+    pub fn whole(message: impl Into<String>) -> SqlError {
+        SqlError { message: message.into(), line: 0, column: 0, code: ErrorCode::BadQuery }
+    }
 }
 
 /// Longest SQL text `parse` takes (bulk loads go through the document API, not SQL).
@@ -200,6 +218,7 @@ pub fn parse(sql: &str) -> Result<Statement, SqlError> {
             message: format!("the SQL text is {} bytes, over the limit sql_bytes_max ({SQL_BYTES_MAX})", sql.len()),
             line: 0,
             column: 0,
+            code: ErrorCode::Limit,
         });
     }
     let needed = STACK_BYTES_BASE + sql.len() * STACK_BYTES_PER_SQL_BYTE;
@@ -210,8 +229,8 @@ fn parse_on_this_stack(sql: &str) -> Result<Statement, SqlError> {
     let statements = Parser::parse_sql(&GenericDialect {}, sql).map_err(|error| parser_error(error, sql))?;
     let statement = match statements.as_slice() {
         [one] => one,
-        [] => return Err(SqlError { message: "no SQL statement".into(), line: 0, column: 0 }),
-        _ => return Err(SqlError { message: "one statement at a time".into(), line: 0, column: 0 }),
+        [] => return Err(SqlError::whole("no SQL statement")),
+        _ => return Err(SqlError::whole("one statement at a time")),
     };
     translate(statement, false, sql).map_err(|error| match error.line {
         // A refusal of the statement as a whole points at its first word.
@@ -330,7 +349,7 @@ fn parser_error(error: sqlparser::parser::ParserError, sql: &str) -> SqlError {
         Some(at) => text[..at].to_string(),
         None => text.clone(),
     };
-    SqlError { message, line, column }
+    SqlError { message, line, column, code: ErrorCode::BadQuery }
 }
 
 #[cfg(test)]

@@ -287,3 +287,23 @@ fn update_sets_a_quoted_dotted_column_as_a_path() {
     assert_eq!(run(&db, "SELECT * FROM t")["items"], json!([{"id": 1, "meta": {"tag": "new"}}]));
     assert_eq!(run(&db, "SELECT COUNT(*) AS n FROM t WHERE meta.tag = 'new'")["items"][0]["n"], 1);
 }
+
+/// A SQL error carries the code the same mistake gets through the document API, so every
+/// interface reports one code for it: unreadable SQL is `bad_query`, a column type no index
+/// takes `schema`, a row that is no document `bad_document`.
+#[test]
+fn sql_errors_carry_the_document_api_code_of_the_same_mistake() {
+    use hotset_core::error::ErrorCode;
+    let cases = [
+        ("SELEC * FROM t", ErrorCode::BadQuery),
+        ("SELECT * FROM t WHERE", ErrorCode::BadQuery),
+        ("CREATE TABLE t (id BLOB PRIMARY KEY)", ErrorCode::Schema),
+        ("CREATE TABLE t (id INT PRIMARY KEY, tags INT[][])", ErrorCode::Schema),
+        ("CREATE INDEX i ON t USING spgist (a)", ErrorCode::Schema),
+        ("INSERT INTO t VALUES ('5')", ErrorCode::BadDocument),
+        ("INSERT INTO t VALUES ('{\"id\": ')", ErrorCode::BadDocument),
+    ];
+    for (sql, code) in cases {
+        assert_eq!(error_of(sql).code, code, "{sql}: {}", error_of(sql));
+    }
+}

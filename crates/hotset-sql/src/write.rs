@@ -9,6 +9,7 @@
 use crate::cond::{Inserted, Scope, Side, computed, computed_upsert, conjuncts, literal};
 use crate::{Conflict, SqlError, Statement, error_at, start};
 use hotset_core::Query;
+use hotset_core::error::ErrorCode;
 use hotset_core::query::SetField;
 use serde_json::{Map, Value};
 use sqlparser::ast::{
@@ -155,8 +156,16 @@ fn document(columns: &[String], row: &[Expr], span: Span) -> Result<Value, SqlEr
             [only] => match literal(only)? {
                 Value::String(text) => match serde_json::from_str::<Value>(&text) {
                     Ok(doc @ Value::Object(_)) => Ok(doc),
-                    Ok(_) => Err(error_at(start(only), "the JSON value must be an object")),
-                    Err(e) => Err(error_at(start(only), format!("invalid JSON document: {e}"))),
+                    Ok(_) => Err(SqlError::with_code(
+                        start(only),
+                        ErrorCode::BadDocument,
+                        "the JSON value must be an object",
+                    )),
+                    Err(e) => Err(SqlError::with_code(
+                        start(only),
+                        ErrorCode::BadDocument,
+                        format!("invalid JSON document: {e}"),
+                    )),
                 },
                 _ => Err(error_at(start(only), "without a column list, give each document as one JSON string")),
             },
@@ -213,7 +222,7 @@ pub(crate) fn delete(delete: &Delete) -> Result<Statement, SqlError> {
         FromTable::WithFromKeyword(tables) | FromTable::WithoutKeyword(tables) => tables,
     };
     let [table] = tables.as_slice() else {
-        return Err(SqlError { message: "DELETE needs exactly one namespace".into(), line: 0, column: 0 });
+        return Err(SqlError::whole("DELETE needs exactly one namespace"));
     };
     let span = table.relation.span();
     if delete.using.is_some() || delete.returning.is_some() || !delete.order_by.is_empty() || delete.limit.is_some() {

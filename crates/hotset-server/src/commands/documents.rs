@@ -241,7 +241,7 @@ enum Refusal {
     /// An engine error; `at`: the refused operation of a multi-operation write (`document`
     /// or `operation`, counting from 1).
     Engine { error: Error, at: Option<(&'static str, usize)> },
-    /// SQL text that does not parse.
+    /// SQL text that does not parse, or says what the engine would refuse (its own code).
     Sql(hotset_sql::SqlError),
     /// Arguments the command cannot read (not JSON where JSON is due, an unknown
     /// operation...): an error of the server's, not the engine's.
@@ -269,7 +269,7 @@ impl Refusal {
         match self {
             Refusal::Engine { error: Error::Storage { reason }, at: None } => format!("MISCONF {reason}"),
             Refusal::Engine { error, at } => format!("{} {}{error}", word(error.code()), place(at)),
-            Refusal::Sql(error) => format!("{} {error}", word(ErrorCode::BadQuery)),
+            Refusal::Sql(error) => format!("{} {error}", word(error.code)),
             Refusal::Request { code, message, at } => format!("{} {}{message}", word(*code), place(at)),
         }
     }
@@ -280,14 +280,14 @@ impl Refusal {
             Refusal::Engine { error, at } => (error.code(), error.to_json(), at),
             Refusal::Sql(error) => {
                 let json = serde_json::json!({
-                    "code": ErrorCode::BadQuery.as_str(),
+                    "code": error.code.as_str(),
                     "error": error.to_string(),
                     "kind": "Sql",
                     "message": error.message,
                     "line": error.line,
                     "column": error.column,
                 });
-                (ErrorCode::BadQuery, json, &None)
+                (error.code, json, &None)
             }
             Refusal::Request { code, message, at } => {
                 (*code, serde_json::json!({"code": code.as_str(), "error": message}), at)

@@ -92,6 +92,7 @@ fn a_text_over_the_limit_is_refused_before_parsing() {
     let text = format!("SELECT * FROM t WHERE a IN ({})", vec!["1"; SQL_BYTES_MAX / 2].join(","));
     let error = error_of(&text);
     assert!(error.message.contains("sql_bytes_max"), "{error}");
+    assert_eq!(error.code, ErrorCode::Limit);
 }
 
 /// Regression: errors at the end of the text said "line 0, column 0".
