@@ -151,7 +151,7 @@ impl Backend {
     }
 
     pub fn connect(url: &str, timeout: Option<Duration>) -> Outcome<Backend> {
-        Ok(Backend::Remote(Remote::connect(url, timeout)?))
+        Ok(Backend::Remote(crate::remote::connect(url, timeout)?))
     }
 
     pub fn describe_self(&self) -> String {

@@ -469,7 +469,8 @@ fn ensure_namespace(client: &mut Client, job: &Import<'_>, first: &[u8], line: u
     client.flush()?;
     let missing = match client.read() {
         Ok(_) => return Ok(()),
-        Err(error) if error.contains("does not exist") => error,
+        // By the code word the error leads with (DOC.* errors are in TEXT form here).
+        Err(error) if error.starts_with("NOT_FOUND ") => error,
         Err(error) => return Err(error),
     };
     let Some(pk) = job.create_pk else {
@@ -502,7 +503,7 @@ pub fn export(client: &mut Client, namespace: &str, out: &mut dyn Write) -> Resu
     client.send(&[b"DOC.NSINFO", namespace.as_bytes()]);
     client.flush()?;
     let documents = match client.read()? {
-        Reply::Text(info) => serde_json::from_str::<serde_json::Value>(&info)
+        Reply::Bulk(info) => serde_json::from_slice::<serde_json::Value>(&info)
             .ok()
             .and_then(|info| info.get("documents").and_then(serde_json::Value::as_u64))
             .unwrap_or(0),
@@ -515,15 +516,15 @@ pub fn export(client: &mut Client, namespace: &str, out: &mut dyn Write) -> Resu
         client.send(&[b"DOC.SCAN", namespace.as_bytes(), cursor.as_bytes(), b"COUNT", count.as_bytes()]);
         client.flush()?;
         let (next, docs) = match client.read()? {
-            Reply::List(mut parts) if parts.len() == 2 => match (parts.remove(0), parts.remove(0)) {
-                (Reply::Text(next), Reply::List(docs)) => (next, docs),
+            Reply::Array(mut parts) if parts.len() == 2 => match (parts.remove(0), parts.remove(0)) {
+                (Reply::Bulk(next), Reply::Array(docs)) => (String::from_utf8_lossy(&next).into_owned(), docs),
                 _ => return Err("unexpected reply to DOC.SCAN".into()),
             },
             _ => return Err("unexpected reply to DOC.SCAN".into()),
         };
         for doc in docs {
-            let Reply::Text(doc) = doc else { return Err("unexpected document in DOC.SCAN's reply".into()) };
-            if !output(out.write_all(doc.as_bytes()).and_then(|()| out.write_all(b"\n")))? {
+            let Reply::Bulk(doc) = doc else { return Err("unexpected document in DOC.SCAN's reply".into()) };
+            if !output(out.write_all(&doc).and_then(|()| out.write_all(b"\n")))? {
                 bar.abandon();
                 return Ok(Exported::OutputClosed);
             }
