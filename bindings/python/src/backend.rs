@@ -44,7 +44,8 @@ impl From<EngineError> for Failure {
 impl From<CallError> for Failure {
     fn from(error: CallError) -> Failure {
         match error {
-            CallError::Server(line) => Failure::Server(line),
+            // The server's NOAUTH/WRONGPASS line: `errors::server` reads its code word.
+            CallError::Server(line) | CallError::Auth(line) => Failure::Server(line),
             CallError::Connection(reason) => Failure::Connection(reason),
             CallError::Closed => Failure::Closed,
         }

@@ -17,6 +17,7 @@
 //! ├── QueryTimeoutError     timeout         past the query's time limit
 //! ├── StorageError          storage, bad_change: the log or a snapshot cannot write or read
 //! ├── ConnectionError       the server cannot be reached or broke the connection
+//! │   └── AuthError         auth            the server wants a password, or refused it
 //! └── ClosedError           the database was closed
 //! ```
 
@@ -48,6 +49,7 @@ create_exception!(
     "The log or a snapshot could not write or read: the write was not acknowledged."
 );
 create_exception!(hotset, ConnectionError, Error, "The server could not be reached, or the connection broke.");
+create_exception!(hotset, AuthError, ConnectionError, "The server wants a password, or refused the one given.");
 create_exception!(hotset, ClosedError, Error, "The database (or client) was closed.");
 
 /// Registers the classes on the module.
@@ -63,6 +65,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("QueryTimeoutError", py.get_type::<QueryTimeoutError>())?;
     module.add("StorageError", py.get_type::<StorageError>())?;
     module.add("ConnectionError", py.get_type::<ConnectionError>())?;
+    module.add("AuthError", py.get_type::<AuthError>())?;
     module.add("ClosedError", py.get_type::<ClosedError>())?;
     let base = py.get_type::<Error>();
     for name in ATTRIBUTES {
@@ -104,6 +107,7 @@ fn class_of(code: ErrorCode, message: String) -> PyErr {
         ErrorCode::Limit => LimitError::new_err(message),
         ErrorCode::Timeout => QueryTimeoutError::new_err(message),
         ErrorCode::Storage | ErrorCode::BadChange => StorageError::new_err(message),
+        ErrorCode::Auth => AuthError::new_err(message),
         _ => Error::new_err(message),
     }
 }
@@ -184,7 +188,7 @@ pub fn server(line: &str) -> PyErr {
     }
     match word {
         "MISCONF" => StorageError::new_err(rest.to_string()),
-        "NOAUTH" | "WRONGPASS" => ConnectionError::new_err(line.to_string()),
+        "NOAUTH" | "WRONGPASS" => of_code(ErrorCode::Auth, line.to_string()),
         _ => match ErrorCode::parse(word) {
             Some(code) => of_code(code, rest.to_string()),
             None => Error::new_err(rest.to_string()),

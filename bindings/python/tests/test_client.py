@@ -61,10 +61,12 @@ def test_a_password_protected_server():
     with tempfile.TemporaryDirectory() as data:
         s = Server(data, "--password", "s3cret")
         try:
-            with pytest.raises(hotset.ConnectionError):
-                hotset.connect(s.url, timeout=10).namespaces()
-            with pytest.raises(hotset.ConnectionError):
-                hotset.connect(f"hotset://:wrong@{s.address}", timeout=10)
+            # AuthError is a ConnectionError: code written for either catches it.
+            for url in (s.url, f"hotset://:wrong@{s.address}"):
+                with pytest.raises(hotset.AuthError) as raised:
+                    hotset.connect(url, timeout=10)
+                assert raised.value.code == "auth"
+                assert isinstance(raised.value, hotset.ConnectionError)
             db = hotset.connect(f"hotset://:s3cret@{s.address}", timeout=10)
             db.create_namespace("n", indexes=[{"field": "id", "type": "int", "index": "hash", "pk": True}])
             assert db.namespaces() == ["n"]

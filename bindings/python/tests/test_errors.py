@@ -29,6 +29,7 @@ CLASS_OF_CODE = {
     "timeout": hotset.QueryTimeoutError,
     "storage": hotset.StorageError,
     "bad_change": hotset.StorageError,
+    "auth": hotset.AuthError,
 }
 
 PK = [{"field": "id", "type": "int", "index": "hash", "pk": True}]

@@ -19,6 +19,8 @@ pub enum CallError {
     /// The connection could not be made, broke, timed out, or carried something that is
     /// not RESP; the text says which, naming the address.
     Connection(String),
+    /// The server refused the password, or wants one (its `WRONGPASS`/`NOAUTH` line).
+    Auth(String),
     /// The pool was closed.
     Closed,
 }
@@ -26,7 +28,7 @@ pub enum CallError {
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CallError::Server(line) | CallError::Connection(line) => write!(f, "{line}"),
+            CallError::Server(line) | CallError::Connection(line) | CallError::Auth(line) => write!(f, "{line}"),
             CallError::Closed => write!(f, "the client was closed"),
         }
     }
@@ -61,8 +63,8 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Connects and, with a password, authenticates (a refused AUTH is a
-    /// `CallError::Connection` carrying the server's line).
+    /// Connects and, with a password, authenticates (a refused AUTH is `CallError::Auth`
+    /// carrying the server's line).
     pub fn connect(target: &Target<'_>) -> Result<Connection, CallError> {
         assert!(target.timeout.is_none_or(|t| !t.is_zero()), "a zero timeout means none: pass None");
         let stream = open(target)?;
@@ -81,7 +83,7 @@ impl Connection {
         };
         if let Some(password) = target.password {
             connection.call(&[b"AUTH", password.as_bytes()]).map_err(|e| match e {
-                CallError::Server(line) => CallError::Connection(line),
+                CallError::Server(line) => CallError::Auth(line),
                 other => other,
             })?;
         }

@@ -101,6 +101,10 @@ impl Pool {
             let args: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
             let name = String::from_utf8_lossy(&command[0]);
             connection.call(&args).map_err(|e| match e {
+                // Redis' own code words: a password wanted or refused.
+                CallError::Server(line) if line.starts_with("NOAUTH") || line.starts_with("WRONGPASS") => {
+                    CallError::Auth(line)
+                }
                 // Redis' own text for a command a server does not have.
                 CallError::Server(line) if line.starts_with("ERR unknown command") => CallError::Connection(format!(
                     "{}: the server does not know {name}: it is older than this client",

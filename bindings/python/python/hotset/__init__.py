@@ -22,6 +22,7 @@ import collections.abc
 
 from ._hotset import (
     AlreadyExistsError,
+    AuthError,
     ClosedError,
     ConnectionError,
     Database,
@@ -46,6 +47,7 @@ collections.abc.Sequence.register(Result)
 
 __all__ = [
     "AlreadyExistsError",
+    "AuthError",
     "ClosedError",
     "ConnectionError",
     "Database",
