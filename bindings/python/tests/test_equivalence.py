@@ -31,6 +31,7 @@ import uuid
 from dataclasses import dataclass, field
 
 import hotset
+from error_classes import CLASS_OF_CODE
 import pytest
 import redis
 
@@ -310,19 +311,6 @@ class Http:
         self.request("DELETE", self.ns_path(ns))
 
 
-# The class each stable code raises in Python (hotset.Error itself for bad_request).
-PY_CLASS_OF_CODE = {
-    "not_found": hotset.NotFoundError,
-    "already_exists": hotset.AlreadyExistsError,
-    "bad_document": hotset.DocumentError,
-    "bad_query": hotset.QueryError,
-    "schema": hotset.SchemaError,
-    "limit": hotset.LimitError,
-    "timeout": hotset.QueryTimeoutError,
-    "storage": hotset.StorageError,
-    "bad_change": hotset.StorageError,
-    "bad_request": hotset.Error,
-}
 
 
 def py_code(e):
@@ -330,7 +318,7 @@ def py_code(e):
     else (no code, another class, a TypeError) shows in the outcome."""
     if not isinstance(e, hotset.Error):
         return f"<{type(e).__name__} raised, not a hotset.Error>"
-    if PY_CLASS_OF_CODE.get(e.code) is not type(e):
+    if CLASS_OF_CODE.get(e.code) is not type(e):
         return f"{e.code} <raised as {type(e).__name__}>"
     return e.code
 

@@ -10,6 +10,7 @@ import socket
 import threading
 
 import hotset
+from error_classes import CLASS_OF_CODE
 import pytest
 
 from conftest import ITEM_INDEXES, sample_items
@@ -18,19 +19,6 @@ from conftest import ITEM_INDEXES, sample_items
 ATTRIBUTES = ("code", "namespace", "index", "field", "key", "pattern", "limit_name", "limit", "actual",
               "limit_ms", "line", "column")
 
-# The class each stable code raises.
-CLASS_OF_CODE = {
-    "not_found": hotset.NotFoundError,
-    "already_exists": hotset.AlreadyExistsError,
-    "bad_document": hotset.DocumentError,
-    "bad_query": hotset.QueryError,
-    "schema": hotset.SchemaError,
-    "limit": hotset.LimitError,
-    "timeout": hotset.QueryTimeoutError,
-    "storage": hotset.StorageError,
-    "bad_change": hotset.StorageError,
-    "auth": hotset.AuthError,
-}
 
 PK = [{"field": "id", "type": "int", "index": "hash", "pk": True}]
 

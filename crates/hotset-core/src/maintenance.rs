@@ -24,6 +24,7 @@
 use crate::database::Database;
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -102,6 +103,10 @@ struct Shared {
     /// Held for a whole round: rounds never overlap, and `run_due` from another thread
     /// waits for the background one.
     rounds: Mutex<Vec<Scheduled>>,
+    /// Each job's name and whether it was asked to run now, in the order of `rounds`:
+    /// outside its lock, so `nudge` (BGSAVE, on a server's I/O thread) never waits for a
+    /// round in progress (a snapshot can take seconds).
+    nudged: Vec<(&'static str, AtomicBool)>,
     stop: Mutex<bool>,
     wake: Condvar,
 }
@@ -122,9 +127,15 @@ impl Maintenance {
         let now = db.clock().monotonic();
         let jobs: Vec<Box<dyn Job>> =
             [Box::new(KeyExpiry) as Box<dyn Job>, Box::new(TtlExpiry)].into_iter().chain(extra).collect();
+        let nudged = jobs.iter().map(|job| (job.name(), AtomicBool::new(false))).collect();
         let scheduled = jobs.into_iter().map(|job| Scheduled { next_due: now + job.period(), job }).collect();
-        let shared =
-            Arc::new(Shared { db, rounds: Mutex::new(scheduled), stop: Mutex::new(false), wake: Condvar::new() });
+        let shared = Arc::new(Shared {
+            db,
+            rounds: Mutex::new(scheduled),
+            nudged,
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+        });
         let background = Arc::clone(&shared);
         let thread = std::thread::Builder::new().name("hotset-maint".into()).spawn(move || background.run())?;
         Ok(Maintenance { shared, thread: Mutex::new(Some(thread)) })
@@ -140,16 +151,12 @@ impl Maintenance {
     /// Makes the job named `name` due now and wakes the thread (a requested snapshot);
     /// false if there is no such job.
     pub fn nudge(&self, name: &str) -> bool {
-        let found = {
-            let mut jobs = self.shared.rounds.lock();
-            let now = self.shared.db.clock().monotonic();
-            jobs.iter_mut().find(|s| s.job.name() == name).map(|s| s.next_due = now).is_some()
-        };
-        if found {
-            let _guard = self.shared.stop.lock();
-            self.shared.wake.notify_all();
-        }
-        found
+        let Some((_, nudged)) = self.shared.nudged.iter().find(|(job, _)| *job == name) else { return false };
+        nudged.store(true, Ordering::Release);
+        // Under the lock the thread checks `stop` and waits under: it cannot miss this.
+        let _guard = self.shared.stop.lock();
+        self.shared.wake.notify_all();
+        true
     }
 
     /// Stops the thread after the round in progress; no job runs after this returns.
@@ -182,6 +189,10 @@ impl Shared {
             if *stop {
                 return;
             }
+            // Checked under the lock `nudge` notifies under: a nudge is seen here or wakes the wait.
+            if self.nudged.iter().any(|(_, nudged)| nudged.load(Ordering::Acquire)) {
+                continue;
+            }
             self.wake.wait_for(&mut stop, wait);
             if *stop {
                 return;
@@ -210,9 +221,9 @@ impl Shared {
             return Round::new();
         }
         let mut ran = Vec::new();
-        for scheduled in jobs.iter_mut() {
+        for (scheduled, (_, nudged)) in jobs.iter_mut().zip(&self.nudged) {
             let now = self.db.clock().monotonic();
-            if scheduled.next_due > now {
+            if !nudged.swap(false, Ordering::AcqRel) && scheduled.next_due > now {
                 continue;
             }
             let outcome = scheduled.job.run(&self.db);

@@ -148,3 +148,46 @@ fn the_thread_runs_what_the_clock_made_due() {
     assert!(maintenance.run_due().is_empty(), "a stopped maintenance runs nothing");
     assert_eq!(ids(&db), [9]);
 }
+
+/// Holds its run until the test lets it go.
+struct Held {
+    started: std::sync::mpsc::SyncSender<()>,
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl Job for Held {
+    fn name(&self) -> &'static str {
+        "held"
+    }
+    fn period(&self) -> Duration {
+        Duration::from_secs(3600)
+    }
+    fn run(&self, _: &Database) -> Result<u64, String> {
+        let _ = self.started.send(());
+        let _ = self.release.lock().unwrap().recv();
+        Ok(1)
+    }
+}
+
+/// `nudge` (BGSAVE on a server's I/O thread) returns at once while a round is running a
+/// long job (a snapshot can take seconds).
+#[test]
+fn a_nudge_does_not_wait_for_a_round_in_progress() {
+    let clock = Arc::new(ManualClock::new(START_MS));
+    let db = sessions(&clock);
+    let (started, started_rx) = std::sync::mpsc::sync_channel(1);
+    let (release, release_rx) = std::sync::mpsc::channel();
+    let held = Held { started, release: std::sync::Mutex::new(release_rx) };
+    let maintenance = Arc::new(Maintenance::start(Arc::clone(&db), vec![Box::new(held)]).unwrap());
+    assert!(maintenance.nudge("held"));
+    started_rx.recv_timeout(Duration::from_secs(20)).expect("the thread runs the nudged job");
+    // The thread's round is inside the held job now.
+    let nudging = Arc::clone(&maintenance);
+    let (done, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        done.send(nudging.nudge("ttl expiry")).unwrap();
+    });
+    assert_eq!(done_rx.recv_timeout(Duration::from_secs(20)), Ok(true), "nudge waited for the round");
+    release.send(()).unwrap();
+    maintenance.stop();
+}
