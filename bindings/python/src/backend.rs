@@ -5,17 +5,16 @@
 //! Owns: `Backend` and its calls, which run without the GIL (the Python layer calls them
 //! inside `Python::detach`) and never touch a Python object; `Answer`, what a query gave
 //! back before it becomes Python objects; `Failure`, an error before it becomes a Python
-//! exception. Never: semantics of its own: the embedded side calls the engine, the remote
-//! side sends the `DOC.*` command that calls the same engine function on the server.
+//! exception. Never: semantics of its own: the embedded side applies a `hotset_ops`
+//! request to its engine, the remote side sends the `DOC.*` command that applies the same
+//! request on the server.
 
 use crate::remote::{CallError, Remote, Reply};
 use hotset_core::clock::{Clock, SystemClock};
 use hotset_core::query::{QueryResult, dsl};
-use hotset_core::{
-    Database, Document, Error as EngineError, IndexDef, Limits, Maintenance, Query, Search, SearchResult,
-};
+use hotset_core::{Database, Document, Error as EngineError, IndexDef, Limits, Query, Search, SearchResult};
+use hotset_ops::{Doc, Engine, Op, Refusal, Request, Settings};
 use hotset_storage::{FsyncPolicy, Store, StoreOptions};
-use parking_lot::Mutex;
 use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,6 +37,18 @@ pub enum Failure {
 impl From<EngineError> for Failure {
     fn from(error: EngineError) -> Failure {
         Failure::Engine(error)
+    }
+}
+
+impl From<Refusal> for Failure {
+    fn from(refusal: Refusal) -> Failure {
+        match *refusal.cause {
+            hotset_ops::Cause::Engine(error) => Failure::Engine(error),
+            hotset_ops::Cause::Sql(error) => Failure::Sql(error),
+            hotset_ops::Cause::Request { code, message } => {
+                Failure::Server(format!("{} {message}", code.as_str().to_ascii_uppercase()))
+            }
+        }
     }
 }
 
@@ -64,21 +75,14 @@ pub enum Answer {
     Wire(Vec<u8>),
 }
 
-/// How a write treats an existing primary key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteMode {
-    Insert,
-    Update,
-    Upsert,
-}
+pub use hotset_ops::WriteMode;
 
-impl WriteMode {
-    fn command(self) -> &'static [u8] {
-        match self {
-            WriteMode::Insert => b"DOC.INSERT",
-            WriteMode::Update => b"DOC.UPDATE",
-            WriteMode::Upsert => b"DOC.UPSERT",
-        }
+/// The `DOC.*` command of a write in `mode`.
+fn write_command(mode: WriteMode) -> &'static [u8] {
+    match mode {
+        WriteMode::Insert => b"DOC.INSERT",
+        WriteMode::Update => b"DOC.UPDATE",
+        WriteMode::Upsert => b"DOC.UPSERT",
     }
 }
 
@@ -94,16 +98,11 @@ pub enum Backend {
 }
 
 pub struct Embedded {
-    db: Arc<Database>,
-    /// The folder the database lives on; `None` in memory or once closed.
-    store: Mutex<Option<Store>>,
-    /// In memory, the database's background work (on a folder the store has its own).
-    maintenance: Option<Maintenance>,
+    /// The database, its folder's store (or its background work in memory), and the
+    /// parsed SQL shapes.
+    engine: Engine,
     closed: AtomicBool,
     pub path: Option<String>,
-    /// Parsed SELECTs by shape: a statement repeated with other string literals skips
-    /// the SQL parser (which cost more than the query it asked for).
-    statements: hotset_sql::StatementCache,
 }
 
 /// The fsync policy named as the server's `--fsync` names it.
@@ -121,16 +120,9 @@ impl Backend {
     pub fn memory(clock: Option<Arc<dyn Clock>>) -> Outcome<Backend> {
         let clock = clock.unwrap_or_else(|| Arc::new(SystemClock));
         let db = Arc::new(Database::with_clock(clock, Limits::default()));
-        let maintenance = Maintenance::start(Arc::clone(&db), Vec::new())
+        let engine = Engine::in_memory(db, Settings::default())
             .map_err(|e| Failure::Storage(format!("starting the maintenance thread: {e}")))?;
-        Ok(Backend::Embedded(Box::new(Embedded {
-            db,
-            store: Mutex::new(None),
-            maintenance: Some(maintenance),
-            closed: AtomicBool::new(false),
-            path: None,
-            statements: hotset_sql::StatementCache::default(),
-        })))
+        Ok(Backend::Embedded(Box::new(Embedded { engine, closed: AtomicBool::new(false), path: None })))
     }
 
     /// The engine on a folder: recovers what the folder holds, then logs every write.
@@ -142,12 +134,9 @@ impl Backend {
         }
         let store = Store::open(options).map_err(|e| Failure::Storage(format!("opening {path}: {e}")))?;
         Ok(Backend::Embedded(Box::new(Embedded {
-            db: Arc::clone(store.database()),
-            store: Mutex::new(Some(store)),
-            maintenance: None,
+            engine: Engine::on_store(store, Settings::default()),
             closed: AtomicBool::new(false),
             path: Some(path.to_string()),
-            statements: hotset_sql::StatementCache::default(),
         })))
     }
 
@@ -179,13 +168,7 @@ impl Backend {
         match self {
             Backend::Embedded(embedded) => {
                 embedded.closed.store(true, Ordering::Release);
-                if let Some(maintenance) = &embedded.maintenance {
-                    maintenance.stop();
-                }
-                match embedded.store.lock().take() {
-                    Some(store) => store.close().map_err(|e| Failure::Storage(e.to_string())),
-                    None => Ok(()),
-                }
+                embedded.engine.close().map_err(|e| Failure::Storage(e.to_string()))
             }
             Backend::Remote(remote) => {
                 remote.close();
@@ -206,11 +189,7 @@ impl Backend {
         if embedded.closed.load(Ordering::Acquire) {
             return Err(Failure::Closed);
         }
-        let round = match (&embedded.maintenance, embedded.store.lock().as_ref()) {
-            (Some(maintenance), _) => maintenance.run_due(),
-            (None, Some(store)) => store.run_maintenance(),
-            (None, None) => return Err(Failure::Closed),
-        };
+        let round = embedded.engine.run_maintenance().ok_or(Failure::Closed)?;
         round
             .into_iter()
             .map(|(job, outcome)| {
@@ -219,10 +198,11 @@ impl Backend {
             .collect()
     }
 
-    fn db(&self) -> Outcome<Option<&Database>> {
+    /// The engine when embedded and open; `None` for a client.
+    fn engine(&self) -> Outcome<Option<&Engine>> {
         match self {
             Backend::Embedded(embedded) if embedded.closed.load(Ordering::Acquire) => Err(Failure::Closed),
-            Backend::Embedded(embedded) => Ok(Some(&embedded.db)),
+            Backend::Embedded(embedded) => Ok(Some(&embedded.engine)),
             Backend::Remote(remote) if remote.is_closed() => Err(Failure::Closed),
             Backend::Remote(_) => Ok(None),
         }
@@ -231,7 +211,7 @@ impl Backend {
     fn remote(&self) -> &Remote {
         match self {
             Backend::Remote(remote) => remote,
-            Backend::Embedded(_) => unreachable!("db() answered None only for a remote backend"),
+            Backend::Embedded(_) => unreachable!("engine() answered None only for a remote backend"),
         }
     }
 
@@ -254,10 +234,13 @@ impl Backend {
     }
 
     pub fn create_namespace(&self, name: &str, indexes: &[Value]) -> Outcome<()> {
-        match self.db()? {
-            Some(db) => {
-                let defs = indexes.iter().map(IndexDef::from_json).collect::<Result<Vec<_>, _>>()?;
-                Ok(db.create_namespace(name, defs)?)
+        match self.engine()? {
+            Some(engine) => {
+                let indexes = indexes.iter().map(IndexDef::from_json).collect::<Result<Vec<_>, _>>()?;
+                engine
+                    .apply(Request::CreateNamespace { name: name.to_string(), indexes })
+                    .map(drop)
+                    .map_err(Failure::from)
             }
             None => {
                 let defs = Value::Array(indexes.to_vec()).to_string();
@@ -267,22 +250,25 @@ impl Backend {
     }
 
     pub fn drop_namespace(&self, name: &str) -> Outcome<()> {
-        match self.db()? {
-            Some(db) => Ok(db.drop_namespace(name)?),
+        match self.engine()? {
+            Some(engine) => done(engine, Request::DropNamespace { name: name.to_string() }),
             None => self.call(&[b"DOC.NSDROP", name.as_bytes()]).map(drop),
         }
     }
 
     pub fn truncate(&self, name: &str) -> Outcome<()> {
-        match self.db()? {
-            Some(db) => Ok(db.truncate(name)?),
+        match self.engine()? {
+            Some(engine) => done(engine, Request::Truncate { name: name.to_string() }),
             None => self.call(&[b"DOC.NSTRUNCATE", name.as_bytes()]).map(drop),
         }
     }
 
     pub fn namespaces(&self) -> Outcome<Vec<String>> {
-        match self.db()? {
-            Some(db) => Ok(db.namespace_names()),
+        match self.engine()? {
+            Some(engine) => match engine.apply(Request::Namespaces)? {
+                hotset_ops::Answer::Names(names) => Ok(names),
+                other => Err(unexpected_answer(&other)),
+            },
             None => match self.call(&[b"DOC.NSLIST"])? {
                 Reply::Array(items) => items
                     .into_iter()
@@ -297,8 +283,11 @@ impl Backend {
     }
 
     pub fn describe(&self, name: &str) -> Outcome<Value> {
-        match self.db()? {
-            Some(db) => Ok(db.describe(name)?.to_json()),
+        match self.engine()? {
+            Some(engine) => match engine.apply(Request::Describe { name: name.to_string() })? {
+                hotset_ops::Answer::Namespace(info) => Ok(info.to_json()),
+                other => Err(unexpected_answer(&other)),
+            },
             None => {
                 let bytes = self.call_bulk(&[b"DOC.NSINFO", name.as_bytes()])?;
                 serde_json::from_slice(&bytes).map_err(|e| protocol(&format!("namespace info that is not JSON: {e}")))
@@ -307,8 +296,10 @@ impl Backend {
     }
 
     pub fn add_index(&self, namespace: &str, index: &Value) -> Outcome<()> {
-        match self.db()? {
-            Some(db) => Ok(db.add_index(namespace, IndexDef::from_json(index)?)?),
+        match self.engine()? {
+            Some(engine) => {
+                done(engine, Request::AddIndex { namespace: namespace.to_string(), index: IndexDef::from_json(index)? })
+            }
             None => {
                 let def = index.to_string();
                 self.call(&[b"DOC.INDEXADD", namespace.as_bytes(), def.as_bytes()]).map(drop)
@@ -317,23 +308,24 @@ impl Backend {
     }
 
     pub fn drop_index(&self, namespace: &str, index: &str) -> Outcome<()> {
-        match self.db()? {
-            Some(db) => Ok(db.drop_index(namespace, index)?),
+        match self.engine()? {
+            Some(engine) => {
+                done(engine, Request::DropIndex { namespace: namespace.to_string(), index: index.to_string() })
+            }
             None => self.call(&[b"DOC.INDEXDROP", namespace.as_bytes(), index.as_bytes()]).map(drop),
         }
     }
 
     /// Writes one document.
     pub fn write(&self, namespace: &str, mode: WriteMode, doc: &Value) -> Outcome<()> {
-        match self.db()? {
-            Some(db) => Ok(match mode {
-                WriteMode::Insert => db.insert(namespace, doc),
-                WriteMode::Update => db.update(namespace, doc),
-                WriteMode::Upsert => db.upsert(namespace, doc),
-            }?),
+        match self.engine()? {
+            Some(engine) => {
+                let ops = vec![Op::Write(mode, Doc::Value(doc.clone()))];
+                done(engine, Request::Write { namespace: namespace.to_string(), ops })
+            }
             None => {
                 let json = doc.to_string();
-                self.call_int(&[mode.command(), namespace.as_bytes(), json.as_bytes()]).map(drop)
+                self.call_int(&[write_command(mode), namespace.as_bytes(), json.as_bytes()]).map(drop)
             }
         }
     }
@@ -344,8 +336,13 @@ impl Backend {
     }
 
     pub fn delete(&self, namespace: &str, key: &Value) -> Outcome<bool> {
-        match self.db()? {
-            Some(db) => Ok(db.delete(namespace, key)?),
+        match self.engine()? {
+            Some(engine) => {
+                match engine.apply(Request::Delete { namespace: namespace.to_string(), key: key.clone() })? {
+                    hotset_ops::Answer::Deleted(deleted) => Ok(deleted),
+                    other => Err(unexpected_answer(&other)),
+                }
+            }
             None => {
                 let key = key.to_string();
                 Ok(self.call_int(&[b"DOC.DEL", namespace.as_bytes(), key.as_bytes()])? > 0)
@@ -354,8 +351,11 @@ impl Backend {
     }
 
     pub fn get(&self, namespace: &str, key: &Value) -> Outcome<Option<Document>> {
-        match self.db()? {
-            Some(db) => Ok(db.get(namespace, key)?),
+        match self.engine()? {
+            Some(engine) => match engine.apply(Request::Get { namespace: namespace.to_string(), key: key.clone() })? {
+                hotset_ops::Answer::Document(doc) => Ok(doc),
+                other => Err(unexpected_answer(&other)),
+            },
             None => {
                 let key = key.to_string();
                 match self.call(&[b"DOC.GET", namespace.as_bytes(), key.as_bytes()])? {
@@ -369,19 +369,20 @@ impl Backend {
 
     /// Applies the operations to one namespace all together or not at all.
     pub fn transaction(&self, namespace: &str, ops: Vec<TxOp>) -> Outcome<usize> {
-        match self.db()? {
-            Some(db) => {
+        match self.engine()? {
+            Some(engine) => {
                 let _give_back = (ops.len() >= LARGE_TRANSACTION).then_some(GiveBackFreeMemory);
-                let mut txn = db.transaction(namespace)?;
-                for op in ops {
-                    match op {
-                        TxOp::Write(WriteMode::Insert, doc) => txn.insert_json(doc),
-                        TxOp::Write(WriteMode::Update, doc) => txn.update_json(doc),
-                        TxOp::Write(WriteMode::Upsert, doc) => txn.upsert_json(doc),
-                        TxOp::Delete(key) => txn.delete(key),
-                    }?;
+                let ops = ops
+                    .into_iter()
+                    .map(|op| match op {
+                        TxOp::Write(mode, doc) => Op::Write(mode, Doc::Json(doc)),
+                        TxOp::Delete(key) => Op::Delete(key),
+                    })
+                    .collect();
+                match engine.apply(Request::Write { namespace: namespace.to_string(), ops })? {
+                    hotset_ops::Answer::Count(count) => Ok(count),
+                    other => Err(unexpected_answer(&other)),
                 }
-                Ok(txn.commit()?)
             }
             None => {
                 let keys: Vec<Option<String>> = ops
@@ -417,8 +418,8 @@ impl Backend {
     }
 
     pub fn query(&self, query: &Query) -> Outcome<Answer> {
-        match self.db()? {
-            Some(db) => Ok(Answer::Local(db.query(query)?)),
+        match self.engine()? {
+            Some(engine) => answer(engine.apply(Request::Query(query.clone()))?),
             None => {
                 let json = dsl::query_to_json(query).to_string();
                 Ok(Answer::Wire(self.call_bulk(&[b"DOC.QUERY", json.as_bytes()])?))
@@ -426,38 +427,44 @@ impl Backend {
         }
     }
 
+    /// A SQL statement. Embedded, a SELECT of whole documents answers as the builder's
+    /// query does: its items become dicts straight from the engine's result (through JSON
+    /// text, written and parsed back, it cost a third of a full-text query's time).
     pub fn sql(&self, text: &str) -> Outcome<Answer> {
-        match self.db()? {
-            Some(db) => {
-                let Backend::Embedded(embedded) = self else {
-                    unreachable!("db() answers Some only for an embedded backend")
-                };
-                let statement = embedded.statements.parse(text).map_err(Failure::Sql)?;
-                // A SELECT of whole documents answers as the builder's query does: its
-                // items become dicts straight from the engine's result. Through JSON text
-                // (written, then parsed back) it cost a third of a full-text query's time.
-                if let hotset_sql::Statement::Select(hotset_sql::Select {
-                    query,
-                    projection: hotset_sql::Projection::All,
-                }) = &statement
-                {
-                    return Ok(Answer::Local(db.query(query)?));
-                }
-                Ok(Answer::Wire(hotset_sql::execute(db, &statement)?))
-            }
+        match self.engine()? {
+            Some(engine) => answer(engine.apply(Request::Sql(text.to_string()))?),
             None => Ok(Answer::Wire(self.call_bulk(&[b"DOC.SQL", text.as_bytes()])?)),
         }
     }
 
     pub fn search(&self, search: &Value) -> Outcome<Answer> {
-        match self.db()? {
-            Some(db) => Ok(Answer::Search(db.search(&Search::from_json(search)?)?)),
+        match self.engine()? {
+            Some(engine) => answer(engine.apply(Request::Search(Search::from_json(search)?))?),
             None => {
                 let json = search.to_string();
                 Ok(Answer::Wire(self.call_bulk(&[b"DOC.SEARCH", json.as_bytes()])?))
             }
         }
     }
+}
+
+/// Applies a request that answers nothing but success.
+fn done(engine: &Engine, request: Request) -> Outcome<()> {
+    engine.apply(request).map(drop).map_err(Failure::from)
+}
+
+/// A query's, statement's or search's answer as this package keeps it.
+fn answer(answer: hotset_ops::Answer) -> Outcome<Answer> {
+    match answer {
+        hotset_ops::Answer::Query(result) => Ok(Answer::Local(result)),
+        hotset_ops::Answer::Search(result) => Ok(Answer::Search(result)),
+        hotset_ops::Answer::Json(text) => Ok(Answer::Wire(text)),
+        other => Err(unexpected_answer(&other)),
+    }
+}
+
+fn unexpected_answer(answer: &hotset_ops::Answer) -> Failure {
+    Failure::Storage(format!("the engine gave an unexpected answer: {answer:?}"))
 }
 
 /// Operations from which a transaction's freed memory is worth handing back to the

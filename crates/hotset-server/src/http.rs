@@ -34,9 +34,10 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
+use hotset_core::Error;
 use hotset_core::error::ErrorCode;
 use hotset_core::query::dsl;
-use hotset_core::{Error, IndexDef};
+use hotset_ops::{Answer, Cause, Doc, Op, Refusal, Request, WriteMode, decode};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -137,23 +138,41 @@ fn error_body(code: ErrorCode, message: &str, context: Map<String, Value>) -> Va
     Value::Object(body)
 }
 
+/// The status of a refusal, chosen by its code alone.
+fn status_of(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        ErrorCode::AlreadyExists => StatusCode::CONFLICT,
+        ErrorCode::Limit => StatusCode::PAYLOAD_TOO_LARGE,
+        // The server gave up on the query, not the client on sending it: 503 says "not
+        // now" as for the other server-side refusals (408 would blame the client).
+        ErrorCode::Timeout | ErrorCode::Storage => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::Auth => StatusCode::UNAUTHORIZED,
+        ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorCode::BadDocument
+        | ErrorCode::BadQuery
+        | ErrorCode::Schema
+        | ErrorCode::BadChange
+        | ErrorCode::BadRequest => StatusCode::BAD_REQUEST,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> Self {
+        let code = refusal.code();
+        let mut refused = ApiError::new(status_of(code), code, refusal.to_string());
+        if let Cause::Sql(error) = &*refusal.cause {
+            refused.context.insert("line".into(), json!(error.line));
+            refused.context.insert("column".into(), json!(error.column));
+        }
+        refused
+    }
+}
+
 impl From<Error> for ApiError {
     fn from(error: Error) -> Self {
-        let status = match &error {
-            Error::UnknownNamespace { .. } | Error::UnknownIndex { .. } | Error::NotFound { .. } => {
-                StatusCode::NOT_FOUND
-            }
-            Error::NamespaceExists { .. } | Error::IndexExists { .. } | Error::DuplicateKey { .. } => {
-                StatusCode::CONFLICT
-            }
-            Error::LimitExceeded { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            // The server gave up on the query, not the client on sending it: 503 says
-            // "not now" as for the other server-side refusals (408 would blame the client).
-            Error::Timeout { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            Error::Storage { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            _ => StatusCode::BAD_REQUEST,
-        };
-        ApiError::new(status, error.code(), error.to_string())
+        ApiError::from(Refusal::from(error))
     }
 }
 
@@ -163,11 +182,21 @@ fn bad_request(message: impl Into<String>) -> ApiError {
 
 type ApiResult<T = Json<Value>> = Result<T, ApiError>;
 
-/// Runs an engine call on the blocking pool: writes (which wait for the log) and
-/// administrative calls. Reads (`/query`, `SELECT`) run on the I/O thread instead, as RESP
-/// runs them: the hand-off to the pool and back is two thread switches, which cost more
-/// than most queries (the profile-search query over 1M rows spent about 30% of the server's
-/// time in the scheduler that way); a long read is bounded by the server's query timeout.
+/// Applies a request where it belongs (`Request::blocks`), as RESP does: writes (which
+/// wait for the log), index builds and searches on the blocking pool, so they never stall
+/// the runtime's threads; reads on the I/O thread, since the hand-off to the pool and back
+/// costs two thread switches, more than most queries (the profile-search query over 1M
+/// rows spent about 30% of the server's time in the scheduler that way); a long read is
+/// bounded by the server's query time limit.
+async fn apply(state: &Arc<ServerState>, request: Request) -> Result<Answer, ApiError> {
+    if !request.blocks() {
+        return Ok(state.engine.apply(request)?);
+    }
+    let state = Arc::clone(state);
+    blocking(move || Ok(state.engine.apply(request)?)).await
+}
+
+/// Runs `work` on the blocking pool.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
@@ -178,8 +207,13 @@ async fn blocking<T: Send + 'static>(
 
 /// A JSON body, or a 400 with the code of what the body should have been (`schema` for
 /// a namespace or index definition, `bad_document`, `bad_query`), as RESP's `DOC.*` do.
-fn json_body(body: &[u8], code: ErrorCode) -> Result<Value, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, code, format!("invalid JSON: {e}")))
+fn json_body(body: &[u8], what: &str, code: ErrorCode) -> Result<Value, ApiError> {
+    Ok(decode::json(body, what, code)?)
+}
+
+/// An answer the request does not give: a bug between this file and `hotset_ops`.
+fn unexpected(answer: &Answer) -> ApiError {
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal, format!("unexpected answer {answer:?}"))
 }
 
 async fn not_found() -> ApiError {
@@ -204,71 +238,66 @@ async fn metrics_text(State(state): AppState) -> Response {
 }
 
 async fn list_namespaces(State(state): AppState) -> ApiResult {
-    let namespaces: Vec<Value> = state
-        .db
-        .namespace_names()
-        .iter()
-        .filter_map(|name| state.db.describe(name).ok())
-        .map(|info| json!({"name": info.name, "documents": info.documents, "memory_bytes": info.memory_bytes}))
-        .collect();
+    let Answer::Names(names) = apply(&state, Request::Namespaces).await? else { unreachable!("names answer names") };
+    let mut namespaces = Vec::with_capacity(names.len());
+    for name in names {
+        // A namespace dropped meanwhile is left out.
+        if let Ok(Answer::Namespace(info)) = state.engine.apply(Request::Describe { name }) {
+            namespaces.push(json!({"name": info.name, "documents": info.documents, "memory_bytes": info.memory_bytes}));
+        }
+    }
     Ok(Json(json!({"items": namespaces})))
 }
 
 async fn create_namespace(State(state): AppState, body: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let body = json_body(&body, ErrorCode::Schema)?;
+    let body = json_body(&body, "the namespace definition", ErrorCode::Schema)?;
     let name =
         body.get("name").and_then(Value::as_str).ok_or_else(|| bad_request("name: a string is required"))?.to_string();
     let indexes = match body.get("indexes") {
         None => Vec::new(),
-        Some(Value::Array(defs)) => defs.iter().map(IndexDef::from_json).collect::<Result<Vec<_>, _>>()?,
-        Some(_) => return Err(bad_request("indexes: must be a list of index definitions")),
+        Some(defs) => decode::index_defs(defs)?,
     };
     if let Some(key) = body.as_object().and_then(|o| o.keys().find(|k| !matches!(k.as_str(), "name" | "indexes"))) {
         return Err(bad_request(format!("unknown key '{key}' (expected name, indexes)")));
     }
-    let db = Arc::clone(&state.db);
-    let created = name.clone();
-    blocking(move || Ok(db.create_namespace(&created, indexes)?)).await?;
-    Ok((StatusCode::CREATED, describe(&state, &name)?))
+    apply(&state, Request::CreateNamespace { name: name.clone(), indexes }).await?;
+    Ok((StatusCode::CREATED, describe(&state, name).await?))
 }
 
-fn describe(state: &ServerState, name: &str) -> ApiResult {
-    Ok(Json(state.db.describe(name)?.to_json()))
+async fn describe(state: &Arc<ServerState>, name: String) -> ApiResult {
+    match apply(state, Request::Describe { name }).await? {
+        Answer::Namespace(info) => Ok(Json(info.to_json())),
+        other => Err(unexpected(&other)),
+    }
 }
 
 async fn describe_namespace(State(state): AppState, Path(ns): Path<String>) -> ApiResult {
-    describe(&state, &ns)
+    describe(&state, ns).await
 }
 
-async fn drop_namespace(State(state): AppState, Path(ns): Path<String>) -> ApiResult {
-    let db = Arc::clone(&state.db);
-    blocking(move || Ok(db.drop_namespace(&ns)?)).await?;
+async fn drop_namespace(State(state): AppState, Path(name): Path<String>) -> ApiResult {
+    apply(&state, Request::DropNamespace { name }).await?;
     Ok(Json(json!({"dropped": true})))
 }
 
-async fn truncate(State(state): AppState, Path(ns): Path<String>) -> ApiResult {
-    let db = Arc::clone(&state.db);
-    blocking(move || Ok(db.truncate(&ns)?)).await?;
+async fn truncate(State(state): AppState, Path(name): Path<String>) -> ApiResult {
+    apply(&state, Request::Truncate { name }).await?;
     Ok(Json(json!({"truncated": true})))
 }
 
 async fn add_index(
     State(state): AppState,
-    Path(ns): Path<String>,
+    Path(namespace): Path<String>,
     body: Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let def = IndexDef::from_json(&json_body(&body, ErrorCode::Schema)?)?;
-    let db = Arc::clone(&state.db);
-    let namespace = ns.clone();
-    blocking(move || Ok(db.add_index(&namespace, def)?)).await?;
-    Ok((StatusCode::CREATED, describe(&state, &ns)?))
+    let index = decode::index_def(&body)?;
+    apply(&state, Request::AddIndex { namespace: namespace.clone(), index }).await?;
+    Ok((StatusCode::CREATED, describe(&state, namespace).await?))
 }
 
-async fn drop_index(State(state): AppState, Path((ns, index)): Path<(String, String)>) -> ApiResult {
-    let db = Arc::clone(&state.db);
-    let namespace = ns.clone();
-    blocking(move || Ok(db.drop_index(&namespace, &index)?)).await?;
-    describe(&state, &ns)
+async fn drop_index(State(state): AppState, Path((namespace, index)): Path<(String, String)>) -> ApiResult {
+    apply(&state, Request::DropIndex { namespace: namespace.clone(), index }).await?;
+    describe(&state, namespace).await
 }
 
 #[derive(serde::Deserialize)]
@@ -276,109 +305,79 @@ struct WriteParams {
     mode: Option<String>,
 }
 
-/// The documents of a write body.
-enum Documents {
-    /// A JSON array, or one object: parsed here.
-    Values(Vec<Value>),
-    /// NDJSON: each non-blank line's text with its line number, handed to the engine as
-    /// JSON text, which parses it once, straight into the document's stored form (no
-    /// `Value` tree per document).
-    Lines(Vec<(usize, Vec<u8>)>),
-}
-
-/// Splits a write body: NDJSON, a JSON array, or one object.
-fn documents(body: &[u8]) -> Result<Documents, ApiError> {
+/// A write body's operations: NDJSON (each non-blank line's text, which the engine parses
+/// once straight into the document's stored form), a JSON array, or one object. With
+/// NDJSON, the line of each document, to name a refused one by (an array's are named by
+/// their place).
+fn documents(body: &[u8], mode: WriteMode) -> Result<(Vec<Op>, Option<Vec<usize>>), ApiError> {
     let text = std::str::from_utf8(body).map_err(|_| bad_request("the body is not UTF-8"))?;
     if text.trim_start().starts_with('[') {
-        return match json_body(body, ErrorCode::BadDocument)? {
-            Value::Array(docs) => Ok(Documents::Values(docs)),
+        return match json_body(body, "the array of documents", ErrorCode::BadDocument)? {
+            Value::Array(docs) => Ok((docs.into_iter().map(|doc| Op::Write(mode, Doc::Value(doc))).collect(), None)),
             _ => Err(bad_request("expected a JSON array of documents")),
         };
     }
-    let lines = text
+    let (lines, ops) = text
         .lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| (i + 1, line.as_bytes().to_vec()))
-        .collect();
-    Ok(Documents::Lines(lines))
+        .map(|(i, line)| (i + 1, Op::Write(mode, Doc::Json(line.as_bytes().to_vec()))))
+        .unzip();
+    Ok((ops, Some(lines)))
 }
 
 async fn write_items(
     State(state): AppState,
-    Path(ns): Path<String>,
+    Path(namespace): Path<String>,
     UrlQuery(params): UrlQuery<WriteParams>,
     body: Bytes,
 ) -> ApiResult {
-    let mode = params.mode.unwrap_or_else(|| "upsert".into());
-    if !matches!(mode.as_str(), "upsert" | "insert" | "update") {
-        return Err(bad_request(format!("mode must be upsert, insert or update, not '{mode}'")));
-    }
-    let db = Arc::clone(&state.db);
-    let count = blocking(move || {
-        let docs = documents(&body)?;
+    let mode_name = params.mode.unwrap_or_else(|| "upsert".into());
+    let mode = WriteMode::named(&mode_name)
+        .ok_or_else(|| bad_request(format!("mode must be upsert, insert or update, not '{mode_name}'")))?;
+    // A write blocks (`Request::blocks`); splitting a large body is work too: both on the
+    // blocking pool, in one hand-off.
+    let engine_state = Arc::clone(&state);
+    let (applied, lines) = blocking(move || {
+        let (ops, lines) = documents(&body, mode)?;
         drop(body);
-        let mut txn = db.transaction(&ns)?;
-        // The line of each NDJSON document, to name a refused one by (an array's are named
-        // by their place); formatted only on a failure.
-        let lines: Option<Vec<usize>> = match docs {
-            Documents::Values(values) => {
-                for doc in values {
-                    match mode.as_str() {
-                        "insert" => txn.insert(doc),
-                        "update" => txn.update(doc),
-                        _ => txn.upsert(doc),
-                    }?;
-                }
-                None
-            }
-            Documents::Lines(texts) => {
-                let mut lines = Vec::with_capacity(texts.len());
-                for (line, text) in texts {
-                    lines.push(line);
-                    match mode.as_str() {
-                        "insert" => txn.insert_json(text),
-                        "update" => txn.update_json(text),
-                        _ => txn.upsert_json(text),
-                    }?;
-                }
-                Some(lines)
-            }
-        };
-        txn.commit_naming_failure().map_err(|(position, error)| {
-            let mut refused = ApiError::from(error);
-            match (position, &lines) {
-                (Some(position), Some(lines)) => {
-                    refused.message = format!("line {}: {}", lines[position], refused.message)
-                }
-                (Some(position), None) => refused.message = format!("document {}: {}", position + 1, refused.message),
-                (None, _) => {}
-            }
-            refused
-        })
+        Ok((engine_state.engine.apply(Request::Write { namespace, ops }), lines))
     })
     .await?;
-    Ok(Json(json!({"count": count})))
-}
-
-/// A key from the URL: JSON text when it parses (numbers, arrays for composite keys,
-/// quoted strings), the text itself otherwise.
-fn url_key(key: &str) -> Value {
-    serde_json::from_str(key).unwrap_or_else(|_| Value::String(key.to_string()))
-}
-
-async fn get_item(State(state): AppState, Path((ns, key)): Path<(String, String)>) -> Result<Response, ApiError> {
-    let key = url_key(&key);
-    match state.db.get(&ns, &key)? {
-        Some(doc) => Ok(([(header::CONTENT_TYPE, "application/json")], doc.to_vec()).into_response()),
-        None => Err(ApiError::from(Error::NotFound { namespace: ns, key: key.to_string() })),
+    match applied {
+        Ok(Answer::Count(count)) => Ok(Json(json!({"count": count}))),
+        Ok(other) => Err(unexpected(&other)),
+        Err(refusal) => {
+            let at = refusal.at;
+            let mut refused = ApiError::from(refusal);
+            if let Some(at) = at {
+                refused.message = match &lines {
+                    Some(lines) => format!("line {}: {}", lines[at], refused.message),
+                    None => format!("document {}: {}", at + 1, refused.message),
+                };
+            }
+            Err(refused)
+        }
     }
 }
 
-async fn delete_item(State(state): AppState, Path((ns, key)): Path<(String, String)>) -> ApiResult {
-    let db = Arc::clone(&state.db);
-    let deleted = blocking(move || Ok(db.delete(&ns, &url_key(&key))?)).await?;
-    Ok(Json(json!({"deleted": deleted})))
+async fn get_item(
+    State(state): AppState,
+    Path((namespace, key)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let key = decode::key(key.as_bytes());
+    match apply(&state, Request::Get { namespace: namespace.clone(), key: key.clone() }).await? {
+        Answer::Document(Some(doc)) => Ok(([(header::CONTENT_TYPE, "application/json")], doc.to_vec()).into_response()),
+        Answer::Document(None) => Err(ApiError::from(Error::NotFound { namespace, key: key.to_string() })),
+        other => Err(unexpected(&other)),
+    }
+}
+
+async fn delete_item(State(state): AppState, Path((namespace, key)): Path<(String, String)>) -> ApiResult {
+    match apply(&state, Request::Delete { namespace, key: decode::key(key.as_bytes()) }).await? {
+        Answer::Deleted(deleted) => Ok(Json(json!({"deleted": deleted}))),
+        other => Err(unexpected(&other)),
+    }
 }
 
 async fn query(State(state): AppState, body: Bytes) -> Result<Response, ApiError> {
@@ -390,40 +389,34 @@ async fn query_namespace(State(state): AppState, Path(ns): Path<String>, body: B
 }
 
 async fn run_query(state: Arc<ServerState>, ns: Option<String>, body: Bytes) -> Result<Response, ApiError> {
-    let mut query = dsl::query_from_json(&json_body(&body, ErrorCode::BadQuery)?, ns.as_deref())?;
-    state.limit_query(&mut query);
-    // A read: on the I/O thread (see `blocking`).
-    let result = state.db.query(&query)?;
-    let mut out = Vec::with_capacity(256 + result.items.len() * 128);
-    dsl::write_result_json(&result, &mut out);
-    Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
+    let query = dsl::query_from_json(&json_body(&body, "the query", ErrorCode::BadQuery)?, ns.as_deref())?;
+    json_answer(apply(&state, Request::Query(query)).await?)
 }
 
 /// Full-text search across namespaces, merged by rank (`hotset_core::Search`).
 async fn search(State(state): AppState, body: Bytes) -> Result<Response, ApiError> {
-    let mut search = hotset_core::Search::from_json(&json_body(&body, ErrorCode::BadQuery)?)?;
-    state.limit_search(&mut search);
-    let out = blocking(move || Ok(state.db.search(&search)?.to_json().to_string())).await?;
-    Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
+    let search = hotset_core::Search::from_json(&json_body(&body, "the search", ErrorCode::BadQuery)?)?;
+    json_answer(apply(&state, Request::Search(search)).await?)
 }
 
 /// SQL text in, the statement's JSON answer out. A statement that cannot be parsed or is
 /// not supported answers 400 with where the problem is (`line`, `column`).
 async fn sql(State(state): AppState, body: Bytes) -> Result<Response, ApiError> {
     let text = std::str::from_utf8(&body).map_err(|_| bad_request("the SQL text is not UTF-8"))?;
-    let mut statement = hotset_sql::parse(text).map_err(|error| {
-        let status =
-            if error.code == ErrorCode::Limit { StatusCode::PAYLOAD_TOO_LARGE } else { StatusCode::BAD_REQUEST };
-        let mut refused = ApiError::new(status, error.code, error.to_string());
-        refused.context.insert("line".into(), json!(error.line));
-        refused.context.insert("column".into(), json!(error.column));
-        refused
-    })?;
-    state.limit_sql(&mut statement);
-    let out = if matches!(statement, hotset_sql::Statement::Select(_)) {
-        hotset_sql::execute(&state.db, &statement)?
-    } else {
-        blocking(move || Ok(hotset_sql::execute(&state.db, &statement)?)).await?
+    json_answer(apply(&state, Request::Sql(text.to_string())).await?)
+}
+
+/// A query's, search's or SQL statement's answer as its JSON body.
+fn json_answer(answer: Answer) -> Result<Response, ApiError> {
+    let out = match answer {
+        Answer::Query(result) => {
+            let mut out = Vec::with_capacity(256 + result.items.len() * 128);
+            dsl::write_result_json(&result, &mut out);
+            out
+        }
+        Answer::Search(result) => result.to_json().to_string().into_bytes(),
+        Answer::Json(out) => out,
+        other => return Err(unexpected(&other)),
     };
     Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
 }

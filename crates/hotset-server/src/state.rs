@@ -7,6 +7,7 @@
 use crate::config::Config;
 use crate::metrics::Histogram;
 use hotset_core::Database;
+use hotset_ops::{Engine, Settings};
 use hotset_storage::Store;
 use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
@@ -17,9 +18,12 @@ use std::time::Instant;
 
 /// Shared by all connections.
 pub struct ServerState {
+    /// The database and its store, which every interface's requests are applied to.
+    pub engine: Engine,
+    /// The engine's database (a shorthand for key-value commands and INFO).
     pub db: Arc<Database>,
-    /// `None` once the server has shut the store down.
-    pub store: RwLock<Option<Store>>,
+    /// The engine's store; `None` once the server has shut it down.
+    pub store: Arc<RwLock<Option<Store>>>,
     pub config: Config,
     pub started: Instant,
     pub clients: Mutex<BTreeMap<u64, ClientInfo>>,
@@ -27,28 +31,6 @@ pub struct ServerState {
     pub stats: Stats,
     /// The TLS listeners' acceptors, once they serve (for their handshake failure counts).
     pub tls: std::sync::OnceLock<[Arc<crate::tls::Tls>; 2]>,
-}
-
-impl ServerState {
-    /// Gives a query the server's time limit (or its own, when that is shorter).
-    pub fn limit_query(&self, query: &mut hotset_core::Query) {
-        query.timeout = self.config.query_timeout(query.timeout);
-    }
-
-    /// Gives each query of a search the server's time limit.
-    pub fn limit_search(&self, search: &mut hotset_core::Search) {
-        search.timeout = self.config.query_timeout(search.timeout);
-    }
-
-    /// Gives the query of a SQL statement, if it has one, the server's time limit.
-    pub fn limit_sql(&self, statement: &mut hotset_sql::Statement) {
-        use hotset_sql::Statement;
-        match statement {
-            Statement::Select(select) => self.limit_query(&mut select.query),
-            Statement::Update { query, .. } | Statement::Delete { query } => self.limit_query(query),
-            _ => {}
-        }
-    }
 }
 
 /// What CLIENT LIST / CLIENT INFO show of a connection.
@@ -79,9 +61,12 @@ pub struct Stats {
 
 impl ServerState {
     pub fn new(store: Store, config: Config) -> Arc<ServerState> {
+        let settings = Settings { query_timeout: config.query_timeout(None) };
+        let engine = Engine::on_store(store, settings);
         Arc::new(ServerState {
-            db: Arc::clone(store.database()),
-            store: RwLock::new(Some(store)),
+            db: Arc::clone(engine.database()),
+            store: Arc::clone(engine.store()),
+            engine,
             config,
             started: Instant::now(),
             clients: Mutex::new(BTreeMap::new()),

@@ -113,6 +113,7 @@ fn json_errors_carry_code_kind_context_and_place() {
     let (word, json) = json_error(&line(&mut c, &["DOC.UPSERT", "books", "{oops"]));
     assert_eq!(word, "BAD_DOCUMENT");
     assert!(json["error"].as_str().unwrap().starts_with("a document is not valid JSON: "), "{json}");
+    assert_eq!(json["document"], 1, "the refused document's place: {json}");
     assert_eq!(Error::from_json(&json), None, "not an engine error");
     let (word, _) = json_error(&line(&mut c, &["DOC.QUERY", "{oops"]));
     assert_eq!(word, "BAD_QUERY");
@@ -160,7 +161,8 @@ fn text_errors_lead_with_their_code_and_the_form_switches_back() {
         "-BAD_REQUEST DOC.TXN takes pairs of an operation and its argument"
     );
     assert!(
-        line(&mut c, &["DOC.UPSERT", "books", "{oops"]).starts_with("-BAD_DOCUMENT a document is not valid JSON: ")
+        line(&mut c, &["DOC.UPSERT", "books", "{oops"])
+            .starts_with("-BAD_DOCUMENT document 1: a document is not valid JSON: ")
     );
     let sql = line(&mut c, &["DOC.SQL", "SELECT *\nFROM books WHERE id = = 1"]);
     let parsed = hotset_sql::parse("SELECT *\nFROM books WHERE id = = 1").unwrap_err();

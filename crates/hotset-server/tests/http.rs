@@ -120,7 +120,7 @@ fn bad_requests_get_clear_errors_and_change_nothing() {
     assert_eq!(post(&server, "/api/v1/namespaces", &schema).0, 201);
     assert_eq!(call(&server, "POST", "/api/v1/namespaces/n/items", Some(b"{\"id\": 1, \"v\": \"kept\"}")).0, 200);
     let cases: Vec<(&str, &str, &[u8], u16, &str)> = vec![
-        ("POST", "/api/v1/namespaces", b"{not json", 400, "invalid JSON"),
+        ("POST", "/api/v1/namespaces", b"{not json", 400, "the namespace definition is not valid JSON"),
         (
             "POST",
             "/api/v1/namespaces",
@@ -131,7 +131,13 @@ fn bad_requests_get_clear_errors_and_change_nothing() {
         ("POST", "/api/v1/namespaces", b"{\"name\": \"x\", \"extra\": 1}", 400, "unknown key 'extra'"),
         ("POST", "/api/v1/namespaces/missing/items", b"{\"id\": 1}", 404, "does not exist"),
         ("POST", "/api/v1/namespaces/n/items", b"{\"id\": 2}\n\n{broken", 400, "line 3: invalid JSON"),
-        ("POST", "/api/v1/namespaces/n/items", b"[{\"id\": 2}, {broken", 400, "invalid JSON"),
+        (
+            "POST",
+            "/api/v1/namespaces/n/items",
+            b"[{\"id\": 2}, {broken",
+            400,
+            "the array of documents is not valid JSON",
+        ),
         ("POST", "/api/v1/namespaces/n/items", b"[1, 2]", 400, "a document must be a JSON object"),
         ("POST", "/api/v1/namespaces/n/items?mode=replace", b"{\"id\": 2}", 400, "mode must be"),
         (

@@ -205,6 +205,27 @@ const STACK_BYTES_PER_SQL_BYTE: usize = if cfg!(debug_assertions) { 512 } else {
 /// Stack kept free for what runs on top of the deepest level.
 const STACK_BYTES_BASE: usize = 256 << 10;
 
+/// Whether `sql` only reads: its first word (after blanks and comments) is `SELECT` or
+/// `EXPLAIN`. A cheap look ahead of parsing, for an interface choosing where to run the
+/// statement; the statement itself is still parsed and checked in full.
+pub fn reads_only(sql: &str) -> bool {
+    let mut rest = sql;
+    loop {
+        rest = rest.trim_start();
+        if let Some(line) = rest.strip_prefix("--") {
+            rest = line.split_once('\n').map_or("", |(_, after)| after);
+        } else if let Some(block) = rest.strip_prefix("/*") {
+            rest = block.split_once("*/").map_or("", |(_, after)| after);
+        } else if let Some(bracketed) = rest.strip_prefix('(') {
+            rest = bracketed;
+        } else {
+            break;
+        }
+    }
+    let word: String = rest.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    word.eq_ignore_ascii_case("select") || word.eq_ignore_ascii_case("explain")
+}
+
 /// Parses one SQL statement.
 ///
 /// Whatever the text, this never exhausts the caller's stack: when the thread it runs on

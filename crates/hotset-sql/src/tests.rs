@@ -307,3 +307,23 @@ fn sql_errors_carry_the_document_api_code_of_the_same_mistake() {
         assert_eq!(error_of(sql).code, code, "{sql}: {}", error_of(sql));
     }
 }
+
+#[test]
+fn reads_only_looks_at_the_first_word_past_comments() {
+    use crate::reads_only;
+    for read in
+        ["SELECT 1", "  select * from t", "-- note\nSELECT * FROM t", "/* a */ explain select * from t", "(SELECT 1)"]
+    {
+        assert!(reads_only(read), "{read}");
+    }
+    for write in [
+        "INSERT INTO t VALUES (1)",
+        "update t set a = 1",
+        "-- select\nDELETE FROM t",
+        "/* select */ DROP TABLE t",
+        "",
+        "selected",
+    ] {
+        assert!(!reads_only(write), "{write}");
+    }
+}

@@ -1,10 +1,13 @@
 //! Document commands over RESP: the `DOC.` family, for namespaces, items and queries.
 //!
-//! Owns: the argument shapes and replies of `DOC.*` commands. Documents, index
-//! definitions, queries and results travel as JSON text (bulk strings), in the same shapes
-//! as the HTTP API. Never: semantics of their own (the engine's), or long work on the
-//! caller's thread beyond one query (a query runs where the connection runs, like any
-//! Redis command).
+//! Owns: the argument shapes and replies of `DOC.*` commands: each decodes its arguments
+//! into a `hotset_ops::Request` and encodes the `Answer`. Documents, index definitions,
+//! queries and results travel as JSON text (bulk strings), in the same shapes as the HTTP
+//! API. Never: semantics of their own (`hotset_ops` and the engine hold them), or a
+//! request that blocks (`Request::blocks`: writes, index builds, searches, SAVE) run as if
+//! it did not: those leave the I/O thread's other connections to another thread
+//! (`tokio::task::block_in_place`) while they run; reads run where the connection runs,
+//! like any Redis command.
 //!
 //! | command | reply |
 //! |---|---|
@@ -41,10 +44,41 @@ use super::Session;
 use super::args::CmdError;
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
+use hotset_core::Error;
 use hotset_core::error::ErrorCode;
 use hotset_core::query::dsl;
-use hotset_core::{Database, Error, IndexDef};
+use hotset_ops::decode::{self, SCAN_COUNT_DEFAULT};
+use hotset_ops::{Answer, Cause, Doc, Op, Refusal, Request, WriteMode};
 use serde_json::Value;
+
+/// A `DOC.*` command's body: decodes, applies, encodes; a refusal is written by `run` in
+/// the connection's error form.
+type Handler = fn(&ServerState, &[&[u8]], &mut Reply<'_>) -> Result<(), Refused>;
+
+/// The handler of `DOC.*` command `name` (upper case).
+fn handler(name: &str) -> Option<Handler> {
+    Some(match name {
+        "DOC.NSCREATE" => ns_create,
+        "DOC.NSDROP" => ns_drop,
+        "DOC.NSTRUNCATE" => ns_truncate,
+        "DOC.NSLIST" => ns_list,
+        "DOC.NSINFO" => ns_info,
+        "DOC.INDEXADD" => index_add,
+        "DOC.INDEXDROP" => index_drop,
+        "DOC.UPSERT" => upsert,
+        "DOC.INSERT" => insert,
+        "DOC.UPDATE" => update,
+        "DOC.TXN" => transaction,
+        "DOC.GET" => get,
+        "DOC.DEL" => del,
+        "DOC.QUERY" => query,
+        "DOC.EXPLAIN" => explain,
+        "DOC.SEARCH" => search,
+        "DOC.SCAN" => scan,
+        "DOC.SQL" => sql,
+        _ => return None,
+    })
+}
 
 /// Runs `DOC.*` command `name` (upper case); `Ok(false)` when it is not one. A refusal
 /// is written in the error form the connection chose (`DOC.ERRORS`).
@@ -56,14 +90,17 @@ pub fn run(
     r: &mut Reply<'_>,
 ) -> Result<bool, CmdError> {
     let done = match name {
-        "DOC.ERRORS" => errors_form(session, a, r),
-        _ => command(state, name, a, r),
+        "DOC.ERRORS" => errors_form(session, a, r).map(|()| true),
+        _ => match handler(name) {
+            Some(handler) => handler(state, a, r).map(|()| true),
+            None => Ok(false),
+        },
     };
-    done.map_err(|refusal| CmdError(if session.errors_json { refusal.json_line() } else { refusal.text_line() }))
+    done.map_err(|refused| CmdError(if session.errors_json { refused.json_line() } else { refused.text_line() }))
 }
 
 /// `DOC.ERRORS [JSON|TEXT]`: sets the connection's error form, or answers it.
-fn errors_form(session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> Result<bool, Refusal> {
+fn errors_form(session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     match a {
         [_] => r.simple(if session.errors_json { "JSON" } else { "TEXT" }),
         [_, form] if form.eq_ignore_ascii_case(b"JSON") => {
@@ -74,189 +111,258 @@ fn errors_form(session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> Result<
             session.errors_json = false;
             r.ok();
         }
-        _ => return Err(Refusal::request("DOC.ERRORS takes JSON or TEXT")),
+        _ => return Err(Refusal::bad_request("DOC.ERRORS takes JSON or TEXT").into()),
     }
-    Ok(true)
-}
-
-fn command(state: &ServerState, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Result<bool, Refusal> {
-    let db: &Database = &state.db;
-    match name {
-        "DOC.NSCREATE" => {
-            let indexes = match a.get(2) {
-                None => Vec::new(),
-                Some(defs) => match parse_json(defs, "the index definitions", ErrorCode::Schema)? {
-                    Value::Array(defs) => defs.iter().map(IndexDef::from_json).collect::<Result<Vec<_>, _>>()?,
-                    _ => {
-                        return Err(Refusal::Request {
-                            code: ErrorCode::Schema,
-                            message: "the index definitions must be a JSON list".into(),
-                            at: None,
-                        });
-                    }
-                },
-            };
-            db.create_namespace(&text(a[1])?, indexes)?;
-            r.ok();
-        }
-        "DOC.NSDROP" => {
-            db.drop_namespace(&text(a[1])?)?;
-            r.ok();
-        }
-        "DOC.NSTRUNCATE" => {
-            db.truncate(&text(a[1])?)?;
-            r.ok();
-        }
-        "DOC.NSLIST" => {
-            let names = db.namespace_names();
-            r.array(names.len());
-            names.iter().for_each(|n| r.bulk(n.as_bytes()));
-        }
-        "DOC.NSINFO" => {
-            let info = db.describe(&text(a[1])?)?;
-            r.bulk(info.to_json().to_string().as_bytes());
-        }
-        "DOC.INDEXADD" => {
-            let def = IndexDef::from_json(&parse_json(a[2], "the index definition", ErrorCode::Schema)?)?;
-            db.add_index(&text(a[1])?, def)?;
-            r.ok();
-        }
-        "DOC.INDEXDROP" => {
-            db.drop_index(&text(a[1])?, &text(a[2])?)?;
-            r.ok();
-        }
-        "DOC.UPSERT" | "DOC.INSERT" | "DOC.UPDATE" => r.int(write(db, name, a)? as i64),
-        "DOC.TXN" => r.int(transaction(db, a)? as i64),
-        "DOC.GET" => {
-            let doc = db.get(&text(a[1])?, &key(a[2]))?;
-            r.bulk_or_null(doc.as_deref());
-        }
-        "DOC.DEL" => r.int(i64::from(db.delete(&text(a[1])?, &key(a[2]))?)),
-        "DOC.QUERY" | "DOC.EXPLAIN" => query(state, name, a, r)?,
-        "DOC.SEARCH" => {
-            let search = parse_json(a[1], "the search", ErrorCode::BadQuery)?;
-            let mut search = hotset_core::Search::from_json(&search)?;
-            state.limit_search(&mut search);
-            r.bulk(db.search(&search)?.to_json().to_string().as_bytes());
-        }
-        "DOC.SCAN" => scan(db, a, r)?,
-        "DOC.SQL" => {
-            let mut statement = hotset_sql::parse(&text(a[1])?).map_err(Refusal::Sql)?;
-            state.limit_sql(&mut statement);
-            r.bulk(&hotset_sql::execute(db, &statement)?);
-        }
-        _ => return Ok(false),
-    }
-    Ok(true)
-}
-
-/// `DOC.UPSERT|INSERT|UPDATE ns doc...`: every document or none; how many were written.
-fn write(db: &Database, name: &str, a: &[&[u8]]) -> Result<usize, Refusal> {
-    let mut txn = db.transaction(&text(a[1])?)?;
-    for (i, doc) in a[2..].iter().enumerate() {
-        let doc = parse_json(doc, "a document", ErrorCode::BadDocument)?;
-        let written = match name {
-            "DOC.INSERT" => txn.insert(doc),
-            "DOC.UPDATE" => txn.update(doc),
-            _ => txn.upsert(doc),
-        };
-        written.map_err(|error| Refusal::Engine { error, at: Some(("document", i + 1)) })?;
-    }
-    commit(txn, "document")
-}
-
-/// `DOC.TXN ns op arg [op arg ...]`: mixed operations, all or none; how many applied.
-fn transaction(db: &Database, a: &[&[u8]]) -> Result<usize, Refusal> {
-    let operations = &a[2..];
-    if !operations.len().is_multiple_of(2) {
-        return Err(Refusal::request("DOC.TXN takes pairs of an operation and its argument"));
-    }
-    let mut txn = db.transaction(&text(a[1])?)?;
-    for (i, pair) in operations.chunks(2).enumerate() {
-        let at = Some(("operation", i + 1));
-        let done = match pair[0].to_ascii_uppercase().as_slice() {
-            b"DELETE" => txn.delete(key(pair[1])),
-            b"UPSERT" => txn.upsert(parse_json(pair[1], "a document", ErrorCode::BadDocument)?),
-            b"INSERT" => txn.insert(parse_json(pair[1], "a document", ErrorCode::BadDocument)?),
-            b"UPDATE" => txn.update(parse_json(pair[1], "a document", ErrorCode::BadDocument)?),
-            _ => {
-                let op = String::from_utf8_lossy(pair[0]);
-                let message = format!("unknown operation '{op}'");
-                return Err(Refusal::Request { code: ErrorCode::BadRequest, message, at });
-            }
-        };
-        done.map_err(|error| Refusal::Engine { error, at })?;
-    }
-    commit(txn, "operation")
-}
-
-/// `DOC.QUERY|EXPLAIN [ns] query-json`.
-fn query(state: &ServerState, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refusal> {
-    let (namespace, body) = match a {
-        [_, body] => (None, body),
-        [_, namespace, body] => (Some(text(namespace)?), body),
-        _ => {
-            return Err(Refusal::request(format!(
-                "wrong number of arguments for '{}' command",
-                name.to_ascii_lowercase()
-            )));
-        }
-    };
-    let body = parse_json(body, "the query", ErrorCode::BadQuery)?;
-    let mut query = dsl::query_from_json(&body, namespace.as_deref())?;
-    query.explain |= name == "DOC.EXPLAIN";
-    state.limit_query(&mut query);
-    let result = state.db.query(&query)?;
-    let mut out = Vec::with_capacity(256 + result.items.len() * 128);
-    dsl::write_result_json(&result, &mut out);
-    r.bulk(&out);
     Ok(())
 }
 
+/// Applies a request on this thread; one that blocks first hands the thread's other
+/// connections to another thread, so they go on while it runs.
+fn apply(state: &ServerState, request: Request) -> Result<Answer, Refusal> {
+    if request.blocks() {
+        tokio::task::block_in_place(|| state.engine.apply(request))
+    } else {
+        state.engine.apply(request)
+    }
+}
+
+/// Applies a request that answers `Done` with `+OK`.
+fn done(state: &ServerState, request: Request, r: &mut Reply<'_>) -> Result<(), Refused> {
+    apply(state, request)?;
+    r.ok();
+    Ok(())
+}
+
+/// `DOC.NSCREATE ns [indexes-json]`.
+fn ns_create(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let indexes = match a.get(2) {
+        None => Vec::new(),
+        Some(defs) => decode::index_defs(&decode::json(defs, "the index definitions", ErrorCode::Schema)?)?,
+    };
+    done(state, Request::CreateNamespace { name: decode::name(a[1])?, indexes }, r)
+}
+
+fn ns_drop(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    done(state, Request::DropNamespace { name: decode::name(a[1])? }, r)
+}
+
+fn ns_truncate(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    done(state, Request::Truncate { name: decode::name(a[1])? }, r)
+}
+
+fn ns_list(state: &ServerState, _: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let Answer::Names(names) = apply(state, Request::Namespaces)? else { unreachable!("names answer names") };
+    r.array(names.len());
+    names.iter().for_each(|n| r.bulk(n.as_bytes()));
+    Ok(())
+}
+
+fn ns_info(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let Answer::Namespace(info) = apply(state, Request::Describe { name: decode::name(a[1])? })? else {
+        unreachable!("describe answers a namespace")
+    };
+    r.bulk(info.to_json().to_string().as_bytes());
+    Ok(())
+}
+
+fn index_add(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let index = decode::index_def(a[2])?;
+    done(state, Request::AddIndex { namespace: decode::name(a[1])?, index }, r)
+}
+
+fn index_drop(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    done(state, Request::DropIndex { namespace: decode::name(a[1])?, index: decode::name(a[2])? }, r)
+}
+
+fn upsert(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    write(state, WriteMode::Upsert, a, r)
+}
+
+fn insert(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    write(state, WriteMode::Insert, a, r)
+}
+
+fn update(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    write(state, WriteMode::Update, a, r)
+}
+
+/// `DOC.UPSERT|INSERT|UPDATE ns doc...`: every document or none; how many were written.
+fn write(state: &ServerState, mode: WriteMode, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let ops = a[2..]
+        .iter()
+        .enumerate()
+        .map(|(i, doc)| Ok(Op::Write(mode, Doc::Value(document(doc).map_err(|e| e.placed(i, "document"))?))))
+        .collect::<Result<Vec<_>, Refused>>()?;
+    count(state, Request::Write { namespace: decode::name(a[1])?, ops }, "document", r)
+}
+
+/// `DOC.TXN ns op arg [op arg ...]`: mixed operations, all or none; how many applied.
+fn transaction(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let operations = &a[2..];
+    if !operations.len().is_multiple_of(2) {
+        return Err(Refusal::bad_request("DOC.TXN takes pairs of an operation and its argument").into());
+    }
+    let ops = operations
+        .chunks(2)
+        .enumerate()
+        .map(|(i, pair)| {
+            let op = match pair[0].to_ascii_uppercase().as_slice() {
+                b"DELETE" => return Ok(Op::Delete(decode::key(pair[1]))),
+                b"UPSERT" => WriteMode::Upsert,
+                b"INSERT" => WriteMode::Insert,
+                b"UPDATE" => WriteMode::Update,
+                _ => {
+                    let op = String::from_utf8_lossy(pair[0]);
+                    return Err(
+                        Refused::from(Refusal::bad_request(format!("unknown operation '{op}'"))).placed(i, "operation")
+                    );
+                }
+            };
+            Ok(Op::Write(op, Doc::Value(document(pair[1]).map_err(|e| e.placed(i, "operation"))?)))
+        })
+        .collect::<Result<Vec<_>, Refused>>()?;
+    count(state, Request::Write { namespace: decode::name(a[1])?, ops }, "operation", r)
+}
+
+/// A document argument, parsed here so a bad one is named by the command's words.
+fn document(arg: &[u8]) -> Result<Value, Refused> {
+    Ok(decode::json(arg, "a document", ErrorCode::BadDocument)?)
+}
+
+/// Applies a write; answers how many operations it applied, or names the refused one as
+/// `what` (`document`, `operation`).
+fn count(state: &ServerState, request: Request, what: &'static str, r: &mut Reply<'_>) -> Result<(), Refused> {
+    match apply(state, request) {
+        Ok(Answer::Count(n)) => r.int(n as i64),
+        Ok(other) => unreachable!("a write answers a count, not {other:?}"),
+        Err(refusal) => return Err(Refused { refusal, what }),
+    }
+    Ok(())
+}
+
+fn get(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let Answer::Document(doc) = apply(state, Request::Get { namespace: decode::name(a[1])?, key: decode::key(a[2]) })?
+    else {
+        unreachable!("get answers a document")
+    };
+    r.bulk_or_null(doc.as_deref());
+    Ok(())
+}
+
+fn del(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let request = Request::Delete { namespace: decode::name(a[1])?, key: decode::key(a[2]) };
+    let Answer::Deleted(deleted) = apply(state, request)? else { unreachable!("delete answers deleted") };
+    r.int(i64::from(deleted));
+    Ok(())
+}
+
+fn query(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    run_query(state, "DOC.QUERY", a, false, r)
+}
+
+fn explain(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    run_query(state, "DOC.EXPLAIN", a, true, r)
+}
+
+/// `DOC.QUERY|EXPLAIN [ns] query-json`.
+fn run_query(state: &ServerState, name: &str, a: &[&[u8]], explain: bool, r: &mut Reply<'_>) -> Result<(), Refused> {
+    let (namespace, body) = match a {
+        [_, body] => (None, body),
+        [_, namespace, body] => (Some(decode::name(namespace)?), body),
+        _ => {
+            let message = format!("wrong number of arguments for '{}' command", name.to_ascii_lowercase());
+            return Err(Refusal::bad_request(message).into());
+        }
+    };
+    let body = decode::json(body, "the query", ErrorCode::BadQuery)?;
+    let mut query = dsl::query_from_json(&body, namespace.as_deref()).map_err(Refusal::from)?;
+    query.explain |= explain;
+    json_answer(apply(state, Request::Query(query))?, r);
+    Ok(())
+}
+
+fn search(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let search = decode::json(a[1], "the search", ErrorCode::BadQuery)?;
+    let search = hotset_core::Search::from_json(&search).map_err(Refusal::from)?;
+    json_answer(apply(state, Request::Search(search))?, r);
+    Ok(())
+}
+
+fn sql(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    json_answer(apply(state, Request::Sql(decode::name(a[1])?))?, r);
+    Ok(())
+}
+
+/// A query's, search's or SQL statement's answer as one bulk string of JSON.
+fn json_answer(answer: Answer, r: &mut Reply<'_>) {
+    match answer {
+        Answer::Query(result) => {
+            let mut out = Vec::with_capacity(256 + result.items.len() * 128);
+            dsl::write_result_json(&result, &mut out);
+            r.bulk(&out);
+        }
+        Answer::Search(result) => r.bulk(result.to_json().to_string().as_bytes()),
+        Answer::Json(out) => r.bulk(&out),
+        other => unreachable!("a query, search or statement does not answer {other:?}"),
+    }
+}
+
 /// `DOC.SCAN ns cursor [COUNT n]`.
-fn scan(db: &Database, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refusal> {
+fn scan(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let cursor: u64 = std::str::from_utf8(a[2])
         .ok()
         .and_then(|c| c.parse().ok())
-        .ok_or_else(|| Refusal::request("invalid cursor"))?;
+        .ok_or_else(|| Refusal::bad_request("invalid cursor"))?;
     let count = match &a[3..] {
         [] => SCAN_COUNT_DEFAULT,
         [option, n] if option.eq_ignore_ascii_case(b"COUNT") => std::str::from_utf8(n)
             .ok()
             .and_then(|n| n.parse::<usize>().ok())
             .filter(|&n| n > 0)
-            .ok_or_else(|| Refusal::request("value is not an integer or out of range"))?,
-        _ => return Err(Refusal::request("syntax error")),
+            .ok_or_else(|| Refusal::bad_request("value is not an integer or out of range"))?,
+        _ => return Err(Refusal::bad_request("syntax error").into()),
     };
-    let (next, docs) = db.scan(&text(a[1])?, cursor, count.min(SCAN_COUNT_MAX))?;
+    let Answer::Scan { next, documents } =
+        apply(state, Request::Scan { namespace: decode::name(a[1])?, cursor, count })?
+    else {
+        unreachable!("a scan answers a step")
+    };
     r.array(2);
     r.bulk(next.to_string().as_bytes());
-    r.array(docs.len());
-    docs.iter().for_each(|doc| r.bulk(doc));
+    r.array(documents.len());
+    documents.iter().for_each(|doc| r.bulk(doc));
     Ok(())
 }
 
-/// Why a `DOC.*` command failed, before it is written in the connection's error form.
-enum Refusal {
-    /// An engine error; `at`: the refused operation of a multi-operation write (`document`
-    /// or `operation`, counting from 1).
-    Engine { error: Error, at: Option<(&'static str, usize)> },
-    /// SQL text that does not parse, or says what the engine would refuse (its own code).
-    Sql(hotset_sql::SqlError),
-    /// Arguments the command cannot read (not JSON where JSON is due, an unknown
-    /// operation...): an error of the server's, not the engine's.
-    Request { code: ErrorCode, message: String, at: Option<(&'static str, usize)> },
+/// A refusal, with what a place in it names (`document`, `operation`).
+struct Refused {
+    refusal: Refusal,
+    what: &'static str,
 }
 
-impl From<Error> for Refusal {
-    fn from(error: Error) -> Refusal {
-        Refusal::Engine { error, at: None }
+impl From<Refusal> for Refused {
+    fn from(refusal: Refusal) -> Refused {
+        Refused { refusal, what: "document" }
     }
 }
 
-impl Refusal {
-    fn request(message: impl Into<String>) -> Refusal {
-        Refusal::Request { code: ErrorCode::BadRequest, message: message.into(), at: None }
+impl From<Error> for Refused {
+    fn from(error: Error) -> Refused {
+        Refused::from(Refusal::from(error))
+    }
+}
+
+impl Refused {
+    /// The refusal of the operation at `at` (from 0), named as `what`.
+    fn placed(mut self, at: usize, what: &'static str) -> Refused {
+        self.refusal.at = Some(at);
+        self.what = what;
+        self
+    }
+
+    /// `document 2: `, or nothing.
+    fn place(&self) -> String {
+        self.refusal.at.map(|at| format!("{} {}: ", self.what, at + 1)).unwrap_or_default()
     }
 
     /// The TEXT form: the error's code as the prefix word, then `[document 2: ]message`
@@ -264,69 +370,19 @@ impl Refusal {
     /// as it does on `WRONGTYPE`; `MISCONF reason` for a log that cannot write, which
     /// Redis clients know.
     fn text_line(&self) -> String {
-        let place = |at: &Option<(&str, usize)>| at.map(|(what, n)| format!("{what} {n}: ")).unwrap_or_default();
-        let word = |code: ErrorCode| code.as_str().to_ascii_uppercase();
-        match self {
-            Refusal::Engine { error: Error::Storage { reason }, at: None } => format!("MISCONF {reason}"),
-            Refusal::Engine { error, at } => format!("{} {}{error}", word(error.code()), place(at)),
-            Refusal::Sql(error) => format!("{} {error}", word(error.code)),
-            Refusal::Request { code, message, at } => format!("{} {}{message}", word(*code), place(at)),
+        match (&*self.refusal.cause, self.refusal.at) {
+            (Cause::Engine(Error::Storage { reason }), None) => format!("MISCONF {reason}"),
+            _ => format!("{} {}{}", self.refusal.code().as_str().to_ascii_uppercase(), self.place(), self.refusal),
         }
     }
 
     /// The JSON form: `CODE {json}`, the place of a refused operation as a field.
     fn json_line(&self) -> String {
-        let (code, mut json, at) = match self {
-            Refusal::Engine { error, at } => (error.code(), error.to_json(), at),
-            Refusal::Sql(error) => {
-                let json = serde_json::json!({
-                    "code": error.code.as_str(),
-                    "error": error.to_string(),
-                    "kind": "Sql",
-                    "message": error.message,
-                    "line": error.line,
-                    "column": error.column,
-                });
-                (error.code, json, &None)
-            }
-            Refusal::Request { code, message, at } => {
-                (*code, serde_json::json!({"code": code.as_str(), "error": message}), at)
-            }
-        };
-        if let (Some((what, n)), Value::Object(object)) = (at, &mut json) {
-            object.insert((*what).to_string(), Value::from(*n));
+        let mut json = self.refusal.to_json();
+        if let (Some(at), Value::Object(object)) = (self.refusal.at, &mut json) {
+            object.insert(self.what.to_string(), Value::from(at + 1));
         }
         // serde_json escapes control characters, so the line holds no CR or LF.
-        format!("{} {json}", code.as_str().to_ascii_uppercase())
+        format!("{} {json}", self.refusal.code().as_str().to_ascii_uppercase())
     }
-}
-
-/// Documents a `DOC.SCAN` returns when COUNT is not given, and the most it returns.
-const SCAN_COUNT_DEFAULT: usize = 100;
-const SCAN_COUNT_MAX: usize = 100_000;
-
-/// Commits a transaction; a refused operation is named by its place (`document 2`,
-/// counting from 1).
-fn commit(txn: hotset_core::Transaction<'_>, what: &'static str) -> Result<usize, Refusal> {
-    txn.commit_naming_failure()
-        .map_err(|(position, error)| Refusal::Engine { error, at: position.map(|position| (what, position + 1)) })
-}
-
-/// `arg` as JSON; `code` says what JSON that does not parse is (a bad document, query...).
-fn parse_json(arg: &[u8], what: &str, code: ErrorCode) -> Result<Value, Refusal> {
-    serde_json::from_slice(arg).map_err(|e| Refusal::Request {
-        code,
-        message: format!("{what} is not valid JSON: {e}"),
-        at: None,
-    })
-}
-
-fn text(arg: &[u8]) -> Result<String, Refusal> {
-    String::from_utf8(arg.to_vec()).map_err(|_| Refusal::request("names must be UTF-8"))
-}
-
-/// A key argument: JSON text when it parses (numbers, arrays for composite keys, quoted
-/// strings), the bytes as a string otherwise.
-fn key(arg: &[u8]) -> Value {
-    serde_json::from_slice(arg).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(arg).into_owned()))
 }

@@ -34,7 +34,8 @@ impl Server {
             .args(["serve", "--data"])
             .arg(dir)
             .args(ports)
-            .args(["--threads", "2"])
+            // Two I/O threads unless the test chooses (clap refuses a flag given twice).
+            .args(if extra.contains(&"--threads") { &[][..] } else { &["--threads", "2"][..] })
             .args(extra)
             .env("HOTSET_LOG", "warn")
             .stdout(Stdio::piped())

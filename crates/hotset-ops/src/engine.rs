@@ -1,0 +1,220 @@
+//! The engine a server or an embedded database runs on, and the one function that applies
+//! a request to it.
+//!
+//! Owns: `Engine` (the database, its folder's store when it has one, the background work
+//! of a database in memory, the server-wide query time limit, the parsed SQL shapes) and
+//! `Engine::apply`. Never: decode or encode a wire form, wait for anything but the engine
+//! and its log, or hold a lock of its own across a request (the store's lock is read-held
+//! only by SAVE, BGSAVE and closing).
+
+use crate::decode::SCAN_COUNT_MAX;
+use crate::{Answer, Cause, Doc, Op, Refusal, Request, WriteMode};
+use hotset_core::error::ErrorCode;
+use hotset_core::maintenance::Round;
+use hotset_core::{Database, Maintenance, Query, Search};
+use hotset_storage::{Store, StoreError};
+use parking_lot::RwLock;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Limits a server puts on every request (an embedded database has none by default).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Settings {
+    /// The longest a query (alone, in a search or in a SQL statement) may run; a query
+    /// asking for less keeps its own.
+    pub query_timeout: Option<Duration>,
+}
+
+/// A database and what runs beside it.
+pub struct Engine {
+    db: Arc<Database>,
+    /// The folder's store; `None` in memory, and once closed.
+    store: Arc<RwLock<Option<Store>>>,
+    /// In memory, the database's background work (a store runs its own).
+    maintenance: Option<Maintenance>,
+    settings: Settings,
+    /// Parsed SELECTs by shape: a statement repeated with other literals skips the parser.
+    statements: hotset_sql::StatementCache,
+}
+
+impl Engine {
+    /// The engine of a database on a folder.
+    pub fn on_store(store: Store, settings: Settings) -> Engine {
+        Engine {
+            db: Arc::clone(store.database()),
+            store: Arc::new(RwLock::new(Some(store))),
+            maintenance: None,
+            settings,
+            statements: hotset_sql::StatementCache::default(),
+        }
+    }
+
+    /// The engine of a database in memory only; starts its background work (key expiry,
+    /// `ttl` indexes) on the database's clock.
+    pub fn in_memory(db: Arc<Database>, settings: Settings) -> std::io::Result<Engine> {
+        let maintenance = Maintenance::start(Arc::clone(&db), Vec::new())?;
+        Ok(Engine {
+            db,
+            store: Arc::new(RwLock::new(None)),
+            maintenance: Some(maintenance),
+            settings,
+            statements: hotset_sql::StatementCache::default(),
+        })
+    }
+
+    /// The database.
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    /// The folder's store (`None` in memory or once closed), for what is not a document
+    /// operation: a server's INFO, waiting for the log, shutting down.
+    pub fn store(&self) -> &Arc<RwLock<Option<Store>>> {
+        &self.store
+    }
+
+    /// Stops the background work, then (on a folder) writes and fsyncs the log and
+    /// releases the folder. Closing again does nothing.
+    pub fn close(&self) -> Result<(), StoreError> {
+        if let Some(maintenance) = &self.maintenance {
+            maintenance.stop();
+        }
+        match self.store.write().take() {
+            Some(store) => store.close(),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs the background jobs due on the database's clock now; `None` once closed.
+    pub fn run_maintenance(&self) -> Option<Round> {
+        match (&self.maintenance, self.store.read().as_ref()) {
+            (Some(maintenance), _) => Some(maintenance.run_due()),
+            (None, Some(store)) => Some(store.run_maintenance()),
+            (None, None) => None,
+        }
+    }
+
+    /// Gives a query the server's time limit (or its own, when that is shorter).
+    pub fn limit_query(&self, query: &mut Query) {
+        if let Some(limit) = self.settings.query_timeout {
+            query.timeout = Some(query.timeout.map_or(limit, |asked| asked.min(limit)));
+        }
+    }
+
+    fn limit_search(&self, search: &mut Search) {
+        if let Some(limit) = self.settings.query_timeout {
+            search.timeout = Some(search.timeout.map_or(limit, |asked| asked.min(limit)));
+        }
+    }
+
+    /// Applies one request. Writes return once the log has acknowledged them under its
+    /// fsync policy.
+    pub fn apply(&self, request: Request) -> Result<Answer, Refusal> {
+        let db = &*self.db;
+        Ok(match request {
+            Request::CreateNamespace { name, indexes } => {
+                db.create_namespace(&name, indexes)?;
+                Answer::Done
+            }
+            Request::DropNamespace { name } => {
+                db.drop_namespace(&name)?;
+                Answer::Done
+            }
+            Request::Truncate { name } => {
+                db.truncate(&name)?;
+                Answer::Done
+            }
+            Request::Namespaces => Answer::Names(db.namespace_names()),
+            Request::Describe { name } => Answer::Namespace(db.describe(&name)?),
+            Request::AddIndex { namespace, index } => {
+                db.add_index(&namespace, index)?;
+                Answer::Done
+            }
+            Request::DropIndex { namespace, index } => {
+                db.drop_index(&namespace, &index)?;
+                Answer::Done
+            }
+            Request::Write { namespace, ops } => Answer::Count(write(db, &namespace, ops)?),
+            Request::Get { namespace, key } => Answer::Document(db.get(&namespace, &key)?),
+            Request::Delete { namespace, key } => Answer::Deleted(db.delete(&namespace, &key)?),
+            Request::Query(mut query) => {
+                self.limit_query(&mut query);
+                Answer::Query(db.query(&query)?)
+            }
+            Request::Search(mut search) => {
+                self.limit_search(&mut search);
+                Answer::Search(db.search(&search)?)
+            }
+            Request::Sql(text) => self.sql(&text)?,
+            Request::Scan { namespace, cursor, count } => {
+                let (next, documents) = db.scan(&namespace, cursor, count.clamp(1, SCAN_COUNT_MAX))?;
+                Answer::Scan { next, documents }
+            }
+            Request::Save => {
+                let store = self.store.read();
+                let store = store.as_ref().ok_or_else(no_folder)?;
+                store.snapshot().map_err(|e| Refusal::request(ErrorCode::Storage, format!("snapshot failed: {e}")))?;
+                Answer::Done
+            }
+            Request::Snapshot => {
+                self.store.read().as_ref().ok_or_else(no_folder)?.request_snapshot();
+                Answer::Done
+            }
+        })
+    }
+
+    /// A SQL statement: a `SELECT *` answers the query's result (each interface shapes
+    /// its documents as a query's), any other statement its JSON answer.
+    fn sql(&self, text: &str) -> Result<Answer, Refusal> {
+        let mut statement = self.statements.parse(text)?;
+        match &mut statement {
+            hotset_sql::Statement::Select(select) => self.limit_query(&mut select.query),
+            hotset_sql::Statement::Update { query, .. } | hotset_sql::Statement::Delete { query } => {
+                self.limit_query(query)
+            }
+            _ => {}
+        }
+        if let hotset_sql::Statement::Select(hotset_sql::Select { query, projection: hotset_sql::Projection::All }) =
+            &statement
+        {
+            return Ok(Answer::Query(self.db.query(query)?));
+        }
+        Ok(Answer::Json(hotset_sql::execute(&self.db, &statement)?))
+    }
+}
+
+/// SAVE or BGSAVE without a folder (in memory, or closed).
+fn no_folder() -> Refusal {
+    Refusal::request(ErrorCode::Storage, "the database has no folder to snapshot to (in memory, or closed)")
+}
+
+/// Applies a write's operations all together or not at all; how many were applied.
+fn write(db: &Database, namespace: &str, ops: Vec<Op>) -> Result<usize, Refusal> {
+    let at = |i: usize| move |error| Refusal { cause: Box::new(Cause::Engine(error)), at: Some(i) };
+    // One parsed document: the engine's single-document write, which skips a
+    // transaction's buffers (the common call of a client writing as it goes).
+    if let [Op::Write(mode, Doc::Value(doc))] = ops.as_slice() {
+        match mode {
+            WriteMode::Insert => db.insert(namespace, doc),
+            WriteMode::Update => db.update(namespace, doc),
+            WriteMode::Upsert => db.upsert(namespace, doc),
+        }
+        .map_err(at(0))?;
+        return Ok(1);
+    }
+    let mut txn = db.transaction(namespace)?;
+    for (i, op) in ops.into_iter().enumerate() {
+        match op {
+            Op::Write(WriteMode::Insert, Doc::Value(doc)) => txn.insert(doc),
+            Op::Write(WriteMode::Update, Doc::Value(doc)) => txn.update(doc),
+            Op::Write(WriteMode::Upsert, Doc::Value(doc)) => txn.upsert(doc),
+            Op::Write(WriteMode::Insert, Doc::Json(text)) => txn.insert_json(text),
+            Op::Write(WriteMode::Update, Doc::Json(text)) => txn.update_json(text),
+            Op::Write(WriteMode::Upsert, Doc::Json(text)) => txn.upsert_json(text),
+            Op::Delete(key) => txn.delete(key),
+        }
+        .map_err(at(i))?;
+    }
+    txn.commit_naming_failure()
+        .map_err(|(position, error)| Refusal { cause: Box::new(Cause::Engine(error)), at: position })
+}

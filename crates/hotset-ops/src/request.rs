@@ -1,0 +1,170 @@
+//! The requests: one value per document operation, namespace or index change, read,
+//! and administrative operation of a database.
+//!
+//! Owns: `Request` and its parts, and `Request::blocks` (where an interface should run
+//! it). Never: I/O, or a check the engine makes anyway.
+
+use hotset_core::{IndexDef, Query, Search};
+use serde_json::Value;
+
+/// How a write treats a document whose primary key is stored already (or missing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Fails with the duplicate key error when the key is stored.
+    Insert,
+    /// Fails with not found when the key is not stored.
+    Update,
+    /// Inserts or replaces.
+    Upsert,
+}
+
+impl WriteMode {
+    /// The mode by its name in requests (`insert`, `update`, `upsert`, any letter case).
+    pub fn named(name: &str) -> Option<WriteMode> {
+        match name.to_ascii_lowercase().as_str() {
+            "insert" => Some(WriteMode::Insert),
+            "update" => Some(WriteMode::Update),
+            "upsert" => Some(WriteMode::Upsert),
+            _ => None,
+        }
+    }
+}
+
+/// A document as a request carries it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Doc {
+    /// Parsed already (a JSON array body, a Python dict converted).
+    Value(Value),
+    /// JSON text the engine parses once, straight into the stored form (NDJSON lines,
+    /// `DOC.*` arguments, Python documents written as text).
+    Json(Vec<u8>),
+}
+
+/// One operation of a write.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Writes a document in a mode.
+    Write(WriteMode, Doc),
+    /// Deletes by primary key (a JSON scalar, or an array for a composite key); a key
+    /// that is not stored is no error.
+    Delete(Value),
+}
+
+/// A document operation, as every interface hands it to [`crate::Engine::apply`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// Creates a namespace with its index definitions (exactly one primary key).
+    CreateNamespace {
+        /// The new namespace's name.
+        name: String,
+        /// Its indexes.
+        indexes: Vec<IndexDef>,
+    },
+    /// Drops a namespace with its documents.
+    DropNamespace {
+        /// The namespace.
+        name: String,
+    },
+    /// Removes every document of a namespace, keeping its indexes.
+    Truncate {
+        /// The namespace.
+        name: String,
+    },
+    /// The names of every namespace, sorted.
+    Namespaces,
+    /// A namespace's indexes, document count and memory.
+    Describe {
+        /// The namespace.
+        name: String,
+    },
+    /// Adds an index to a namespace and builds it.
+    AddIndex {
+        /// The namespace.
+        namespace: String,
+        /// The index.
+        index: IndexDef,
+    },
+    /// Drops an index of a namespace.
+    DropIndex {
+        /// The namespace.
+        namespace: String,
+        /// The index's name.
+        index: String,
+    },
+    /// Operations on one namespace, applied all together or not at all; answers how many
+    /// were applied. A refused operation is named by its place (`Refusal::at`).
+    Write {
+        /// The namespace.
+        namespace: String,
+        /// The operations, in order.
+        ops: Vec<Op>,
+    },
+    /// A document by primary key.
+    Get {
+        /// The namespace.
+        namespace: String,
+        /// The key (a JSON scalar, or an array for a composite key).
+        key: Value,
+    },
+    /// Deletes a document by primary key; answers whether one was deleted.
+    Delete {
+        /// The namespace.
+        namespace: String,
+        /// The key.
+        key: Value,
+    },
+    /// A query (with `explain` set, its plan and timings too).
+    Query(Query),
+    /// Full-text search across namespaces, merged by rank.
+    Search(Search),
+    /// One SQL statement (`hotset_sql`).
+    Sql(String),
+    /// Walks a namespace's documents `count` at a time, like Redis SCAN.
+    Scan {
+        /// The namespace.
+        namespace: String,
+        /// 0 to start; the answer's cursor to go on.
+        cursor: u64,
+        /// Documents per step (at most [`crate::decode::SCAN_COUNT_MAX`]).
+        count: usize,
+    },
+    /// Writes a snapshot now and waits for it (Redis' SAVE).
+    Save,
+    /// Asks the background work for a snapshot now and returns at once (BGSAVE).
+    Snapshot,
+}
+
+impl Request {
+    /// Whether the request may take long or waits for the log: an interface runs it where
+    /// waiting stalls no other client (a server's blocking pool), not on an I/O thread.
+    /// Reads answer here and now: handing them over costs two thread switches, more than
+    /// most queries take; a long one is bounded by the query time limit.
+    pub fn blocks(&self) -> bool {
+        match self {
+            Request::Namespaces
+            | Request::Describe { .. }
+            | Request::Get { .. }
+            | Request::Query(_)
+            | Request::Scan { .. }
+            | Request::Snapshot => false,
+            Request::Sql(text) => !hotset_sql::reads_only(text),
+            _ => true,
+        }
+    }
+
+    /// Whether the request changes data (for read-only checks and write counts).
+    pub fn writes(&self) -> bool {
+        match self {
+            Request::Namespaces
+            | Request::Describe { .. }
+            | Request::Get { .. }
+            | Request::Query(_)
+            | Request::Search(_)
+            | Request::Scan { .. }
+            | Request::Save
+            | Request::Snapshot => false,
+            Request::Sql(text) => !hotset_sql::reads_only(text),
+            _ => true,
+        }
+    }
+}
