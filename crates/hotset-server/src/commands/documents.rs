@@ -38,28 +38,28 @@
 //! write failed stay Redis lines in either form.
 
 use super::Session;
-use super::args::CmdError;
+use super::args::{CmdError, CmdResult};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
 use hotset_core::error::ErrorCode;
 use hotset_core::query::dsl;
 use hotset_core::{Database, Error, IndexDef};
 use serde_json::Value;
+use std::sync::Arc;
 
-/// Runs `DOC.*` command `name` (upper case); `Ok(false)` when it is not one. A refusal
-/// is written in the error form the connection chose (`DOC.ERRORS`).
-pub fn run(
-    state: &ServerState,
-    session: &mut Session,
-    name: &str,
-    a: &[&[u8]],
-    r: &mut Reply<'_>,
-) -> Result<bool, CmdError> {
+/// Runs the `DOC.*` command `a[0]`: the table's handler for every `DOC.*` entry until
+/// each has its own. A refusal is written in the error form the connection chose
+/// (`DOC.ERRORS`).
+pub fn run(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let name = super::table::lookup(a[0]).expect("the table dispatched this request").name;
     let done = match name {
         "DOC.ERRORS" => errors_form(session, a, r),
         _ => command(state, name, a, r),
     };
-    done.map_err(|refusal| CmdError(if session.errors_json { refusal.json_line() } else { refusal.text_line() }))
+    let handled =
+        done.map_err(|refusal| CmdError(if session.errors_json { refusal.json_line() } else { refusal.text_line() }))?;
+    assert!(handled, "every document command in the table has a handler: {name}");
+    Ok(())
 }
 
 /// `DOC.ERRORS [JSON|TEXT]`: sets the connection's error form, or answers it.
