@@ -183,6 +183,27 @@ fn multi_exec_is_atomic_and_reports_errors_like_redis() {
         String::from_utf8_lossy(&reply),
         "-ERR EXEC without MULTI\r\n-ERR DISCARD without MULTI\r\n+OK\r\n-ERR MULTI calls can not be nested\r\n+OK\r\n"
     );
+    // Each MULTI rule of the command table: PING and ECHO run inside EXEC (PING's own arity
+    // check too), INFO is queued and refused there, FLUSHALL fails EXEC as a whole, and
+    // SELECT is refused while queueing.
+    let reply = exchange(&mut raw, b"MULTI\r\nPING\r\nECHO hi\r\nPING a b\r\nINFO\r\nEXEC\r\n", b"MULTI\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&reply),
+        "+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*4\r\n+PONG\r\n$2\r\nhi\r\n\
+         -ERR wrong number of arguments for 'ping' command\r\n-ERR INFO cannot run inside MULTI\r\n"
+    );
+    let reply = exchange(&mut raw, b"MULTI\r\nSET f 1\r\nFLUSHALL\r\nEXEC\r\n", b"FLUSHDB\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&reply),
+        "+OK\r\n+QUEUED\r\n+QUEUED\r\n-ERR FLUSHALL is not allowed inside MULTI; use FLUSHDB\r\n"
+    );
+    let reply = exchange(&mut raw, b"MULTI\r\nSELECT 1\r\nEXEC\r\n", b"errors.\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&reply),
+        "+OK\r\n-ERR Command not allowed inside a transaction: SELECT\r\n\
+         -EXECABORT Transaction discarded because of previous errors.\r\n"
+    );
+    assert_eq!(c.get::<_, Option<i64>>("f").unwrap(), None, "nothing of a refused transaction ran");
 
     // Concurrent transfers inside MULTI/EXEC never show a sum other than the total.
     let _: () = redis::pipe().set("acct:a", 1000).set("acct:b", 0).query(&mut c).unwrap();
@@ -257,6 +278,19 @@ fn resp3_hello_and_connection_commands() {
     assert!(error_text(cmd("CLIENT").arg("SETNAME").arg("a b").query::<()>(&mut c)).contains("cannot contain spaces"));
     let count: i64 = cmd("COMMAND").arg("COUNT").query(&mut c).unwrap();
     assert!(count > 60, "{count}");
+    // Key positions (first, last, step) as Redis reports them, from the command table; the
+    // flags are a RESP3 set here.
+    let info = exchange(
+        &mut raw,
+        b"COMMAND INFO mset get dbsize\r\n",
+        b"dbsize\r\n:1\r\n~1\r\n+readonly\r\n:0\r\n:0\r\n:0\r\n",
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&info),
+        "*3\r\n*6\r\n$4\r\nmset\r\n:-3\r\n~1\r\n+write\r\n:1\r\n:-1\r\n:2\r\n\
+         *6\r\n$3\r\nget\r\n:2\r\n~1\r\n+readonly\r\n:1\r\n:1\r\n:1\r\n\
+         *6\r\n$6\r\ndbsize\r\n:1\r\n~1\r\n+readonly\r\n:0\r\n:0\r\n:0\r\n"
+    );
     let config: Vec<String> = cmd("CONFIG").arg("GET").arg("append*").query(&mut c).unwrap();
     assert_eq!(config, ["appendfsync", "everysec", "appendonly", "yes"]);
     let info: String = cmd("INFO").arg("keyspace").query(&mut c).unwrap();

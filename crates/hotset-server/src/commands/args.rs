@@ -22,6 +22,11 @@ pub fn syntax() -> CmdError {
     CmdError("ERR syntax error".into())
 }
 
+/// Redis' text for a wrong number of arguments to command `name`.
+pub fn wrong_arity(name: &str) -> CmdError {
+    CmdError(format!("ERR wrong number of arguments for '{}' command", name.to_ascii_lowercase()))
+}
+
 pub fn not_integer() -> CmdError {
     CmdError("ERR value is not an integer or out of range".into())
 }
@@ -69,7 +74,7 @@ pub type Pair<'a> = (&'a [u8], &'a [u8]);
 /// count is the command's arity error.
 pub fn pairs<'a>(name: &str, items: &[&'a [u8]]) -> Result<Vec<Pair<'a>>, CmdError> {
     if !items.len().is_multiple_of(2) {
-        return Err(CmdError(format!("ERR wrong number of arguments for '{}' command", name.to_ascii_lowercase())));
+        return Err(wrong_arity(name));
     }
     Ok(items.chunks_exact(2).map(|pair| (pair[0], pair[1])).collect())
 }

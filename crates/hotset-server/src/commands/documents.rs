@@ -41,7 +41,7 @@
 //! write failed stay Redis lines in either form.
 
 use super::Session;
-use super::args::CmdError;
+use super::args::{CmdError, CmdResult};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
 use hotset_core::Error;
@@ -50,52 +50,68 @@ use hotset_core::query::dsl;
 use hotset_ops::decode::{self, SCAN_COUNT_DEFAULT};
 use hotset_ops::{Answer, Cause, Doc, Op, Refusal, Request, WriteMode};
 use serde_json::Value;
+use std::sync::Arc;
 
-/// A `DOC.*` command's body: decodes, applies, encodes; a refusal is written by `run` in
-/// the connection's error form.
-type Handler = fn(&ServerState, &[&[u8]], &mut Reply<'_>) -> Result<(), Refused>;
-
-/// The handler of `DOC.*` command `name` (upper case).
-fn handler(name: &str) -> Option<Handler> {
-    Some(match name {
-        "DOC.NSCREATE" => ns_create,
-        "DOC.NSDROP" => ns_drop,
-        "DOC.NSTRUNCATE" => ns_truncate,
-        "DOC.NSLIST" => ns_list,
-        "DOC.NSINFO" => ns_info,
-        "DOC.INDEXADD" => index_add,
-        "DOC.INDEXDROP" => index_drop,
-        "DOC.UPSERT" => upsert,
-        "DOC.INSERT" => insert,
-        "DOC.UPDATE" => update,
-        "DOC.TXN" => transaction,
-        "DOC.GET" => get,
-        "DOC.DEL" => del,
-        "DOC.QUERY" => query,
-        "DOC.EXPLAIN" => explain,
-        "DOC.SEARCH" => search,
-        "DOC.SCAN" => scan,
-        "DOC.SQL" => sql,
-        _ => return None,
-    })
+/// The table's handlers, one per command: each runs its body and writes a refusal in the
+/// error form the connection chose (`DOC.ERRORS`).
+macro_rules! handlers {
+    ($($(#[$doc:meta])* $name:ident => $body:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+                refused_in_form(session, $body(state, a, r))
+            }
+        )*
+    };
 }
 
-/// Runs `DOC.*` command `name` (upper case); `Ok(false)` when it is not one. A refusal
-/// is written in the error form the connection chose (`DOC.ERRORS`).
-pub fn run(
-    state: &ServerState,
-    session: &mut Session,
-    name: &str,
-    a: &[&[u8]],
-    r: &mut Reply<'_>,
-) -> Result<bool, CmdError> {
-    let done = match name {
-        "DOC.ERRORS" => errors_form(session, a, r).map(|()| true),
-        _ => match handler(name) {
-            Some(handler) => handler(state, a, r).map(|()| true),
-            None => Ok(false),
-        },
-    };
+handlers! {
+    /// `DOC.NSCREATE ns [indexes-json]`.
+    nscreate => ns_create;
+    /// `DOC.NSDROP ns`.
+    nsdrop => ns_drop;
+    /// `DOC.NSTRUNCATE ns`.
+    nstruncate => ns_truncate;
+    /// `DOC.NSLIST`.
+    nslist => ns_list;
+    /// `DOC.NSINFO ns`.
+    nsinfo => ns_info;
+    /// `DOC.INDEXADD ns index-json`.
+    indexadd => index_add;
+    /// `DOC.INDEXDROP ns index`.
+    indexdrop => index_drop;
+    /// `DOC.UPSERT ns doc...`.
+    upsert_docs => upsert;
+    /// `DOC.INSERT ns doc...`.
+    insert_docs => insert;
+    /// `DOC.UPDATE ns doc...`.
+    update_docs => update;
+    /// `DOC.TXN ns op arg...`.
+    txn => transaction;
+    /// `DOC.GET ns key`.
+    get_doc => get;
+    /// `DOC.DEL ns key`.
+    del_doc => del;
+    /// `DOC.QUERY [ns] query-json`.
+    query_docs => query;
+    /// `DOC.EXPLAIN [ns] query-json`.
+    explain_query => explain;
+    /// `DOC.SEARCH search-json`.
+    search_docs => search;
+    /// `DOC.SCAN ns cursor [COUNT n]`.
+    scan_docs => scan;
+    /// `DOC.SQL text`.
+    sql_text => sql;
+}
+
+/// `DOC.ERRORS [JSON|TEXT]`.
+pub fn errors(_: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let done = errors_form(session, a, r);
+    refused_in_form(session, done)
+}
+
+/// A body's refusal as the connection's error line.
+fn refused_in_form(session: &Session, done: Result<(), Refused>) -> CmdResult {
     done.map_err(|refused| CmdError(if session.errors_json { refused.json_line() } else { refused.text_line() }))
 }
 
@@ -116,19 +132,9 @@ fn errors_form(session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> Result<
     Ok(())
 }
 
-/// Applies a request on this thread; one that blocks first hands the thread's other
-/// connections to another thread, so they go on while it runs.
-fn apply(state: &ServerState, request: Request) -> Result<Answer, Refusal> {
-    if request.blocks() {
-        tokio::task::block_in_place(|| state.engine.apply(request))
-    } else {
-        state.engine.apply(request)
-    }
-}
-
 /// Applies a request that answers `Done` with `+OK`.
 fn done(state: &ServerState, request: Request, r: &mut Reply<'_>) -> Result<(), Refused> {
-    apply(state, request)?;
+    super::apply(state, request)?;
     r.ok();
     Ok(())
 }
@@ -151,14 +157,14 @@ fn ns_truncate(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<()
 }
 
 fn ns_list(state: &ServerState, _: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    let Answer::Names(names) = apply(state, Request::Namespaces)? else { unreachable!("names answer names") };
+    let Answer::Names(names) = super::apply(state, Request::Namespaces)? else { unreachable!("names answer names") };
     r.array(names.len());
     names.iter().for_each(|n| r.bulk(n.as_bytes()));
     Ok(())
 }
 
 fn ns_info(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    let Answer::Namespace(info) = apply(state, Request::Describe { name: decode::name(a[1])? })? else {
+    let Answer::Namespace(info) = super::apply(state, Request::Describe { name: decode::name(a[1])? })? else {
         unreachable!("describe answers a namespace")
     };
     r.bulk(info.to_json().to_string().as_bytes());
@@ -232,7 +238,7 @@ fn document(arg: &[u8]) -> Result<Value, Refused> {
 /// Applies a write; answers how many operations it applied, or names the refused one as
 /// `what` (`document`, `operation`).
 fn count(state: &ServerState, request: Request, what: &'static str, r: &mut Reply<'_>) -> Result<(), Refused> {
-    match apply(state, request) {
+    match super::apply(state, request) {
         Ok(Answer::Count(n)) => r.int(n as i64),
         Ok(other) => unreachable!("a write answers a count, not {other:?}"),
         Err(refusal) => return Err(Refused { refusal, what }),
@@ -241,7 +247,8 @@ fn count(state: &ServerState, request: Request, what: &'static str, r: &mut Repl
 }
 
 fn get(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    let Answer::Document(doc) = apply(state, Request::Get { namespace: decode::name(a[1])?, key: decode::key(a[2]) })?
+    let Answer::Document(doc) =
+        super::apply(state, Request::Get { namespace: decode::name(a[1])?, key: decode::key(a[2]) })?
     else {
         unreachable!("get answers a document")
     };
@@ -251,7 +258,7 @@ fn get(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refuse
 
 fn del(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let request = Request::Delete { namespace: decode::name(a[1])?, key: decode::key(a[2]) };
-    let Answer::Deleted(deleted) = apply(state, request)? else { unreachable!("delete answers deleted") };
+    let Answer::Deleted(deleted) = super::apply(state, request)? else { unreachable!("delete answers deleted") };
     r.int(i64::from(deleted));
     Ok(())
 }
@@ -277,19 +284,19 @@ fn run_query(state: &ServerState, name: &str, a: &[&[u8]], explain: bool, r: &mu
     let body = decode::json(body, "the query", ErrorCode::BadQuery)?;
     let mut query = dsl::query_from_json(&body, namespace.as_deref()).map_err(Refusal::from)?;
     query.explain |= explain;
-    json_answer(apply(state, Request::Query(query))?, r);
+    json_answer(super::apply(state, Request::Query(query))?, r);
     Ok(())
 }
 
 fn search(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let search = decode::json(a[1], "the search", ErrorCode::BadQuery)?;
     let search = hotset_core::Search::from_json(&search).map_err(Refusal::from)?;
-    json_answer(apply(state, Request::Search(search))?, r);
+    json_answer(super::apply(state, Request::Search(search))?, r);
     Ok(())
 }
 
 fn sql(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    json_answer(apply(state, Request::Sql(decode::name(a[1])?))?, r);
+    json_answer(super::apply(state, Request::Sql(decode::name(a[1])?))?, r);
     Ok(())
 }
 
@@ -323,7 +330,7 @@ fn scan(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refus
         _ => return Err(Refusal::bad_request("syntax error").into()),
     };
     let Answer::Scan { next, documents } =
-        apply(state, Request::Scan { namespace: decode::name(a[1])?, cursor, count })?
+        super::apply(state, Request::Scan { namespace: decode::name(a[1])?, cursor, count })?
     else {
         unreachable!("a scan answers a step")
     };

@@ -1,49 +1,120 @@
 //! Generic key commands: DEL, EXISTS, the EXPIRE family, TTL, TYPE, KEYS, SCAN, RENAME,
-//! DBSIZE and FLUSHDB.
+//! DBSIZE, FLUSHDB and FLUSHALL.
 //!
 //! Owns: turning RESP arguments into `KvOps` calls for the `generic` group and shaping
-//! their replies. Never: hold semantics of its own, or write a reply before the call has
-//! succeeded.
+//! their replies, one function per command (or per family of Redis forms sharing a body),
+//! each generic over `KvOps` so the table can hold it for a keyspace and for EXEC's locked
+//! block; FLUSHALL, the one that reaches every keyspace, takes the server state instead.
+//! Never: hold semantics of its own, write a reply before the call has succeeded, or
+//! decide anything by a command's name (the table chose this function).
 
-use super::args::{self, CmdError, syntax};
+use super::args::{self, CmdError, CmdResult, syntax};
 use crate::resp::reply::Reply;
+use crate::state::ServerState;
 use hotset_core::kv::{ExpireCondition, KvError, KvOps};
 
 /// Keys SCAN returns per call when COUNT is not given (Redis' default).
 const SCAN_COUNT_DEFAULT: usize = 10;
 
-/// Runs generic key command `name` (upper case); `Ok(false)` when it is not one.
-pub fn run<K: KvOps>(kv: &K, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Result<bool, CmdError> {
-    match name {
-        "DEL" | "UNLINK" => r.int(kv.del(&a[1..])? as i64),
-        "EXISTS" => r.int(kv.exists(&a[1..])? as i64),
-        "EXPIRE" | "PEXPIRE" | "EXPIREAT" | "PEXPIREAT" => expire(kv, name, a, r)?,
-        "TTL" => r.int(seconds(kv.ttl_ms(a[1])?)),
-        "PTTL" => r.int(kv.ttl_ms(a[1])?),
-        "EXPIRETIME" => r.int(seconds(kv.expire_time_ms(a[1])?)),
-        "PEXPIRETIME" => r.int(kv.expire_time_ms(a[1])?),
-        "PERSIST" => r.int(i64::from(kv.persist(a[1])?)),
-        "TYPE" => r.simple(kv.key_type(a[1])?),
-        "KEYS" => {
-            let keys = kv.keys(a[1])?;
-            r.array(keys.len());
-            keys.iter().for_each(|k| r.bulk(k));
+/// DEL and UNLINK (the same here: memory is freed at once).
+pub fn del<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(kv.del(&a[1..])? as i64);
+    Ok(())
+}
+
+pub fn exists<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(kv.exists(&a[1..])? as i64);
+    Ok(())
+}
+
+pub fn ttl<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(seconds(kv.ttl_ms(a[1])?));
+    Ok(())
+}
+
+pub fn pttl<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(kv.ttl_ms(a[1])?);
+    Ok(())
+}
+
+pub fn expiretime<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(seconds(kv.expire_time_ms(a[1])?));
+    Ok(())
+}
+
+pub fn pexpiretime<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(kv.expire_time_ms(a[1])?);
+    Ok(())
+}
+
+pub fn persist<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(i64::from(kv.persist(a[1])?));
+    Ok(())
+}
+
+/// TYPE key
+pub fn key_type<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.simple(kv.key_type(a[1])?);
+    Ok(())
+}
+
+pub fn keys<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let keys = kv.keys(a[1])?;
+    r.array(keys.len());
+    keys.iter().for_each(|k| r.bulk(k));
+    Ok(())
+}
+
+pub fn rename<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    kv.rename(a[1], a[2])?;
+    r.ok();
+    Ok(())
+}
+
+pub fn renamenx<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(i64::from(kv.rename_nx(a[1], a[2])?));
+    Ok(())
+}
+
+pub fn dbsize<K: KvOps>(kv: &K, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(kv.dbsize()? as i64);
+    Ok(())
+}
+
+pub fn flushdb<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    flush_mode(a)?;
+    kv.flush()?;
+    r.ok();
+    Ok(())
+}
+
+/// FLUSHALL: every keyspace, each flushed under its own locks (EXEC refuses it, as its
+/// block locks one keyspace only).
+pub fn flushall(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    flush_mode(a)?;
+    for name in state.db.keyspaces().list() {
+        if let Some(space) = state.db.keyspaces().get(&name) {
+            space.flush()?;
         }
-        "SCAN" => scan(kv, a, r)?,
-        "RENAME" => {
-            kv.rename(a[1], a[2])?;
-            r.ok();
-        }
-        "RENAMENX" => r.int(i64::from(kv.rename_nx(a[1], a[2])?)),
-        "DBSIZE" => r.int(kv.dbsize()? as i64),
-        "FLUSHDB" => {
-            flush_mode(a)?;
-            kv.flush()?;
-            r.ok();
-        }
-        _ => return Ok(false),
     }
-    Ok(true)
+    r.ok();
+    Ok(())
+}
+
+pub fn expire<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    set_expiry(kv, a, r, Expiry { command: "expire", unit_ms: 1000, absolute: false })
+}
+
+pub fn pexpire<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    set_expiry(kv, a, r, Expiry { command: "pexpire", unit_ms: 1, absolute: false })
+}
+
+pub fn expireat<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    set_expiry(kv, a, r, Expiry { command: "expireat", unit_ms: 1000, absolute: true })
+}
+
+pub fn pexpireat<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    set_expiry(kv, a, r, Expiry { command: "pexpireat", unit_ms: 1, absolute: true })
 }
 
 /// TTL-style milliseconds as seconds: negative codes (-1 no expiry, -2 no key) kept, a
@@ -53,7 +124,7 @@ fn seconds(ms: i64) -> i64 {
 }
 
 /// FLUSHDB / FLUSHALL [ASYNC|SYNC]: both run at once here (memory is freed in place).
-pub fn flush_mode(a: &[&[u8]]) -> Result<(), CmdError> {
+fn flush_mode(a: &[&[u8]]) -> Result<(), CmdError> {
     match a {
         [_] => Ok(()),
         [_, mode] if args::is(mode, "ASYNC") || args::is(mode, "SYNC") => Ok(()),
@@ -61,8 +132,18 @@ pub fn flush_mode(a: &[&[u8]]) -> Result<(), CmdError> {
     }
 }
 
+/// How one form of EXPIRE reads its amount.
+struct Expiry {
+    /// The lower-case name its errors give.
+    command: &'static str,
+    /// Milliseconds per unit of the amount.
+    unit_ms: i64,
+    /// Whether the amount is a Unix time rather than a time to live.
+    absolute: bool,
+}
+
 /// EXPIRE key seconds [NX|XX|GT|LT] and its millisecond / absolute variants.
-fn expire<K: KvOps>(kv: &K, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), CmdError> {
+fn set_expiry<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>, expiry: Expiry) -> CmdResult {
     let condition = match a.get(3) {
         None => None,
         Some(word) if args::is(word, "NX") => Some(ExpireCondition::Nx),
@@ -75,31 +156,21 @@ fn expire<K: KvOps>(kv: &K, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Resul
         return Err(syntax());
     }
     let amount = args::int(a[2])?;
-    let command = match name {
-        "EXPIRE" => "expire",
-        "PEXPIRE" => "pexpire",
-        "EXPIREAT" => "expireat",
-        _ => "pexpireat",
-    };
+    let command = expiry.command;
     let invalid = || CmdError(KvError::InvalidExpireTime { command }.to_string());
-    let ms = match name {
-        "EXPIRE" | "EXPIREAT" => amount.checked_mul(1000).ok_or_else(invalid)?,
-        _ => amount,
-    };
-    let applied = match name {
-        "EXPIRE" | "PEXPIRE" => kv.expire_in_ms_if(a[1], ms, condition),
-        _ => kv.expire_at_ms_if(a[1], ms, condition),
-    }
-    .map_err(|error| match error {
-        KvError::InvalidExpireTime { .. } => invalid(),
-        other => other.into(),
-    })?;
+    let ms = amount.checked_mul(expiry.unit_ms).ok_or_else(invalid)?;
+    let applied =
+        if expiry.absolute { kv.expire_at_ms_if(a[1], ms, condition) } else { kv.expire_in_ms_if(a[1], ms, condition) }
+            .map_err(|error| match error {
+                KvError::InvalidExpireTime { .. } => invalid(),
+                other => other.into(),
+            })?;
     r.int(i64::from(applied));
     Ok(())
 }
 
 /// SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]
-fn scan<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), CmdError> {
+pub fn scan<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let cursor = cursor(a[1])?;
     let options = ScanOptions::parse(&a[2..])?;
     let (next, keys) = kv.scan(cursor, options.pattern, options.count)?;

@@ -1,14 +1,17 @@
 //! Executing RESP commands: the per-connection session, the dispatcher, and MULTI/EXEC.
 //!
 //! Owns: `Session` (selected keyspace, protocol, name, authentication, the queued
-//! transaction) and `execute`, which checks a request against the command table and runs
-//! it, writing exactly one reply. Never: touch sockets or buffers beyond the reply it is
-//! given, or wait for the log: writes inside a batch are acknowledged together by the
-//! connection (`hotset_core::journal::defer_acks`).
+//! transaction) and `execute`, which looks a request up in the command table, applies the
+//! entry's rules (arity, authentication, MULTI queueing) and calls the entry's handler,
+//! writing exactly one reply. Never: touch sockets or buffers beyond the reply it is
+//! given, wait for the log (writes inside a batch are acknowledged together by the
+//! connection: `hotset_core::journal::defer_acks`), or look at a command's name: what a
+//! command is and does is its `table::Spec`.
 //!
-//! Group modules: `strings`, `keys`, `hashes` (key-value commands, generic over `KvOps`
-//! so they run the same on a keyspace and inside EXEC's locked block), `documents`
-//! (`DOC.*`: namespaces, items, queries), `server` (connection and server commands).
+//! Group modules hold one handler per command: `strings`, `keys`, `hashes` (key-value
+//! commands, each written once generic over `KvOps` and held by the table for a keyspace
+//! and for EXEC's locked block), `documents` (`DOC.*`: namespaces, items, queries),
+//! `server` (connection and server commands); MULTI, EXEC and DISCARD are here.
 
 pub mod args;
 mod documents;
@@ -21,9 +24,10 @@ pub mod table;
 use crate::resp::reply::{Protocol, Reply};
 use crate::state::ServerState;
 use args::{CmdError, CmdResult};
-use hotset_core::kv::{Keyspace, KvOps};
+use hotset_core::kv::Keyspace;
+use hotset_ops::{Answer, Refusal, Request};
 use std::sync::Arc;
-use table::{Kind, Spec};
+use table::{Handler, InMulti, Spec};
 
 /// What a connection remembers between requests.
 pub struct Session {
@@ -43,8 +47,15 @@ pub struct Session {
 /// A transaction being queued.
 #[derive(Default)]
 pub struct Multi {
-    pub queued: Vec<Vec<Vec<u8>>>,
+    pub queued: Vec<Queued>,
     pub failed: bool,
+}
+
+/// A command MULTI queued: its entry, and its arguments (the name included) copied out of
+/// the read buffer.
+pub struct Queued {
+    pub spec: &'static Spec,
+    pub args: Vec<Vec<u8>>,
 }
 
 impl Session {
@@ -85,42 +96,38 @@ fn dispatch(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], r: 
         }
         return Err(CmdError(spec.arity_error()));
     }
-    if !session.authenticated && !matches!(spec.name, "AUTH" | "HELLO" | "QUIT" | "RESET") {
+    if !session.authenticated && !spec.before_auth {
         return Err(CmdError("NOAUTH Authentication required.".into()));
     }
     if let Some(multi) = &mut session.multi {
-        match spec.name {
-            "EXEC" | "DISCARD" | "MULTI" | "QUIT" | "RESET" => {}
-            _ if spec.in_multi => {
-                multi.queued.push(args.iter().map(|a| a.to_vec()).collect());
+        match spec.in_multi {
+            InMulti::RunAtOnce => {}
+            InMulti::Queue | InMulti::QueueThenRefuse => {
+                multi.queued.push(Queued { spec, args: args.iter().map(|a| a.to_vec()).collect() });
                 r.simple("QUEUED");
                 return Ok(());
             }
-            _ => {
+            InMulti::Refuse => {
                 multi.failed = true;
                 return Err(CmdError(format!("ERR Command not allowed inside a transaction: {}", spec.name)));
             }
         }
     }
-    match spec.kind {
-        Kind::Kv => run_kv(state, &*session.keyspace, spec, args, r),
-        Kind::Document => {
-            let handled = documents::run(state, session, spec.name, args, r)?;
-            assert!(handled, "every document command in the table has a handler: {}", spec.name);
-            Ok(())
-        }
-        Kind::Connection => match spec.name {
-            "MULTI" => multi(session, r),
-            "EXEC" => exec(state, session, r),
-            "DISCARD" => match session.multi.take() {
-                Some(_) => {
-                    r.ok();
-                    Ok(())
-                }
-                None => Err(CmdError("ERR DISCARD without MULTI".into())),
-            },
-            _ => server::run(state, session, spec, args, r),
-        },
+    match spec.handler {
+        Handler::Kv(kv) => (kv.direct)(&session.keyspace, args, r),
+        Handler::AllKeyspaces(run) => run(state, args, r),
+        Handler::Session(run) => run(state, session, args, r),
+    }
+}
+
+/// Applies an operation-layer request (`DOC.*`, SAVE, BGSAVE) on this thread; one that
+/// blocks (`Request::blocks`) first hands the thread's other connections to another
+/// thread, so they go on while it runs.
+pub(crate) fn apply(state: &ServerState, request: Request) -> Result<Answer, Refusal> {
+    if request.blocks() {
+        tokio::task::block_in_place(|| state.engine.apply(request))
+    } else {
+        state.engine.apply(request)
     }
 }
 
@@ -135,26 +142,7 @@ fn unknown_command(args: &[&[u8]]) -> CmdError {
     ))
 }
 
-/// Runs a key-value command on `kv` (a keyspace, or the locked block inside EXEC).
-fn run_kv<K: KvOps>(state: &ServerState, kv: &K, spec: &Spec, args: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    if spec.name == "FLUSHALL" {
-        keys::flush_mode(args)?;
-        for name in state.db.keyspaces().list() {
-            if let Some(space) = state.db.keyspaces().get(&name) {
-                space.flush()?;
-            }
-        }
-        r.ok();
-        return Ok(());
-    }
-    let handled = strings::run(kv, spec.name, args, r)?
-        || keys::run(kv, spec.name, args, r)?
-        || hashes::run(kv, spec.name, args, r)?;
-    assert!(handled, "every key-value command in the table has a handler: {}", spec.name);
-    Ok(())
-}
-
-fn multi(session: &mut Session, r: &mut Reply<'_>) -> CmdResult {
+fn multi(_: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     if session.multi.is_some() {
         return Err(CmdError("ERR MULTI calls can not be nested".into()));
     }
@@ -163,9 +151,19 @@ fn multi(session: &mut Session, r: &mut Reply<'_>) -> CmdResult {
     Ok(())
 }
 
+fn discard(_: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    match session.multi.take() {
+        Some(_) => {
+            r.ok();
+            Ok(())
+        }
+        None => Err(CmdError("ERR DISCARD without MULTI".into())),
+    }
+}
+
 /// EXEC: runs the queued commands with every shard of the keyspace locked, so no other
 /// client sees a state between them, and as one log record.
-fn exec(state: &ServerState, session: &mut Session, r: &mut Reply<'_>) -> CmdResult {
+fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let Some(multi) = session.multi.take() else {
         return Err(CmdError("ERR EXEC without MULTI".into()));
     };
@@ -174,19 +172,22 @@ fn exec(state: &ServerState, session: &mut Session, r: &mut Reply<'_>) -> CmdRes
     }
     // FLUSHALL reaches other keyspaces, which the block does not lock: refuse it here
     // rather than break atomicity.
-    if multi.queued.iter().any(|cmd| args::is(&cmd[0], "FLUSHALL")) {
-        return Err(CmdError("ERR FLUSHALL is not allowed inside MULTI; use FLUSHDB".into()));
+    if let Some(queued) = multi.queued.iter().find(|q| matches!(q.spec.handler, Handler::AllKeyspaces(_))) {
+        return Err(CmdError(format!("ERR {} is not allowed inside MULTI; use FLUSHDB", queued.spec.name)));
     }
     let protocol = r.protocol;
-    let replies = session.keyspace.atomic_all(|txn| {
+    // The block borrows the keyspace while the queued connection commands borrow the
+    // session, so the block holds its own reference.
+    let keyspace = Arc::clone(&session.keyspace);
+    let replies = keyspace.atomic_all(|txn| {
         let mut out = Vec::new();
-        for command in &multi.queued {
-            let args: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
-            let spec = table::lookup(args[0]).expect("queued commands were looked up");
+        for queued in &multi.queued {
+            let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
             let mut reply = Reply { out: &mut out, protocol };
-            let result = match spec.kind {
-                Kind::Kv => run_kv(state, txn, spec, &args, &mut reply),
-                Kind::Connection | Kind::Document => server::run_in_multi(spec, &args, &mut reply),
+            let result = match (queued.spec.in_multi, queued.spec.handler) {
+                (InMulti::Queue, Handler::Kv(kv)) => (kv.in_txn)(txn, &args, &mut reply),
+                (InMulti::Queue, Handler::Session(run)) => run(state, session, &args, &mut reply),
+                _ => Err(CmdError(format!("ERR {} cannot run inside MULTI", queued.spec.name))),
             };
             if let Err(CmdError(message)) = result {
                 reply.error(&message);

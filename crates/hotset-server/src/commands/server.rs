@@ -1,15 +1,19 @@
 //! Connection and server commands: PING, ECHO, SELECT, HELLO, AUTH, QUIT, RESET, CLIENT,
 //! COMMAND, CONFIG, INFO, TIME, SAVE, BGSAVE, LASTSAVE.
 //!
-//! Owns: the replies clients and tools read at connect time (HELLO's map, INFO's
-//! sections, the CONFIG parameters redis-benchmark asks for, COMMAND DOCS). Never: change
-//! server-wide settings that would need a restart to be true (CONFIG SET refuses those).
+//! Owns: one handler per command, all of the table's session shape; the replies clients
+//! and tools read at connect time (HELLO's map, INFO's sections, the CONFIG parameters
+//! redis-benchmark asks for, COMMAND DOCS). Never: change server-wide settings that would
+//! need a restart to be true (CONFIG SET refuses those), or decide anything by a
+//! command's name (the table chose the handler; PING, ECHO and TIME, which EXEC runs with
+//! the keyspace locked, touch neither the session nor any keyspace).
 
 use super::Session;
 use super::args::{self, CmdError, CmdResult, syntax};
 use super::table::{self, COMMANDS, Spec};
 use crate::resp::reply::{Protocol, Reply};
 use crate::state::ServerState;
+use hotset_ops::Request;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -22,81 +26,99 @@ pub const REDIS_COMPAT_VERSION: &str = "7.2.0";
 /// Longest keyspace name SELECT accepts.
 const KEYSPACE_NAME_MAX: usize = 64;
 
-pub fn run(state: &Arc<ServerState>, session: &mut Session, spec: &Spec, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    match spec.name {
-        "PING" | "ECHO" | "TIME" => run_in_multi(spec, a, r)?,
-        "SELECT" => select(state, session, a[1], r)?,
-        "HELLO" => hello(state, session, a, r)?,
-        "AUTH" => {
-            let password = match a {
-                [_, password] => password,
-                [_, user, password] if args::is(user, crate::auth::DEFAULT_USER) => password,
-                [_, _, _] => {
-                    return Err(CmdError("WRONGPASS invalid username-password pair or user is disabled.".into()));
-                }
-                _ => return Err(syntax()),
-            };
-            auth(state, session, password)?;
-            r.ok();
-        }
-        "QUIT" => {
-            session.closing = true;
-            r.ok();
-        }
-        "RESET" => {
-            session.multi = None;
-            session.errors_json = false;
-            session.protocol = Protocol::Resp2;
-            session.authenticated = state.config.password.is_none();
-            select(state, session, b"0", &mut Reply { out: &mut Vec::new(), protocol: Protocol::Resp2 })?;
-            state.update_client(session.id, |info| {
-                info.name.clear();
-                info.protocol = 2;
-            });
-            r.protocol = Protocol::Resp2;
-            r.simple("RESET");
-        }
-        "CLIENT" => client(state, session, a, r)?,
-        "COMMAND" => command(a, r)?,
-        "CONFIG" => config(state, a, r)?,
-        "INFO" => r.verbatim(&info(state, a.get(1).copied())),
-        "SAVE" => {
-            save(state)?;
-            r.ok();
-        }
-        "BGSAVE" => {
-            // Maintenance takes it; its outcome shows in INFO persistence.
-            let store = state.store.read();
-            let store = store.as_ref().ok_or_else(|| CmdError("ERR the server is shutting down".into()))?;
-            store.request_snapshot();
-            r.simple("Background saving started");
-        }
-        "LASTSAVE" => r.int(last_save(state)),
-        other => unreachable!("{other} is in the table but has no handler"),
+pub fn ping(_: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    match a {
+        [_] => r.simple("PONG"),
+        [_, message] => r.bulk(message),
+        _ => return Err(args::wrong_arity("PING")),
     }
     Ok(())
 }
 
-/// The connection commands MULTI may queue (they need no session state).
-pub fn run_in_multi(spec: &Spec, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    match (spec.name, a) {
-        ("PING", [_]) => r.simple("PONG"),
-        ("PING", [_, message]) | ("ECHO", [_, message]) => r.bulk(message),
-        ("PING", _) => return Err(CmdError(spec.arity_error())),
-        ("TIME", _) => {
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-            r.array(2);
-            r.bulk(now.as_secs().to_string().as_bytes());
-            r.bulk(now.subsec_micros().to_string().as_bytes());
-        }
-        (name, _) => return Err(CmdError(format!("ERR {name} cannot run inside MULTI"))),
-    }
+pub fn echo(_: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.bulk(a[1]);
+    Ok(())
+}
+
+pub fn time(_: &Arc<ServerState>, _: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    r.array(2);
+    r.bulk(now.as_secs().to_string().as_bytes());
+    r.bulk(now.subsec_micros().to_string().as_bytes());
+    Ok(())
+}
+
+pub fn select(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    select_keyspace(state, session, a[1])?;
+    r.ok();
+    Ok(())
+}
+
+/// AUTH password | AUTH default password
+pub fn auth(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let password = match a {
+        [_, password] => password,
+        [_, user, password] if args::is(user, crate::auth::DEFAULT_USER) => password,
+        [_, _, _] => return Err(CmdError("WRONGPASS invalid username-password pair or user is disabled.".into())),
+        _ => return Err(syntax()),
+    };
+    authenticate(state, session, password)?;
+    r.ok();
+    Ok(())
+}
+
+pub fn quit(_: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    session.closing = true;
+    r.ok();
+    Ok(())
+}
+
+/// RESET: the connection as it was after connecting (a transaction discarded, RESP2,
+/// keyspace 0, TEXT errors, no name, unauthenticated when a password is set).
+pub fn reset(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    session.multi = None;
+    session.errors_json = false;
+    session.protocol = Protocol::Resp2;
+    session.authenticated = state.config.password.is_none();
+    select_keyspace(state, session, b"0")?;
+    state.update_client(session.id, |info| {
+        info.name.clear();
+        info.protocol = 2;
+    });
+    r.protocol = Protocol::Resp2;
+    r.simple("RESET");
+    Ok(())
+}
+
+pub fn info(state: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.verbatim(&info_text(state, a.get(1).copied()));
+    Ok(())
+}
+
+/// SAVE: a snapshot now, waited for.
+/// SAVE: a snapshot now, through the operation layer (it blocks: the I/O thread's other
+/// connections go on meanwhile); a failure in Redis' words.
+pub fn save(state: &Arc<ServerState>, _: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    super::apply(state, Request::Save).map_err(|refusal| CmdError(format!("ERR {refusal}")))?;
+    r.ok();
+    Ok(())
+}
+
+/// BGSAVE: maintenance takes the snapshot; its outcome shows in INFO persistence.
+pub fn bgsave(state: &Arc<ServerState>, _: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    super::apply(state, Request::Snapshot).map_err(|refusal| CmdError(format!("ERR {refusal}")))?;
+    r.simple("Background saving started");
+    Ok(())
+}
+
+pub fn lastsave(state: &Arc<ServerState>, _: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(last_save(state));
     Ok(())
 }
 
 /// SELECT n (a keyspace by number, 0 .. databases-1) or SELECT name (any keyspace by
 /// name, created on first use: one server serves one keyspace per domain).
-fn select(state: &ServerState, session: &mut Session, target: &[u8], r: &mut Reply<'_>) -> CmdResult {
+fn select_keyspace(state: &ServerState, session: &mut Session, target: &[u8]) -> CmdResult {
     let name = match args::int(target) {
         Ok(n) if n >= 0 && (n as usize) < state.config.databases => n.to_string(),
         Ok(_) => return Err(CmdError("ERR DB index is out of range".into())),
@@ -118,11 +140,10 @@ fn select(state: &ServerState, session: &mut Session, target: &[u8], r: &mut Rep
         session.keyspace_name = name.clone();
         state.update_client(session.id, |info| info.keyspace = name);
     }
-    r.ok();
     Ok(())
 }
 
-fn auth(state: &ServerState, session: &mut Session, password: &[u8]) -> CmdResult {
+fn authenticate(state: &ServerState, session: &mut Session, password: &[u8]) -> CmdResult {
     match &state.config.password {
         None => Err(CmdError(
             "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?".into(),
@@ -136,7 +157,7 @@ fn auth(state: &ServerState, session: &mut Session, password: &[u8]) -> CmdResul
 }
 
 /// HELLO [protover [AUTH user password] [SETNAME name]]
-fn hello(state: &ServerState, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+pub fn hello(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let mut protocol = session.protocol;
     let mut at = 1;
     if let Some(version) = a.get(1) {
@@ -154,7 +175,7 @@ fn hello(state: &ServerState, session: &mut Session, a: &[&[u8]], r: &mut Reply<
             if !args::is(a[at + 1], "default") {
                 return Err(CmdError("WRONGPASS invalid username-password pair or user is disabled.".into()));
             }
-            auth(state, session, a[at + 2])?;
+            authenticate(state, session, a[at + 2])?;
             at += 3;
         } else if args::is(a[at], "SETNAME") && at + 1 < a.len() {
             name = Some(client_name(a[at + 1])?);
@@ -201,7 +222,8 @@ fn client_name(arg: &[u8]) -> Result<String, CmdError> {
     Ok(String::from_utf8_lossy(arg).into_owned())
 }
 
-fn client(state: &ServerState, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+/// CLIENT SETNAME | GETNAME | ID | INFO | LIST | SETINFO
+pub fn client(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let sub = a[1].to_ascii_uppercase();
     match (sub.as_slice(), a.len()) {
         (b"SETNAME", 3) => {
@@ -267,7 +289,7 @@ fn client_line(info: &crate::state::ClientInfo) -> String {
 }
 
 /// COMMAND [COUNT | DOCS [name...] | INFO [name...] | LIST]
-fn command(a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+pub fn command(_: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let Some(sub) = a.get(1) else {
         r.array(COMMANDS.len());
         COMMANDS.iter().for_each(|spec| command_info(spec, r));
@@ -320,23 +342,14 @@ fn command_info(spec: &Spec, r: &mut Reply<'_>) {
     r.int(i64::from(spec.arity));
     r.set(1);
     r.simple(if spec.write { "write" } else { "readonly" });
-    let keyed =
-        spec.kind == table::Kind::Kv && !matches!(spec.name, "DBSIZE" | "FLUSHDB" | "FLUSHALL" | "KEYS" | "SCAN");
-    let (first, last, step) = match spec.name {
-        _ if !keyed => (0, 0, 0),
-        "DEL" | "UNLINK" | "EXISTS" | "MGET" => (1, -1, 1),
-        "MSET" | "MSETNX" => (1, -1, 2),
-        "RENAME" | "RENAMENX" => (1, 2, 1),
-        _ => (1, 1, 1),
-    };
-    r.int(first);
-    r.int(last);
-    r.int(step);
+    r.int(spec.keys.first);
+    r.int(spec.keys.last);
+    r.int(spec.keys.step);
 }
 
 /// CONFIG GET pattern... | CONFIG SET (refused: settings come from the file and flags) |
 /// CONFIG RESETSTAT
-fn config(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+pub fn config(state: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let sub = a[1];
     if args::is(sub, "GET") {
         if a.len() < 3 {
@@ -401,7 +414,7 @@ fn config_params(state: &ServerState) -> Vec<(&'static str, String)> {
 }
 
 /// INFO [section]: `# Section` headers and `key:value` lines, as Redis writes them.
-fn info(state: &ServerState, section: Option<&[u8]>) -> String {
+fn info_text(state: &ServerState, section: Option<&[u8]>) -> String {
     let wanted = |name: &str| {
         section.is_none_or(|s| {
             args::is(s, name) || args::is(s, "all") || args::is(s, "everything") || args::is(s, "default")
@@ -494,13 +507,6 @@ fn info(state: &ServerState, section: Option<&[u8]>) -> String {
         }
     }
     text
-}
-
-/// SAVE: a snapshot now, waited for.
-fn save(state: &ServerState) -> CmdResult {
-    let store = state.store.read();
-    let store = store.as_ref().ok_or_else(|| CmdError("ERR the server is shutting down".into()))?;
-    store.snapshot().map(drop).map_err(|e| CmdError(format!("ERR snapshot failed: {e}")))
 }
 
 /// Unix seconds of the last snapshot written or loaded (0 if none).

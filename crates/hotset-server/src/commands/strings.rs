@@ -1,46 +1,91 @@
 //! String commands: GET, SET and its options, counters, MGET/MSET and friends.
 //!
 //! Owns: turning RESP arguments into `KvOps` calls for the `string` group and shaping
-//! their replies. Never: hold semantics of its own (expiry, NX/XX, integer rules live in
-//! `hotset_core::kv`), or write a reply before the call has succeeded.
+//! their replies, one function per command (or per pair of Redis forms sharing a body),
+//! each generic over `KvOps` so the table can hold it for a keyspace and for EXEC's
+//! locked block. Never: hold semantics of its own (expiry, NX/XX, integer rules live in
+//! `hotset_core::kv`), write a reply before the call has succeeded, or decide anything by
+//! a command's name (the table chose this function).
 
 use super::args::{self, CmdError, CmdResult, syntax};
 use crate::resp::reply::Reply;
 use hotset_core::kv::{KvOps, SetCondition, SetExpiry, SetOptions};
 
-/// Runs string command `name` (upper case); `Ok(false)` when it is not one.
-pub fn run<K: KvOps>(kv: &K, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> Result<bool, CmdError> {
-    match name {
-        "GET" => kv.get_with(a[1], |value| r.bulk_or_null(value))?,
-        "SET" => set(kv, a, r)?,
-        "SETNX" => r.int(i64::from(kv.setnx(a[1], a[2])?)),
-        "SETEX" | "PSETEX" => setex(kv, name, a, r)?,
-        "GETSET" => r.bulk_or_null(kv.getset(a[1], a[2])?.as_deref()),
-        "GETDEL" => r.bulk_or_null(kv.getdel(a[1])?.as_deref()),
-        "APPEND" => r.int(kv.append(a[1], a[2])? as i64),
-        "STRLEN" => r.int(kv.strlen(a[1])? as i64),
-        "INCR" => r.int(kv.incr_by(a[1], 1)?),
-        "DECR" => r.int(kv.decr_by(a[1], 1)?),
-        "INCRBY" => r.int(kv.incr_by(a[1], args::int(a[2])?)?),
-        "DECRBY" => r.int(kv.decr_by(a[1], args::int(a[2])?)?),
-        "INCRBYFLOAT" => r.bulk(&kv.incr_by_float(a[1], args::float(a[2])?)?),
-        "MGET" => {
-            let values = kv.mget(&a[1..])?;
-            r.array(values.len());
-            values.iter().for_each(|v| r.bulk_or_null(v.as_deref()));
-        }
-        "MSET" => {
-            kv.mset(&args::pairs(name, &a[1..])?)?;
-            r.ok();
-        }
-        "MSETNX" => r.int(i64::from(kv.msetnx(&args::pairs(name, &a[1..])?)?)),
-        _ => return Ok(false),
-    }
-    Ok(true)
+pub fn get<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    kv.get_with(a[1], |value| r.bulk_or_null(value))?;
+    Ok(())
+}
+
+pub fn setnx<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(i64::from(kv.setnx(a[1], a[2])?));
+    Ok(())
+}
+
+pub fn getset<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.bulk_or_null(kv.getset(a[1], a[2])?.as_deref());
+    Ok(())
+}
+
+pub fn getdel<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.bulk_or_null(kv.getdel(a[1])?.as_deref());
+    Ok(())
+}
+
+pub fn append<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(kv.append(a[1], a[2])? as i64);
+    Ok(())
+}
+
+pub fn strlen<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(kv.strlen(a[1])? as i64);
+    Ok(())
+}
+
+pub fn incr<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(kv.incr_by(a[1], 1)?);
+    Ok(())
+}
+
+pub fn decr<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(kv.decr_by(a[1], 1)?);
+    Ok(())
+}
+
+pub fn incrby<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(kv.incr_by(a[1], args::int(a[2])?)?);
+    Ok(())
+}
+
+pub fn decrby<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(kv.decr_by(a[1], args::int(a[2])?)?);
+    Ok(())
+}
+
+pub fn incrbyfloat<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.bulk(&kv.incr_by_float(a[1], args::float(a[2])?)?);
+    Ok(())
+}
+
+pub fn mget<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let values = kv.mget(&a[1..])?;
+    r.array(values.len());
+    values.iter().for_each(|v| r.bulk_or_null(v.as_deref()));
+    Ok(())
+}
+
+pub fn mset<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    kv.mset(&args::pairs("MSET", &a[1..])?)?;
+    r.ok();
+    Ok(())
+}
+
+pub fn msetnx<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(i64::from(kv.msetnx(&args::pairs("MSETNX", &a[1..])?)?));
+    Ok(())
 }
 
 /// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
-fn set<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+pub fn set<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let mut options = SetOptions::default();
     let mut at = 3;
     while at < a.len() {
@@ -103,14 +148,25 @@ fn set<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     Ok(())
 }
 
-/// SETEX key seconds value / PSETEX key ms value
-fn setex<K: KvOps>(kv: &K, name: &str, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+/// SETEX key seconds value
+pub fn setex<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    set_with_ttl(kv, a, r, "setex", 1000)
+}
+
+/// PSETEX key ms value
+pub fn psetex<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    set_with_ttl(kv, a, r, "psetex", 1)
+}
+
+/// SETEX and PSETEX: `a[2]` is the time to live in units of `unit_ms`; `command` names
+/// the command in the error text.
+fn set_with_ttl<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>, command: &str, unit_ms: u64) -> CmdResult {
     let ttl = args::int(a[2])?;
-    let invalid = || CmdError(format!("ERR invalid expire time in '{}' command", name.to_ascii_lowercase()));
+    let invalid = || CmdError(format!("ERR invalid expire time in '{command}' command"));
     if ttl <= 0 {
         return Err(invalid());
     }
-    let ms = if name == "SETEX" { (ttl as u64).checked_mul(1000).ok_or_else(invalid)? } else { ttl as u64 };
+    let ms = (ttl as u64).checked_mul(unit_ms).ok_or_else(invalid)?;
     let options = SetOptions { expiry: Some(SetExpiry::Ex(ms)), ..SetOptions::default() };
     kv.set(a[1], a[3], options)?;
     r.ok();

@@ -1,20 +1,69 @@
-//! The command table: every command the RESP listener knows, its arity, group and flags.
+//! The command table: every command the RESP listener knows, with its handler, arity,
+//! flags, key positions and documentation.
 //!
-//! Owns: looking a command up by name (ASCII case-insensitive, no allocation), the arity
-//! check with Redis' error text, and what COMMAND COUNT/INFO/DOCS report. Never: execute
-//! anything; the group modules do.
+//! Owns: looking a command up by name (ASCII case-insensitive, no allocation), which
+//! yields the function that runs it; the arity check with Redis' error text; how a command
+//! behaves before AUTH and inside MULTI; and what COMMAND COUNT/INFO/DOCS report. Never:
+//! execute anything (the dispatcher in `commands` calls the handler), or let a command
+//! name decide anything outside this table: a group module has one function per command
+//! and never matches on a name, so a command's behaviour is found from its entry alone.
 
-/// How a command may be used.
+use super::args::{self, CmdResult};
+use super::{Session, documents, hashes, keys, server, strings};
+use crate::resp::reply::Reply;
+use crate::state::ServerState;
+use hotset_core::kv::{Keyspace, KeyspaceTxn};
+use std::sync::Arc;
+
+/// A key-value command, instantiated for both places it runs: a keyspace, and the locked
+/// block of a keyspace inside EXEC. The group modules write each command once, generic
+/// over `KvOps`; a function pointer must name one type, so the table keeps both.
+#[derive(Debug, Clone, Copy)]
+pub struct KvHandler {
+    pub direct: fn(&Keyspace, &[&[u8]], &mut Reply<'_>) -> CmdResult,
+    pub in_txn: fn(&KeyspaceTxn<'_>, &[&[u8]], &mut Reply<'_>) -> CmdResult,
+}
+
+/// A command that runs with the connection's session: connection and server commands,
+/// MULTI/EXEC/DISCARD, and `DOC.*`.
+pub type SessionHandler = fn(&Arc<ServerState>, &mut Session, &[&[u8]], &mut Reply<'_>) -> CmdResult;
+
+/// What runs a command.
+#[derive(Debug, Clone, Copy)]
+pub enum Handler {
+    /// Key-value command on the selected keyspace.
+    Kv(KvHandler),
+    /// Key-value command that reaches every keyspace (FLUSHALL). It has no form for EXEC:
+    /// the locked block covers one keyspace, so EXEC refuses a transaction holding one.
+    AllKeyspaces(fn(&ServerState, &[&[u8]], &mut Reply<'_>) -> CmdResult),
+    /// Connection, server or document command.
+    Session(SessionHandler),
+}
+
+/// What a command does when sent between MULTI and EXEC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Key-value command: runs on a keyspace, or on the locked keyspace inside EXEC.
-    Kv,
-    /// Changes the connection or reports on the server; may be queued in MULTI only when
-    /// `in_multi` is set.
-    Connection,
-    /// Document command (`DOC.*`) on the database's namespaces; not inside MULTI (a
-    /// transaction's lock covers one keyspace).
-    Document,
+pub enum InMulti {
+    /// Queued, and run by EXEC: key-value commands on the locked block, and connection
+    /// commands that touch neither the session nor any keyspace (PING, ECHO, TIME).
+    Queue,
+    /// Queued, and answered by EXEC with `ERR <name> cannot run inside MULTI`: INFO and
+    /// LASTSAVE read every keyspace or the store, and the block holds the selected
+    /// keyspace's locks.
+    QueueThenRefuse,
+    /// Runs at once, MULTI or not: MULTI, EXEC, DISCARD, QUIT, RESET.
+    RunAtOnce,
+    /// Refused while queueing, which fails the transaction: commands that change the
+    /// connection, and `DOC.*` (a transaction's lock covers one keyspace).
+    Refuse,
+}
+
+/// Where a command's keys are, as COMMAND INFO reports them (Redis' first key, last key,
+/// step; `-1` as last means the final argument).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyPositions {
+    pub first: i64,
+    pub last: i64,
+    pub step: i64,
 }
 
 /// One command.
@@ -24,124 +73,270 @@ pub struct Spec {
     pub name: &'static str,
     /// Redis convention: `n` exactly n arguments (name included), `-n` at least n.
     pub arity: i32,
-    pub kind: Kind,
+    pub handler: Handler,
     /// Whether it writes (COMMAND INFO flags; `write` or `readonly`).
     pub write: bool,
-    /// Whether MULTI may queue it.
-    pub in_multi: bool,
+    pub in_multi: InMulti,
+    /// Whether a connection that has not authenticated may send it.
+    pub before_auth: bool,
+    pub keys: KeyPositions,
     /// Redis command group, for COMMAND DOCS.
     pub group: &'static str,
     pub summary: &'static str,
 }
 
-const fn kv(name: &'static str, arity: i32, write: bool, group: &'static str, summary: &'static str) -> Spec {
-    Spec { name, arity, kind: Kind::Kv, write, in_multi: true, group, summary }
+const NO_KEYS: KeyPositions = KeyPositions { first: 0, last: 0, step: 0 };
+
+/// A key-value command's entry from one function generic over `KvOps`. The EXEC form goes
+/// through a closure because `KeyspaceTxn<'_>` carries a lifetime: the generic function
+/// instantiated for one lifetime is no pointer for every lifetime, the closure is.
+macro_rules! kv {
+    ($name:literal, $arity:literal, $write:literal, $group:literal, $summary:literal, $handler:path) => {
+        Spec {
+            name: $name,
+            arity: $arity,
+            handler: Handler::Kv(KvHandler {
+                direct: |kv: &Keyspace, a: &[&[u8]], r: &mut Reply<'_>| $handler(kv, a, r),
+                in_txn: |kv: &KeyspaceTxn<'_>, a: &[&[u8]], r: &mut Reply<'_>| $handler(kv, a, r),
+            }),
+            write: $write,
+            in_multi: InMulti::Queue,
+            before_auth: false,
+            keys: KeyPositions { first: 1, last: 1, step: 1 },
+            group: $group,
+            summary: $summary,
+        }
+    };
 }
 
-const fn conn(name: &'static str, arity: i32, in_multi: bool, summary: &'static str) -> Spec {
-    Spec { name, arity, kind: Kind::Connection, write: false, in_multi, group: "connection", summary }
+const fn all_keyspaces(
+    name: &'static str,
+    arity: i32,
+    group: &'static str,
+    summary: &'static str,
+    handler: fn(&ServerState, &[&[u8]], &mut Reply<'_>) -> CmdResult,
+) -> Spec {
+    Spec {
+        name,
+        arity,
+        handler: Handler::AllKeyspaces(handler),
+        write: true,
+        in_multi: InMulti::Queue,
+        before_auth: false,
+        keys: NO_KEYS,
+        group,
+        summary,
+    }
 }
 
-const fn doc(name: &'static str, arity: i32, write: bool, summary: &'static str) -> Spec {
-    Spec { name, arity, kind: Kind::Document, write, in_multi: false, group: "document", summary }
+const fn conn(name: &'static str, arity: i32, handler: SessionHandler, summary: &'static str) -> Spec {
+    Spec {
+        name,
+        arity,
+        handler: Handler::Session(handler),
+        write: false,
+        in_multi: InMulti::Refuse,
+        before_auth: false,
+        keys: NO_KEYS,
+        group: "connection",
+        summary,
+    }
+}
+
+/// A `DOC.*` command.
+const fn doc(name: &'static str, arity: i32, write: bool, handler: SessionHandler, summary: &'static str) -> Spec {
+    Spec {
+        name,
+        arity,
+        handler: Handler::Session(handler),
+        write,
+        in_multi: InMulti::Refuse,
+        before_auth: false,
+        keys: NO_KEYS,
+        group: "document",
+        summary,
+    }
+}
+
+impl Spec {
+    const fn keys(self, first: i64, last: i64, step: i64) -> Spec {
+        Spec { keys: KeyPositions { first, last, step }, ..self }
+    }
+
+    const fn keyless(self) -> Spec {
+        Spec { keys: NO_KEYS, ..self }
+    }
+
+    const fn queue(self) -> Spec {
+        Spec { in_multi: InMulti::Queue, ..self }
+    }
+
+    const fn queue_then_refuse(self) -> Spec {
+        Spec { in_multi: InMulti::QueueThenRefuse, ..self }
+    }
+
+    const fn run_at_once(self) -> Spec {
+        Spec { in_multi: InMulti::RunAtOnce, ..self }
+    }
+
+    const fn before_auth(self) -> Spec {
+        Spec { before_auth: true, ..self }
+    }
 }
 
 /// Every command, sorted by name (the order COMMAND lists them in).
 pub static COMMANDS: &[Spec] = &[
-    kv("APPEND", 3, true, "string", "Appends a string to the value of a key."),
-    conn("AUTH", -2, false, "Authenticates the connection."),
-    conn("BGSAVE", -1, false, "Takes a snapshot of the database in the background."),
-    conn("CLIENT", -2, false, "Connection management: SETNAME, GETNAME, ID, INFO, LIST, SETINFO."),
-    conn("COMMAND", -1, false, "Information about the commands: COUNT, DOCS, INFO, LIST."),
-    conn("CONFIG", -2, false, "Reads or changes server settings: GET, SET, RESETSTAT."),
-    kv("DBSIZE", 1, false, "server", "Number of keys in the selected keyspace."),
-    kv("DECR", 2, true, "string", "Decrements the integer value of a key by one."),
-    kv("DECRBY", 3, true, "string", "Decrements the integer value of a key by a number."),
-    kv("DEL", -2, true, "generic", "Deletes keys."),
-    conn("DISCARD", 1, false, "Discards a transaction."),
-    doc("DOC.DEL", 3, true, "Deletes a document by primary key; 1 if it existed."),
-    doc("DOC.ERRORS", -1, false, "Sets the connection's DOC.* error form: TEXT (-ERR message) or JSON (-CODE {json})."),
-    doc("DOC.EXPLAIN", -2, false, "Runs a JSON DSL query and returns its result with the plan and timings."),
-    doc("DOC.GET", 3, false, "A document by primary key (JSON), or null."),
-    doc("DOC.INDEXADD", 3, true, "Adds an index (JSON definition) to a namespace and builds it."),
-    doc("DOC.INDEXDROP", 3, true, "Drops an index of a namespace."),
-    doc("DOC.INSERT", -3, true, "Inserts documents (JSON); fails on an existing key; all or nothing."),
-    doc("DOC.NSCREATE", -2, true, "Creates a namespace with index definitions (JSON list)."),
-    doc("DOC.NSDROP", 2, true, "Drops a namespace and its documents."),
-    doc("DOC.NSINFO", 2, false, "A namespace's indexes, document count and memory (JSON)."),
-    doc("DOC.NSLIST", 1, false, "The names of the namespaces."),
-    doc("DOC.NSTRUNCATE", 2, true, "Removes every document of a namespace, keeping its indexes."),
-    doc("DOC.QUERY", -2, false, "Runs a JSON DSL query; returns items, total and aggregations (JSON)."),
-    doc("DOC.SCAN", -3, false, "Walks a namespace's documents: [next cursor, [documents]]; cursor 0 starts and ends."),
-    doc("DOC.SEARCH", 2, false, "Full-text search across namespaces, merged by rank (JSON in, JSON out)."),
-    doc("DOC.SQL", 2, true, "Runs one SQL statement; returns its JSON answer (items, total, aggregations, affected)."),
+    kv!("APPEND", 3, true, "string", "Appends a string to the value of a key.", strings::append),
+    conn("AUTH", -2, server::auth, "Authenticates the connection.").before_auth(),
+    conn("BGSAVE", -1, server::bgsave, "Takes a snapshot of the database in the background."),
+    conn("CLIENT", -2, server::client, "Connection management: SETNAME, GETNAME, ID, INFO, LIST, SETINFO."),
+    conn("COMMAND", -1, server::command, "Information about the commands: COUNT, DOCS, INFO, LIST."),
+    conn("CONFIG", -2, server::config, "Reads or changes server settings: GET, SET, RESETSTAT."),
+    kv!("DBSIZE", 1, false, "server", "Number of keys in the selected keyspace.", keys::dbsize).keyless(),
+    kv!("DECR", 2, true, "string", "Decrements the integer value of a key by one.", strings::decr),
+    kv!("DECRBY", 3, true, "string", "Decrements the integer value of a key by a number.", strings::decrby),
+    kv!("DEL", -2, true, "generic", "Deletes keys.", keys::del).keys(1, -1, 1),
+    conn("DISCARD", 1, super::discard, "Discards a transaction.").run_at_once(),
+    doc("DOC.DEL", 3, true, documents::del_doc, "Deletes a document by primary key; 1 if it existed."),
+    doc(
+        "DOC.ERRORS",
+        -1,
+        false,
+        documents::errors,
+        "Sets the connection's DOC.* error form: TEXT (-ERR message) or JSON (-CODE {json}).",
+    ),
+    doc(
+        "DOC.EXPLAIN",
+        -2,
+        false,
+        documents::explain_query,
+        "Runs a JSON DSL query and returns its result with the plan and timings.",
+    ),
+    doc("DOC.GET", 3, false, documents::get_doc, "A document by primary key (JSON), or null."),
+    doc("DOC.INDEXADD", 3, true, documents::indexadd, "Adds an index (JSON definition) to a namespace and builds it."),
+    doc("DOC.INDEXDROP", 3, true, documents::indexdrop, "Drops an index of a namespace."),
+    doc(
+        "DOC.INSERT",
+        -3,
+        true,
+        documents::insert_docs,
+        "Inserts documents (JSON); fails on an existing key; all or nothing.",
+    ),
+    doc("DOC.NSCREATE", -2, true, documents::nscreate, "Creates a namespace with index definitions (JSON list)."),
+    doc("DOC.NSDROP", 2, true, documents::nsdrop, "Drops a namespace and its documents."),
+    doc("DOC.NSINFO", 2, false, documents::nsinfo, "A namespace's indexes, document count and memory (JSON)."),
+    doc("DOC.NSLIST", 1, false, documents::nslist, "The names of the namespaces."),
+    doc(
+        "DOC.NSTRUNCATE",
+        2,
+        true,
+        documents::nstruncate,
+        "Removes every document of a namespace, keeping its indexes.",
+    ),
+    doc(
+        "DOC.QUERY",
+        -2,
+        false,
+        documents::query_docs,
+        "Runs a JSON DSL query; returns items, total and aggregations (JSON).",
+    ),
+    doc(
+        "DOC.SCAN",
+        -3,
+        false,
+        documents::scan_docs,
+        "Walks a namespace's documents: [next cursor, [documents]]; cursor 0 starts and ends.",
+    ),
+    doc(
+        "DOC.SEARCH",
+        2,
+        false,
+        documents::search_docs,
+        "Full-text search across namespaces, merged by rank (JSON in, JSON out).",
+    ),
+    doc(
+        "DOC.SQL",
+        2,
+        true,
+        documents::sql_text,
+        "Runs one SQL statement; returns its JSON answer (items, total, aggregations, affected).",
+    ),
     doc(
         "DOC.TXN",
         -4,
         true,
+        documents::txn,
         "Applies UPSERT/INSERT/UPDATE document and DELETE key operations to one namespace, all or nothing.",
     ),
-    doc("DOC.UPDATE", -3, true, "Updates existing documents (JSON); fails on a missing key; all or nothing."),
-    doc("DOC.UPSERT", -3, true, "Inserts or replaces documents (JSON); all or nothing."),
-    conn("ECHO", 2, true, "Returns the given string."),
-    conn("EXEC", 1, false, "Executes the queued commands atomically."),
-    kv("EXISTS", -2, false, "generic", "Counts how many of the keys exist."),
-    kv("EXPIRE", -3, true, "generic", "Sets a key's time to live in seconds."),
-    kv("EXPIREAT", -3, true, "generic", "Sets a key's expiry as a Unix time in seconds."),
-    kv("EXPIRETIME", 2, false, "generic", "A key's expiry as a Unix time in seconds."),
-    kv("FLUSHALL", -1, true, "server", "Removes every key of every keyspace."),
-    kv("FLUSHDB", -1, true, "server", "Removes every key of the selected keyspace."),
-    kv("GET", 2, false, "string", "The string value of a key."),
-    kv("GETDEL", 2, true, "string", "Returns a key's string value and deletes the key."),
-    kv("GETSET", 3, true, "string", "Sets a key's string value and returns the old one."),
-    kv("HDEL", -3, true, "hash", "Deletes fields of a hash."),
-    conn("HELLO", -1, false, "Handshake: protocol version, authentication, client name."),
-    kv("HEXISTS", 3, false, "hash", "Whether a hash field exists."),
-    kv("HGET", 3, false, "hash", "The value of a hash field."),
-    kv("HGETALL", 2, false, "hash", "Every field and value of a hash."),
-    kv("HINCRBY", 4, true, "hash", "Increments the integer value of a hash field."),
-    kv("HINCRBYFLOAT", 4, true, "hash", "Increments the floating-point value of a hash field."),
-    kv("HKEYS", 2, false, "hash", "Every field of a hash."),
-    kv("HLEN", 2, false, "hash", "Number of fields in a hash."),
-    kv("HMGET", -3, false, "hash", "The values of several hash fields."),
-    kv("HMSET", -4, true, "hash", "Sets several hash fields (deprecated form of HSET)."),
-    kv("HSCAN", -3, false, "hash", "Iterates over the fields of a hash."),
-    kv("HSET", -4, true, "hash", "Sets hash fields; returns how many were new."),
-    kv("HSETNX", 4, true, "hash", "Sets a hash field only if it does not exist."),
-    kv("HSTRLEN", 3, false, "hash", "Length of a hash field's value."),
-    kv("HVALS", 2, false, "hash", "Every value of a hash."),
-    kv("INCR", 2, true, "string", "Increments the integer value of a key by one."),
-    kv("INCRBY", 3, true, "string", "Increments the integer value of a key by a number."),
-    kv("INCRBYFLOAT", 3, true, "string", "Increments the floating-point value of a key."),
-    conn("INFO", -1, true, "Server information and statistics."),
-    kv("KEYS", 2, false, "generic", "Every key matching a glob pattern."),
-    conn("LASTSAVE", 1, true, "Unix time of the last successful snapshot."),
-    kv("MGET", -2, false, "string", "The values of several keys."),
-    kv("MSET", -3, true, "string", "Sets several keys atomically."),
-    kv("MSETNX", -3, true, "string", "Sets several keys only if none of them exists."),
-    conn("MULTI", 1, false, "Starts a transaction."),
-    kv("PERSIST", 2, true, "generic", "Removes a key's expiry."),
-    kv("PEXPIRE", -3, true, "generic", "Sets a key's time to live in milliseconds."),
-    kv("PEXPIREAT", -3, true, "generic", "Sets a key's expiry as a Unix time in milliseconds."),
-    kv("PEXPIRETIME", 2, false, "generic", "A key's expiry as a Unix time in milliseconds."),
-    conn("PING", -1, true, "Returns PONG, or the given message."),
-    kv("PSETEX", 4, true, "string", "Sets a key's value and time to live in milliseconds."),
-    kv("PTTL", 2, false, "generic", "A key's time to live in milliseconds."),
-    conn("QUIT", -1, false, "Closes the connection."),
-    kv("RENAME", 3, true, "generic", "Renames a key, replacing the destination."),
-    kv("RENAMENX", 3, true, "generic", "Renames a key only if the destination does not exist."),
-    conn("RESET", 1, false, "Resets the connection's state."),
-    conn("SAVE", 1, false, "Takes a snapshot of the database and waits for it."),
-    kv("SCAN", -2, false, "generic", "Iterates over the keys of the keyspace."),
-    conn("SELECT", 2, false, "Selects a keyspace by number or by name."),
-    kv("SET", -3, true, "string", "Sets a key's string value, with expiry and condition options."),
-    kv("SETEX", 4, true, "string", "Sets a key's value and time to live in seconds."),
-    kv("SETNX", 3, true, "string", "Sets a key's value only if the key does not exist."),
-    kv("STRLEN", 2, false, "string", "Length of a key's string value."),
-    conn("TIME", 1, true, "The server's time."),
-    kv("TTL", 2, false, "generic", "A key's time to live in seconds."),
-    kv("TYPE", 2, false, "generic", "The type of a key's value."),
-    kv("UNLINK", -2, true, "generic", "Deletes keys (the same as DEL here: memory is freed at once)."),
+    doc(
+        "DOC.UPDATE",
+        -3,
+        true,
+        documents::update_docs,
+        "Updates existing documents (JSON); fails on a missing key; all or nothing.",
+    ),
+    doc("DOC.UPSERT", -3, true, documents::upsert_docs, "Inserts or replaces documents (JSON); all or nothing."),
+    conn("ECHO", 2, server::echo, "Returns the given string.").queue(),
+    conn("EXEC", 1, super::exec, "Executes the queued commands atomically.").run_at_once(),
+    kv!("EXISTS", -2, false, "generic", "Counts how many of the keys exist.", keys::exists).keys(1, -1, 1),
+    kv!("EXPIRE", -3, true, "generic", "Sets a key's time to live in seconds.", keys::expire),
+    kv!("EXPIREAT", -3, true, "generic", "Sets a key's expiry as a Unix time in seconds.", keys::expireat),
+    kv!("EXPIRETIME", 2, false, "generic", "A key's expiry as a Unix time in seconds.", keys::expiretime),
+    all_keyspaces("FLUSHALL", -1, "server", "Removes every key of every keyspace.", keys::flushall),
+    kv!("FLUSHDB", -1, true, "server", "Removes every key of the selected keyspace.", keys::flushdb).keyless(),
+    kv!("GET", 2, false, "string", "The string value of a key.", strings::get),
+    kv!("GETDEL", 2, true, "string", "Returns a key's string value and deletes the key.", strings::getdel),
+    kv!("GETSET", 3, true, "string", "Sets a key's string value and returns the old one.", strings::getset),
+    kv!("HDEL", -3, true, "hash", "Deletes fields of a hash.", hashes::hdel),
+    conn("HELLO", -1, server::hello, "Handshake: protocol version, authentication, client name.").before_auth(),
+    kv!("HEXISTS", 3, false, "hash", "Whether a hash field exists.", hashes::hexists),
+    kv!("HGET", 3, false, "hash", "The value of a hash field.", hashes::hget),
+    kv!("HGETALL", 2, false, "hash", "Every field and value of a hash.", hashes::hgetall),
+    kv!("HINCRBY", 4, true, "hash", "Increments the integer value of a hash field.", hashes::hincrby),
+    kv!("HINCRBYFLOAT", 4, true, "hash", "Increments the floating-point value of a hash field.", hashes::hincrbyfloat),
+    kv!("HKEYS", 2, false, "hash", "Every field of a hash.", hashes::hkeys),
+    kv!("HLEN", 2, false, "hash", "Number of fields in a hash.", hashes::hlen),
+    kv!("HMGET", -3, false, "hash", "The values of several hash fields.", hashes::hmget),
+    kv!("HMSET", -4, true, "hash", "Sets several hash fields (deprecated form of HSET).", hashes::hmset),
+    kv!("HSCAN", -3, false, "hash", "Iterates over the fields of a hash.", hashes::hscan),
+    kv!("HSET", -4, true, "hash", "Sets hash fields; returns how many were new.", hashes::hset),
+    kv!("HSETNX", 4, true, "hash", "Sets a hash field only if it does not exist.", hashes::hsetnx),
+    kv!("HSTRLEN", 3, false, "hash", "Length of a hash field's value.", hashes::hstrlen),
+    kv!("HVALS", 2, false, "hash", "Every value of a hash.", hashes::hvals),
+    kv!("INCR", 2, true, "string", "Increments the integer value of a key by one.", strings::incr),
+    kv!("INCRBY", 3, true, "string", "Increments the integer value of a key by a number.", strings::incrby),
+    kv!("INCRBYFLOAT", 3, true, "string", "Increments the floating-point value of a key.", strings::incrbyfloat),
+    conn("INFO", -1, server::info, "Server information and statistics.").queue_then_refuse(),
+    kv!("KEYS", 2, false, "generic", "Every key matching a glob pattern.", keys::keys).keyless(),
+    conn("LASTSAVE", 1, server::lastsave, "Unix time of the last successful snapshot.").queue_then_refuse(),
+    kv!("MGET", -2, false, "string", "The values of several keys.", strings::mget).keys(1, -1, 1),
+    kv!("MSET", -3, true, "string", "Sets several keys atomically.", strings::mset).keys(1, -1, 2),
+    kv!("MSETNX", -3, true, "string", "Sets several keys only if none of them exists.", strings::msetnx).keys(1, -1, 2),
+    conn("MULTI", 1, super::multi, "Starts a transaction.").run_at_once(),
+    kv!("PERSIST", 2, true, "generic", "Removes a key's expiry.", keys::persist),
+    kv!("PEXPIRE", -3, true, "generic", "Sets a key's time to live in milliseconds.", keys::pexpire),
+    kv!("PEXPIREAT", -3, true, "generic", "Sets a key's expiry as a Unix time in milliseconds.", keys::pexpireat),
+    kv!("PEXPIRETIME", 2, false, "generic", "A key's expiry as a Unix time in milliseconds.", keys::pexpiretime),
+    conn("PING", -1, server::ping, "Returns PONG, or the given message.").queue(),
+    kv!("PSETEX", 4, true, "string", "Sets a key's value and time to live in milliseconds.", strings::psetex),
+    kv!("PTTL", 2, false, "generic", "A key's time to live in milliseconds.", keys::pttl),
+    conn("QUIT", -1, server::quit, "Closes the connection.").run_at_once().before_auth(),
+    kv!("RENAME", 3, true, "generic", "Renames a key, replacing the destination.", keys::rename).keys(1, 2, 1),
+    kv!("RENAMENX", 3, true, "generic", "Renames a key only if the destination does not exist.", keys::renamenx)
+        .keys(1, 2, 1),
+    conn("RESET", 1, server::reset, "Resets the connection's state.").run_at_once().before_auth(),
+    conn("SAVE", 1, server::save, "Takes a snapshot of the database and waits for it."),
+    kv!("SCAN", -2, false, "generic", "Iterates over the keys of the keyspace.", keys::scan).keyless(),
+    conn("SELECT", 2, server::select, "Selects a keyspace by number or by name."),
+    kv!("SET", -3, true, "string", "Sets a key's string value, with expiry and condition options.", strings::set),
+    kv!("SETEX", 4, true, "string", "Sets a key's value and time to live in seconds.", strings::setex),
+    kv!("SETNX", 3, true, "string", "Sets a key's value only if the key does not exist.", strings::setnx),
+    kv!("STRLEN", 2, false, "string", "Length of a key's string value.", strings::strlen),
+    conn("TIME", 1, server::time, "The server's time.").queue(),
+    kv!("TTL", 2, false, "generic", "A key's time to live in seconds.", keys::ttl),
+    kv!("TYPE", 2, false, "generic", "The type of a key's value.", keys::key_type),
+    kv!("UNLINK", -2, true, "generic", "Deletes keys (the same as DEL here: memory is freed at once).", keys::del)
+        .keys(1, -1, 1),
 ];
 
 /// Longest command name the index covers (longer names are unknown).
@@ -179,7 +374,7 @@ impl Spec {
 
     /// Redis' text for a wrong number of arguments.
     pub fn arity_error(&self) -> String {
-        format!("ERR wrong number of arguments for '{}' command", self.name.to_ascii_lowercase())
+        args::wrong_arity(self.name).0
     }
 }
 
@@ -203,5 +398,59 @@ mod tests {
         let set = lookup(b"set").unwrap();
         assert!(!set.arity_ok(2) && set.arity_ok(3) && set.arity_ok(7));
         assert_eq!(set.arity_error(), "ERR wrong number of arguments for 'set' command");
+    }
+
+    /// What MULTI does with a command fits what its handler can do inside EXEC's block.
+    #[test]
+    fn multi_rules_fit_the_handlers() {
+        for spec in COMMANDS {
+            match (spec.in_multi, spec.handler) {
+                // EXEC runs these; FLUSHALL's queueing makes EXEC refuse the transaction.
+                (InMulti::Queue, Handler::Kv(_) | Handler::Session(_) | Handler::AllKeyspaces(_)) => {}
+                (InMulti::QueueThenRefuse | InMulti::RunAtOnce | InMulti::Refuse, Handler::Session(_)) => {}
+                (rule, _) => panic!("{}: {rule:?} needs a session handler", spec.name),
+            }
+        }
+        let queued: Vec<&str> = COMMANDS
+            .iter()
+            .filter(|s| s.in_multi == InMulti::Queue && matches!(s.handler, Handler::Session(_)))
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(queued, ["ECHO", "PING", "TIME"], "EXEC runs these with the keyspace locked");
+        let before_auth: Vec<&str> = COMMANDS.iter().filter(|s| s.before_auth).map(|s| s.name).collect();
+        assert_eq!(before_auth, ["AUTH", "HELLO", "QUIT", "RESET"], "the commands a stranger may send");
+    }
+
+    /// The table is the one place a command's name decides anything: no module of
+    /// `commands` matches a request on a command's name (a string `match` or comparison),
+    /// so a command is never half in the table and half in a second dispatch.
+    #[test]
+    fn no_module_dispatches_by_name() {
+        let sources = [
+            ("mod.rs", include_str!("mod.rs")),
+            ("strings.rs", include_str!("strings.rs")),
+            ("keys.rs", include_str!("keys.rs")),
+            ("hashes.rs", include_str!("hashes.rs")),
+            ("server.rs", include_str!("server.rs")),
+            ("documents.rs", include_str!("documents.rs")),
+        ];
+        for (file, source) in sources {
+            for pattern in ["spec.name ==", "match spec.name", "matches!(spec.name", "match name", "name =="] {
+                assert!(!source.contains(pattern), "{file} dispatches by name: {pattern}");
+            }
+            for spec in COMMANDS {
+                let quoted = format!("\"{}\"", spec.name);
+                for (at, _) in source.match_indices(&quoted) {
+                    // A byte string (`b"INFO"`, a CLIENT subcommand) is no command name.
+                    if source[..at].ends_with('b') {
+                        continue;
+                    }
+                    let before = source[..at].trim_end();
+                    let after = source[at + quoted.len()..].trim_start();
+                    let in_pattern = before.ends_with('|') || after.starts_with("=>") || after.starts_with('|');
+                    assert!(!in_pattern, "{file} matches on the name {}", spec.name);
+                }
+            }
+        }
     }
 }
