@@ -21,7 +21,13 @@ export REQUESTS=${REQUESTS:-300000}
 SHARED=../shared/bench
 WORK=$(mktemp -d /tmp/kv_sides.XXXXXX)
 pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
+# Hotset sides start inside `$(...)` (a subshell, whose `pids` the script never sees), so
+# each leaves its pid in a file.
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for file in "$WORK"/pid_*; do [ -f "$file" ] && kill "$(cat "$file")" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -36,7 +42,7 @@ pids+=($!)
 start_hotset() {
   mkfifo "$WORK/ready_$1"
   "$2" serve --data "$WORK/data_$1" --resp-port 0 --http-port 0 --fsync "$3" > "$WORK/ready_$1" 2>/dev/null &
-  pids+=($!)
+  echo $! > "$WORK/pid_$1"
   # "hotset ready: resp 127.0.0.1:N http ..."
   read -r line < "$WORK/ready_$1"
   echo "$line" | awk '{print $4}' | cut -d: -f2
