@@ -218,9 +218,6 @@ class Http:
     """The HTTP API through urllib (JSON bodies); errors are `{"error", "code"}`."""
 
     LACKS = {
-        # A write of several documents (one mode) is all or nothing, and is covered by
-        # insert_many; there is no route for a transaction of mixed operations.
-        "txn": "HTTP has no transaction of mixed operations (POST .../items takes one mode)",
         "sql": "SQL text runs through the SQL interfaces (POST /api/v1/sql is one of them)",
     }
 
@@ -282,6 +279,10 @@ class Http:
 
     def upsert(self, ns, doc):
         return self.write(ns, "upsert", doc)
+
+    def txn(self, ns, ops):
+        body = [{"op": op, ("key" if op == "delete" else "doc"): arg} for op, arg in ops]
+        return self.request("POST", self.ns_path(ns) + "/transaction", body)["count"]
 
     def get(self, ns, key):
         url = self.base + self.ns_path(ns) + "/items/" + self.key_path(key)

@@ -18,6 +18,9 @@
 //!   one object; `?mode=upsert|insert|update`; all or nothing; answers `{"count": N}`
 //! - `GET|DELETE /api/v1/namespaces/{ns}/items/{key}` (`key` as JSON text when it parses,
 //!   a string otherwise; a composite key as a JSON array)
+//! - `POST /api/v1/namespaces/{ns}/transaction`: a JSON array of operations
+//!   (`{"op": "upsert"|"insert"|"update", "doc": {...}}`, `{"op": "delete", "key": k}`),
+//!   all or nothing, as `DOC.TXN`; answers `{"count": N}`
 //! - `POST /api/v1/query` (namespace in the body), `POST /api/v1/namespaces/{ns}/query`
 //!   (the JSON DSL, `hotset_core::query::dsl`)
 //! - `POST /api/v1/sql` (the SQL text as the body; `hotset_sql`)
@@ -57,6 +60,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/api/v1/namespaces/{ns}/indexes/{index}", delete(drop_index))
         .route("/api/v1/namespaces/{ns}/items", post(write_items))
         .route("/api/v1/namespaces/{ns}/items/{key}", get(get_item).delete(delete_item))
+        .route("/api/v1/namespaces/{ns}/transaction", post(transaction))
         .route("/api/v1/namespaces/{ns}/query", post(query_namespace))
         .route("/api/v1/query", post(query))
         .route("/api/v1/sql", post(sql))
@@ -347,18 +351,67 @@ async fn write_items(
     match applied {
         Ok(Answer::Count(count)) => Ok(Json(json!({"count": count}))),
         Ok(other) => Err(unexpected(&other)),
-        Err(refusal) => {
-            let at = refusal.at;
-            let mut refused = ApiError::from(refusal);
-            if let Some(at) = at {
-                refused.message = match &lines {
-                    Some(lines) => format!("line {}: {}", lines[at], refused.message),
-                    None => format!("document {}: {}", at + 1, refused.message),
-                };
-            }
-            Err(refused)
-        }
+        Err(refused) => Err(named(refused, |at| match &lines {
+            Some(lines) => format!("line {}", lines[at]),
+            None => format!("document {}", at + 1),
+        })),
     }
+}
+
+/// A transaction's operations from its JSON body; an operation that is not one is named
+/// by its place, as the engine names one it refuses.
+fn operations(body: &[u8]) -> Result<Vec<Op>, ApiError> {
+    let Value::Array(items) = json_body(body, "the operations", ErrorCode::BadRequest)? else {
+        return Err(bad_request("expected a JSON array of operations"));
+    };
+    let refused = |at: usize, message: String| bad_request(format!("operation {}: {message}", at + 1));
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(at, item)| {
+            let Value::Object(mut item) = item else {
+                return Err(refused(at, "an operation is an object with \"op\"".into()));
+            };
+            let op = item.remove("op").and_then(|op| op.as_str().map(str::to_ascii_lowercase));
+            let (field, mode) = match op.as_deref() {
+                Some("delete") => ("key", None),
+                Some(name) => match WriteMode::named(name) {
+                    Some(mode) => ("doc", Some(mode)),
+                    None => return Err(refused(at, format!("unknown operation '{name}'"))),
+                },
+                None => return Err(refused(at, "\"op\" must be upsert, insert, update or delete".into())),
+            };
+            let argument = item.remove(field).ok_or_else(|| refused(at, format!("\"{field}\" is required")))?;
+            if let Some(extra) = item.keys().next() {
+                return Err(refused(at, format!("unknown key '{extra}' (expected op, {field})")));
+            }
+            Ok(match mode {
+                Some(mode) => Op::Write(mode, Doc::Value(argument)),
+                None => Op::Delete(argument),
+            })
+        })
+        .collect()
+}
+
+/// Mixed operations on one namespace, all or nothing (`DOC.TXN` over HTTP).
+async fn transaction(State(state): AppState, Path(namespace): Path<String>, body: Bytes) -> ApiResult {
+    let ops = operations(&body)?;
+    // A write blocks (`Request::blocks`): on the blocking pool, keeping the refusal's place.
+    match blocking(move || Ok(state.engine.apply(Request::Write { namespace, ops }))).await? {
+        Ok(Answer::Count(count)) => Ok(Json(json!({"count": count}))),
+        Ok(other) => Err(unexpected(&other)),
+        Err(refused) => Err(named(refused, |at| format!("operation {}", at + 1))),
+    }
+}
+
+/// The refusal of a multi-operation write, the refused operation named by `place`.
+fn named(refusal: Refusal, place: impl Fn(usize) -> String) -> ApiError {
+    let at = refusal.at;
+    let mut refused = ApiError::from(refusal);
+    if let Some(at) = at {
+        refused.message = format!("{}: {}", place(at), refused.message);
+    }
+    refused
 }
 
 async fn get_item(

@@ -112,6 +112,45 @@ fn namespaces_items_and_queries() {
     server.stop();
 }
 
+/// `POST .../transaction`: mixed operations all together or none, a refused one named by
+/// its place, and what is not an operation refused before anything runs.
+#[test]
+fn transactions_apply_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let schema = json!({"name": "t", "indexes": [{"field": "id", "type": "int", "index": "hash", "pk": true}]});
+    assert_eq!(post(&server, "/api/v1/namespaces", &schema).0, 201);
+    let ops = json!([{"op": "insert", "doc": {"id": 1, "a": 1}}, {"op": "upsert", "doc": {"id": 2}}]);
+    assert_eq!(post(&server, "/api/v1/namespaces/t/transaction", &ops), (200, json!({"count": 2})));
+    let ops = json!([
+        {"op": "delete", "key": 1},
+        {"op": "update", "doc": {"id": 2, "b": 2}},
+        {"op": "insert", "doc": {"id": 2}},
+    ]);
+    let (status, refused) = post(&server, "/api/v1/namespaces/t/transaction", &ops);
+    assert_eq!((status, refused["code"].as_str()), (409, Some("already_exists")), "{refused}");
+    assert!(refused["error"].as_str().unwrap().starts_with("operation 3: "), "{refused}");
+    assert_eq!(call(&server, "GET", "/api/v1/namespaces/t/items/1", None), (200, json!({"id": 1, "a": 1})));
+    assert_eq!(call(&server, "GET", "/api/v1/namespaces/t/items/2", None), (200, json!({"id": 2})));
+    for (ops, message) in [
+        (
+            json!([{"op": "upsert", "doc": {"id": 3}}, {"op": "merge", "doc": {}}]),
+            "operation 2: unknown operation 'merge'",
+        ),
+        (json!([{"op": "delete"}]), "operation 1: \"key\" is required"),
+        (json!([{"op": "upsert", "doc": {"id": 3}, "x": 1}]), "operation 1: unknown key 'x'"),
+        (json!({"op": "upsert"}), "expected a JSON array of operations"),
+    ] {
+        let (status, refused) = post(&server, "/api/v1/namespaces/t/transaction", &ops);
+        assert_eq!((status, refused["code"].as_str()), (400, Some("bad_request")), "{refused}");
+        assert!(refused["error"].as_str().unwrap().starts_with(message), "{refused}");
+    }
+    assert_eq!(call(&server, "GET", "/api/v1/namespaces/t", None).1["documents"], 2, "nothing refused was written");
+    let ops = json!([{"op": "delete", "key": 1}, {"op": "delete", "key": 1}]);
+    assert_eq!(post(&server, "/api/v1/namespaces/t/transaction", &ops), (200, json!({"count": 2})));
+    assert_eq!(call(&server, "GET", "/api/v1/namespaces/t/items/1", None).0, 404);
+}
+
 #[test]
 fn bad_requests_get_clear_errors_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();

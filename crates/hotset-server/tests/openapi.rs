@@ -56,6 +56,7 @@ const LOG_ONLY_503: &[&str] = &[
     "delete /api/v1/namespaces/{ns}/indexes/{index}",
     "post /api/v1/namespaces/{ns}/items",
     "delete /api/v1/namespaces/{ns}/items/{key}",
+    "post /api/v1/namespaces/{ns}/transaction",
 ];
 
 /// Resolves a local `$ref` (`#/components/...`).
@@ -396,6 +397,7 @@ const INDEXES: &str = "/api/v1/namespaces/{ns}/indexes";
 const INDEX: &str = "/api/v1/namespaces/{ns}/indexes/{index}";
 const ITEMS: &str = "/api/v1/namespaces/{ns}/items";
 const ITEM: &str = "/api/v1/namespaces/{ns}/items/{key}";
+const TRANSACTION: &str = "/api/v1/namespaces/{ns}/transaction";
 const QUERY: &str = "/api/v1/query";
 const NAMESPACE_QUERY: &str = "/api/v1/namespaces/{ns}/query";
 /// The items of the namespace the calls create.
@@ -464,6 +466,9 @@ fn document_calls() -> Vec<Call> {
     let array = json!([{"id": 30, "year": 2030, "tags": ["a", "b"], "price": 1.5}, {"id": 31, "nested": {"n": 1}}]);
     let write =
         |query: &str, body: Value, status, shape| json_call(ITEMS, &format!("{ITEMS_AT}{query}"), body, status, shape);
+    let txn = |body: Value, status, shape| {
+        json_call(TRANSACTION, "/api/v1/namespaces/items/transaction", body, status, shape)
+    };
     vec![
         Call {
             route: ITEMS,
@@ -495,6 +500,22 @@ fn document_calls() -> Vec<Call> {
         no_body("delete", ITEM, "/api/v1/namespaces/items/items/%5B4%5D", 400),
         no_body("delete", ITEM, "/api/v1/namespaces/nope/items/4", 404),
         no_body("delete", ITEM, "/api/v1/namespaces/%ff/items/4", 400),
+        txn(
+            json!([{"op": "insert", "doc": {"id": 150}}, {"op": "update", "doc": {"id": 150, "year": 2050}}, {"op": "delete", "key": 3}]),
+            200,
+            Fits,
+        ),
+        txn(json!([{"op": "upsert", "doc": {"id": 151}}, {"op": "insert", "doc": {"id": 1}}]), 409, Fits),
+        txn(json!([{"op": "update", "doc": {"id": 999}}]), 404, Fits),
+        txn(json!([{"op": "upsert", "doc": {"id": 152, "year": "x"}}]), 400, Fits),
+        txn(json!([{"op": "merge", "doc": {"id": 153}}]), 400, Refused),
+        txn(json!([{"op": "delete"}]), 400, Refused),
+        txn(json!([{"op": "upsert", "doc": {"id": 154}, "key": 154}]), 400, Refused),
+        txn(json!({"op": "upsert", "doc": {"id": 155}}), 400, Refused),
+        json_call(TRANSACTION, "/api/v1/namespaces/items/transaction", "[{\"op\":", 400, Unchecked),
+        json_call(TRANSACTION, "/api/v1/namespaces/nope/transaction", json!([]), 404, Fits),
+        json_call(TRANSACTION, "/api/v1/namespaces/%ff/transaction", json!([]), 400, Fits),
+        too_large(TRANSACTION, "/api/v1/namespaces/items/transaction"),
     ]
 }
 
