@@ -7,7 +7,8 @@
 //! request that blocks (`Request::blocks`: writes, index builds, searches, SAVE) run as if
 //! it did not: those leave the I/O thread's other connections to another thread
 //! (`tokio::task::block_in_place`) while they run; reads run where the connection runs,
-//! like any Redis command.
+//! like any Redis command. Requests go through `Engine::apply_into` with the batch's
+//! `Acks`: a write notes its log record there, and the connection waits once per batch.
 //!
 //! | command | reply |
 //! |---|---|
@@ -44,16 +45,16 @@ use super::Session;
 use super::args::CmdError;
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
-use hotset_core::Error;
 use hotset_core::error::ErrorCode;
 use hotset_core::query::dsl;
+use hotset_core::{Acks, Error};
 use hotset_ops::decode::{self, SCAN_COUNT_DEFAULT};
 use hotset_ops::{Answer, Cause, Doc, Op, Refusal, Request, WriteMode};
 use serde_json::Value;
 
 /// A `DOC.*` command's body: decodes, applies, encodes; a refusal is written by `run` in
 /// the connection's error form.
-type Handler = fn(&ServerState, &[&[u8]], &mut Reply<'_>) -> Result<(), Refused>;
+type Handler = fn(&ServerState, &Acks, &[&[u8]], &mut Reply<'_>) -> Result<(), Refused>;
 
 /// The handler of `DOC.*` command `name` (upper case).
 fn handler(name: &str) -> Option<Handler> {
@@ -81,9 +82,11 @@ fn handler(name: &str) -> Option<Handler> {
 }
 
 /// Runs `DOC.*` command `name` (upper case); `Ok(false)` when it is not one. A refusal
-/// is written in the error form the connection chose (`DOC.ERRORS`).
+/// is written in the error form the connection chose (`DOC.ERRORS`). A write notes its
+/// log record into `acks`, the batch's, and returns before the log has acknowledged it.
 pub fn run(
     state: &ServerState,
+    acks: &Acks,
     session: &mut Session,
     name: &str,
     a: &[&[u8]],
@@ -92,7 +95,7 @@ pub fn run(
     let done = match name {
         "DOC.ERRORS" => errors_form(session, a, r).map(|()| true),
         _ => match handler(name) {
-            Some(handler) => handler(state, a, r).map(|()| true),
+            Some(handler) => handler(state, acks, a, r).map(|()| true),
             None => Ok(false),
         },
     };
@@ -117,87 +120,88 @@ fn errors_form(session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> Result<
 }
 
 /// Applies a request on this thread; one that blocks first hands the thread's other
-/// connections to another thread, so they go on while it runs.
-fn apply(state: &ServerState, request: Request) -> Result<Answer, Refusal> {
+/// connections to another thread, so they go on while it runs. A write's log record is
+/// noted into `acks`: the connection waits once for the whole batch before answering.
+fn apply(state: &ServerState, acks: &Acks, request: Request) -> Result<Answer, Refusal> {
     if request.blocks() {
-        tokio::task::block_in_place(|| state.engine.apply(request))
+        tokio::task::block_in_place(|| state.engine.apply_into(request, acks))
     } else {
-        state.engine.apply(request)
+        state.engine.apply_into(request, acks)
     }
 }
 
 /// Applies a request that answers `Done` with `+OK`.
-fn done(state: &ServerState, request: Request, r: &mut Reply<'_>) -> Result<(), Refused> {
-    apply(state, request)?;
+fn done(state: &ServerState, acks: &Acks, request: Request, r: &mut Reply<'_>) -> Result<(), Refused> {
+    apply(state, acks, request)?;
     r.ok();
     Ok(())
 }
 
 /// `DOC.NSCREATE ns [indexes-json]`.
-fn ns_create(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn ns_create(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let indexes = match a.get(2) {
         None => Vec::new(),
         Some(defs) => decode::index_defs(&decode::json(defs, "the index definitions", ErrorCode::Schema)?)?,
     };
-    done(state, Request::CreateNamespace { name: decode::name(a[1])?, indexes }, r)
+    done(state, acks, Request::CreateNamespace { name: decode::name(a[1])?, indexes }, r)
 }
 
-fn ns_drop(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    done(state, Request::DropNamespace { name: decode::name(a[1])? }, r)
+fn ns_drop(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    done(state, acks, Request::DropNamespace { name: decode::name(a[1])? }, r)
 }
 
-fn ns_truncate(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    done(state, Request::Truncate { name: decode::name(a[1])? }, r)
+fn ns_truncate(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    done(state, acks, Request::Truncate { name: decode::name(a[1])? }, r)
 }
 
-fn ns_list(state: &ServerState, _: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    let Answer::Names(names) = apply(state, Request::Namespaces)? else { unreachable!("names answer names") };
+fn ns_list(state: &ServerState, acks: &Acks, _: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let Answer::Names(names) = apply(state, acks, Request::Namespaces)? else { unreachable!("names answer names") };
     r.array(names.len());
     names.iter().for_each(|n| r.bulk(n.as_bytes()));
     Ok(())
 }
 
-fn ns_info(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    let Answer::Namespace(info) = apply(state, Request::Describe { name: decode::name(a[1])? })? else {
+fn ns_info(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let Answer::Namespace(info) = apply(state, acks, Request::Describe { name: decode::name(a[1])? })? else {
         unreachable!("describe answers a namespace")
     };
     r.bulk(info.to_json().to_string().as_bytes());
     Ok(())
 }
 
-fn index_add(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn index_add(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let index = decode::index_def(a[2])?;
-    done(state, Request::AddIndex { namespace: decode::name(a[1])?, index }, r)
+    done(state, acks, Request::AddIndex { namespace: decode::name(a[1])?, index }, r)
 }
 
-fn index_drop(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    done(state, Request::DropIndex { namespace: decode::name(a[1])?, index: decode::name(a[2])? }, r)
+fn index_drop(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    done(state, acks, Request::DropIndex { namespace: decode::name(a[1])?, index: decode::name(a[2])? }, r)
 }
 
-fn upsert(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    write(state, WriteMode::Upsert, a, r)
+fn upsert(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    write(state, acks, WriteMode::Upsert, a, r)
 }
 
-fn insert(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    write(state, WriteMode::Insert, a, r)
+fn insert(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    write(state, acks, WriteMode::Insert, a, r)
 }
 
-fn update(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    write(state, WriteMode::Update, a, r)
+fn update(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    write(state, acks, WriteMode::Update, a, r)
 }
 
 /// `DOC.UPSERT|INSERT|UPDATE ns doc...`: every document or none; how many were written.
-fn write(state: &ServerState, mode: WriteMode, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn write(state: &ServerState, acks: &Acks, mode: WriteMode, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let ops = a[2..]
         .iter()
         .enumerate()
         .map(|(i, doc)| Ok(Op::Write(mode, Doc::Value(document(doc).map_err(|e| e.placed(i, "document"))?))))
         .collect::<Result<Vec<_>, Refused>>()?;
-    count(state, Request::Write { namespace: decode::name(a[1])?, ops }, "document", r)
+    count(state, acks, Request::Write { namespace: decode::name(a[1])?, ops }, "document", r)
 }
 
 /// `DOC.TXN ns op arg [op arg ...]`: mixed operations, all or none; how many applied.
-fn transaction(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn transaction(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let operations = &a[2..];
     if !operations.len().is_multiple_of(2) {
         return Err(Refusal::bad_request("DOC.TXN takes pairs of an operation and its argument").into());
@@ -221,7 +225,7 @@ fn transaction(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<()
             Ok(Op::Write(op, Doc::Value(document(pair[1]).map_err(|e| e.placed(i, "operation"))?)))
         })
         .collect::<Result<Vec<_>, Refused>>()?;
-    count(state, Request::Write { namespace: decode::name(a[1])?, ops }, "operation", r)
+    count(state, acks, Request::Write { namespace: decode::name(a[1])?, ops }, "operation", r)
 }
 
 /// A document argument, parsed here so a bad one is named by the command's words.
@@ -231,8 +235,14 @@ fn document(arg: &[u8]) -> Result<Value, Refused> {
 
 /// Applies a write; answers how many operations it applied, or names the refused one as
 /// `what` (`document`, `operation`).
-fn count(state: &ServerState, request: Request, what: &'static str, r: &mut Reply<'_>) -> Result<(), Refused> {
-    match apply(state, request) {
+fn count(
+    state: &ServerState,
+    acks: &Acks,
+    request: Request,
+    what: &'static str,
+    r: &mut Reply<'_>,
+) -> Result<(), Refused> {
+    match apply(state, acks, request) {
         Ok(Answer::Count(n)) => r.int(n as i64),
         Ok(other) => unreachable!("a write answers a count, not {other:?}"),
         Err(refusal) => return Err(Refused { refusal, what }),
@@ -240,8 +250,9 @@ fn count(state: &ServerState, request: Request, what: &'static str, r: &mut Repl
     Ok(())
 }
 
-fn get(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    let Answer::Document(doc) = apply(state, Request::Get { namespace: decode::name(a[1])?, key: decode::key(a[2]) })?
+fn get(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let Answer::Document(doc) =
+        apply(state, acks, Request::Get { namespace: decode::name(a[1])?, key: decode::key(a[2]) })?
     else {
         unreachable!("get answers a document")
     };
@@ -249,23 +260,30 @@ fn get(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refuse
     Ok(())
 }
 
-fn del(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn del(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let request = Request::Delete { namespace: decode::name(a[1])?, key: decode::key(a[2]) };
-    let Answer::Deleted(deleted) = apply(state, request)? else { unreachable!("delete answers deleted") };
+    let Answer::Deleted(deleted) = apply(state, acks, request)? else { unreachable!("delete answers deleted") };
     r.int(i64::from(deleted));
     Ok(())
 }
 
-fn query(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    run_query(state, "DOC.QUERY", a, false, r)
+fn query(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    run_query(state, acks, "DOC.QUERY", a, false, r)
 }
 
-fn explain(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    run_query(state, "DOC.EXPLAIN", a, true, r)
+fn explain(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    run_query(state, acks, "DOC.EXPLAIN", a, true, r)
 }
 
 /// `DOC.QUERY|EXPLAIN [ns] query-json`.
-fn run_query(state: &ServerState, name: &str, a: &[&[u8]], explain: bool, r: &mut Reply<'_>) -> Result<(), Refused> {
+fn run_query(
+    state: &ServerState,
+    acks: &Acks,
+    name: &str,
+    a: &[&[u8]],
+    explain: bool,
+    r: &mut Reply<'_>,
+) -> Result<(), Refused> {
     let (namespace, body) = match a {
         [_, body] => (None, body),
         [_, namespace, body] => (Some(decode::name(namespace)?), body),
@@ -277,19 +295,19 @@ fn run_query(state: &ServerState, name: &str, a: &[&[u8]], explain: bool, r: &mu
     let body = decode::json(body, "the query", ErrorCode::BadQuery)?;
     let mut query = dsl::query_from_json(&body, namespace.as_deref()).map_err(Refusal::from)?;
     query.explain |= explain;
-    json_answer(apply(state, Request::Query(query))?, r);
+    json_answer(apply(state, acks, Request::Query(query))?, r);
     Ok(())
 }
 
-fn search(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn search(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let search = decode::json(a[1], "the search", ErrorCode::BadQuery)?;
     let search = hotset_core::Search::from_json(&search).map_err(Refusal::from)?;
-    json_answer(apply(state, Request::Search(search))?, r);
+    json_answer(apply(state, acks, Request::Search(search))?, r);
     Ok(())
 }
 
-fn sql(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    json_answer(apply(state, Request::Sql(decode::name(a[1])?))?, r);
+fn sql(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    json_answer(apply(state, acks, Request::Sql(decode::name(a[1])?))?, r);
     Ok(())
 }
 
@@ -308,7 +326,7 @@ fn json_answer(answer: Answer, r: &mut Reply<'_>) {
 }
 
 /// `DOC.SCAN ns cursor [COUNT n]`.
-fn scan(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn scan(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let cursor: u64 = std::str::from_utf8(a[2])
         .ok()
         .and_then(|c| c.parse().ok())
@@ -323,7 +341,7 @@ fn scan(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refus
         _ => return Err(Refusal::bad_request("syntax error").into()),
     };
     let Answer::Scan { next, documents } =
-        apply(state, Request::Scan { namespace: decode::name(a[1])?, cursor, count })?
+        apply(state, acks, Request::Scan { namespace: decode::name(a[1])?, cursor, count })?
     else {
         unreachable!("a scan answers a step")
     };

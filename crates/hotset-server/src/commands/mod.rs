@@ -3,8 +3,9 @@
 //! Owns: `Session` (selected keyspace, protocol, name, authentication, the queued
 //! transaction) and `execute`, which checks a request against the command table and runs
 //! it, writing exactly one reply. Never: touch sockets or buffers beyond the reply it is
-//! given, or wait for the log: writes inside a batch are acknowledged together by the
-//! connection (`hotset_core::journal::defer_acks`).
+//! given, or wait for the log: every write notes its log record into the batch's `Acks`
+//! (key-value commands run on `Keyspace::writes(Durability::Collect(acks))`, EXEC's block
+//! too, `DOC.*` through `Engine::apply_into`), and the connection waits once for them all.
 //!
 //! Group modules: `strings`, `keys`, `hashes` (key-value commands, generic over `KvOps`
 //! so they run the same on a keyspace and inside EXEC's locked block), `documents`
@@ -22,6 +23,7 @@ use crate::resp::reply::{Protocol, Reply};
 use crate::state::ServerState;
 use args::{CmdError, CmdResult};
 use hotset_core::kv::{Keyspace, KvOps};
+use hotset_core::{Acks, Durability};
 use std::sync::Arc;
 use table::{Kind, Spec};
 
@@ -62,16 +64,24 @@ impl Session {
     }
 }
 
-/// Runs one request (`args[0]` is the command name) and writes its reply to `out`. The
-/// caller counts and times requests, once per batch.
-pub fn execute(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], out: &mut Vec<u8>) {
+/// Runs one request (`args[0]` is the command name) and writes its reply to `out`. A write
+/// notes its log record into `acks` and does not wait for it: the caller waits once on
+/// `acks` for the batch before sending any reply. The caller counts and times requests,
+/// once per batch.
+pub fn execute(state: &Arc<ServerState>, acks: &Acks, session: &mut Session, args: &[&[u8]], out: &mut Vec<u8>) {
     let mut reply = Reply { out, protocol: session.protocol };
-    if let Err(CmdError(message)) = dispatch(state, session, args, &mut reply) {
+    if let Err(CmdError(message)) = dispatch(state, acks, session, args, &mut reply) {
         reply.error(&message);
     }
 }
 
-fn dispatch(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+fn dispatch(
+    state: &Arc<ServerState>,
+    acks: &Acks,
+    session: &mut Session,
+    args: &[&[u8]],
+    r: &mut Reply<'_>,
+) -> CmdResult {
     let Some(spec) = table::lookup(args[0]) else {
         let error = unknown_command(args);
         if let Some(multi) = &mut session.multi {
@@ -103,15 +113,15 @@ fn dispatch(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], r: 
         }
     }
     match spec.kind {
-        Kind::Kv => run_kv(state, &*session.keyspace, spec, args, r),
+        Kind::Kv => run_kv(state, acks, &session.keyspace.writes(Durability::Collect(acks)), spec, args, r),
         Kind::Document => {
-            let handled = documents::run(state, session, spec.name, args, r)?;
+            let handled = documents::run(state, acks, session, spec.name, args, r)?;
             assert!(handled, "every document command in the table has a handler: {}", spec.name);
             Ok(())
         }
         Kind::Connection => match spec.name {
             "MULTI" => multi(session, r),
-            "EXEC" => exec(state, session, r),
+            "EXEC" => exec(state, acks, session, r),
             "DISCARD" => match session.multi.take() {
                 Some(_) => {
                     r.ok();
@@ -135,13 +145,21 @@ fn unknown_command(args: &[&[u8]]) -> CmdError {
     ))
 }
 
-/// Runs a key-value command on `kv` (a keyspace, or the locked block inside EXEC).
-fn run_kv<K: KvOps>(state: &ServerState, kv: &K, spec: &Spec, args: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+/// Runs a key-value command on `kv` (a keyspace whose writes note into `acks`, or the
+/// locked block inside EXEC).
+fn run_kv<K: KvOps>(
+    state: &ServerState,
+    acks: &Acks,
+    kv: &K,
+    spec: &Spec,
+    args: &[&[u8]],
+    r: &mut Reply<'_>,
+) -> CmdResult {
     if spec.name == "FLUSHALL" {
         keys::flush_mode(args)?;
         for name in state.db.keyspaces().list() {
             if let Some(space) = state.db.keyspaces().get(&name) {
-                space.flush()?;
+                space.writes(Durability::Collect(acks)).flush()?;
             }
         }
         r.ok();
@@ -164,8 +182,8 @@ fn multi(session: &mut Session, r: &mut Reply<'_>) -> CmdResult {
 }
 
 /// EXEC: runs the queued commands with every shard of the keyspace locked, so no other
-/// client sees a state between them, and as one log record.
-fn exec(state: &ServerState, session: &mut Session, r: &mut Reply<'_>) -> CmdResult {
+/// client sees a state between them, and as one log record, noted into `acks`.
+fn exec(state: &ServerState, acks: &Acks, session: &mut Session, r: &mut Reply<'_>) -> CmdResult {
     let Some(multi) = session.multi.take() else {
         return Err(CmdError("ERR EXEC without MULTI".into()));
     };
@@ -178,14 +196,14 @@ fn exec(state: &ServerState, session: &mut Session, r: &mut Reply<'_>) -> CmdRes
         return Err(CmdError("ERR FLUSHALL is not allowed inside MULTI; use FLUSHDB".into()));
     }
     let protocol = r.protocol;
-    let replies = session.keyspace.atomic_all(|txn| {
+    let replies = session.keyspace.writes(Durability::Collect(acks)).atomic_all(|txn| {
         let mut out = Vec::new();
         for command in &multi.queued {
             let args: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
             let spec = table::lookup(args[0]).expect("queued commands were looked up");
             let mut reply = Reply { out: &mut out, protocol };
             let result = match spec.kind {
-                Kind::Kv => run_kv(state, txn, spec, &args, &mut reply),
+                Kind::Kv => run_kv(state, acks, txn, spec, &args, &mut reply),
                 Kind::Connection | Kind::Document => server::run_in_multi(spec, &args, &mut reply),
             };
             if let Err(CmdError(message)) = result {
