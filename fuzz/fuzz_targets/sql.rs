@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
         _ => {}
     }
     let db = fixture();
-    if let Ok(answer) = hotset_sql::execute(&db, &statement) {
+    if let Ok(answer) = hotset_sql::execute(&db, &statement, hotset_core::Durability::Wait) {
         check_json_answer(&answer, "SQL");
     }
     check_database(&db, "after an SQL statement");

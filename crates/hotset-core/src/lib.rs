@@ -23,9 +23,11 @@ pub mod value;
 mod wire;
 
 pub use collate::Collation;
-pub use database::{Database, Document, Replay, Search, SearchResult, SearchTarget, SnapshotCounts, Transaction};
+pub use database::{
+    Database, Document, Replay, Search, SearchResult, SearchTarget, SnapshotCounts, Transaction, Writes,
+};
 pub use error::{Error, Result};
-pub use journal::Journal;
+pub use journal::{Ack, Acks, Durability, Journal};
 pub use limits::Limits;
 pub use maintenance::Maintenance;
 pub use query::{Aggregation, Cond, Op, Query, QueryResult};

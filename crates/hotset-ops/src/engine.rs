@@ -3,15 +3,18 @@
 //!
 //! Owns: `Engine` (the database, its folder's store when it has one, the background work
 //! of a database in memory, the server-wide query time limit, the parsed SQL shapes) and
-//! `Engine::apply`. Never: decode or encode a wire form, wait for anything but the engine
-//! and its log, or hold a lock of its own across a request (the store's lock is read-held
-//! only by SAVE, BGSAVE and closing).
+//! `Engine::apply` (which returns once the log has acknowledged a write) and
+//! `Engine::apply_into` (which notes a write's log record into the caller's `Acks` and
+//! returns at once: a server answering a pipeline waits once for all of them). Never:
+//! decode or encode a wire form, wait for anything but the engine and its log, or hold a
+//! lock of its own across a request (the store's lock is read-held only by SAVE, BGSAVE
+//! and closing).
 
 use crate::decode::SCAN_COUNT_MAX;
 use crate::{Answer, Cause, Doc, Op, Refusal, Request, WriteMode};
 use hotset_core::error::ErrorCode;
 use hotset_core::maintenance::Round;
-use hotset_core::{Database, Maintenance, Query, Search};
+use hotset_core::{Acks, Database, Durability, Maintenance, Query, Search, Writes};
 use hotset_storage::{Store, StoreError};
 use parking_lot::RwLock;
 use std::sync::Arc;
@@ -110,33 +113,46 @@ impl Engine {
     /// Applies one request. Writes return once the log has acknowledged them under its
     /// fsync policy.
     pub fn apply(&self, request: Request) -> Result<Answer, Refusal> {
+        self.run(request, Durability::Wait)
+    }
+
+    /// Applies one request, a write noting its log record into `acks` and returning
+    /// before the log has acknowledged it: the caller waits on `acks` (once for a whole
+    /// batch of requests) before it tells anyone the write happened. SAVE still waits for
+    /// its snapshot.
+    pub fn apply_into(&self, request: Request, acks: &Acks) -> Result<Answer, Refusal> {
+        self.run(request, Durability::Collect(acks))
+    }
+
+    fn run(&self, request: Request, durability: Durability<'_>) -> Result<Answer, Refusal> {
         let db = &*self.db;
+        let writes = db.writes(durability);
         Ok(match request {
             Request::CreateNamespace { name, indexes } => {
-                db.create_namespace(&name, indexes)?;
+                writes.create_namespace(&name, indexes)?;
                 Answer::Done
             }
             Request::DropNamespace { name } => {
-                db.drop_namespace(&name)?;
+                writes.drop_namespace(&name)?;
                 Answer::Done
             }
             Request::Truncate { name } => {
-                db.truncate(&name)?;
+                writes.truncate(&name)?;
                 Answer::Done
             }
             Request::Namespaces => Answer::Names(db.namespace_names()),
             Request::Describe { name } => Answer::Namespace(db.describe(&name)?),
             Request::AddIndex { namespace, index } => {
-                db.add_index(&namespace, index)?;
+                writes.add_index(&namespace, index)?;
                 Answer::Done
             }
             Request::DropIndex { namespace, index } => {
-                db.drop_index(&namespace, &index)?;
+                writes.drop_index(&namespace, &index)?;
                 Answer::Done
             }
-            Request::Write { namespace, ops } => Answer::Count(write(db, &namespace, ops)?),
+            Request::Write { namespace, ops } => Answer::Count(write(writes, &namespace, ops)?),
             Request::Get { namespace, key } => Answer::Document(db.get(&namespace, &key)?),
-            Request::Delete { namespace, key } => Answer::Deleted(db.delete(&namespace, &key)?),
+            Request::Delete { namespace, key } => Answer::Deleted(writes.delete(&namespace, &key)?),
             Request::Query(mut query) => {
                 self.limit_query(&mut query);
                 Answer::Query(db.query(&query)?)
@@ -145,7 +161,7 @@ impl Engine {
                 self.limit_search(&mut search);
                 Answer::Search(db.search(&search)?)
             }
-            Request::Sql(text) => self.sql(&text)?,
+            Request::Sql(text) => self.sql(&text, durability)?,
             Request::Scan { namespace, cursor, count } => {
                 let (next, documents) = db.scan(&namespace, cursor, count.clamp(1, SCAN_COUNT_MAX))?;
                 Answer::Scan { next, documents }
@@ -165,7 +181,7 @@ impl Engine {
 
     /// A SQL statement: a `SELECT *` answers the query's result (each interface shapes
     /// its documents as a query's), any other statement its JSON answer.
-    fn sql(&self, text: &str) -> Result<Answer, Refusal> {
+    fn sql(&self, text: &str, durability: Durability<'_>) -> Result<Answer, Refusal> {
         let mut statement = self.statements.parse(text)?;
         match &mut statement {
             hotset_sql::Statement::Select(select) => self.limit_query(&mut select.query),
@@ -179,7 +195,7 @@ impl Engine {
         {
             return Ok(Answer::Query(self.db.query(query)?));
         }
-        Ok(Answer::Json(hotset_sql::execute(&self.db, &statement)?))
+        Ok(Answer::Json(hotset_sql::execute(&self.db, &statement, durability)?))
     }
 }
 
@@ -189,20 +205,20 @@ fn no_folder() -> Refusal {
 }
 
 /// Applies a write's operations all together or not at all; how many were applied.
-fn write(db: &Database, namespace: &str, ops: Vec<Op>) -> Result<usize, Refusal> {
+fn write(writes: Writes<'_>, namespace: &str, ops: Vec<Op>) -> Result<usize, Refusal> {
     let at = |i: usize| move |error| Refusal { cause: Box::new(Cause::Engine(error)), at: Some(i) };
     // One parsed document: the engine's single-document write, which skips a
     // transaction's buffers (the common call of a client writing as it goes).
     if let [Op::Write(mode, Doc::Value(doc))] = ops.as_slice() {
         match mode {
-            WriteMode::Insert => db.insert(namespace, doc),
-            WriteMode::Update => db.update(namespace, doc),
-            WriteMode::Upsert => db.upsert(namespace, doc),
+            WriteMode::Insert => writes.insert(namespace, doc),
+            WriteMode::Update => writes.update(namespace, doc),
+            WriteMode::Upsert => writes.upsert(namespace, doc),
         }
         .map_err(at(0))?;
         return Ok(1);
     }
-    let mut txn = db.transaction(namespace)?;
+    let mut txn = writes.transaction(namespace)?;
     for (i, op) in ops.into_iter().enumerate() {
         match op {
             Op::Write(WriteMode::Insert, Doc::Value(doc)) => txn.insert(doc),

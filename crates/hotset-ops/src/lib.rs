@@ -1,5 +1,7 @@
 //! Hotset's operation layer: every document operation as a typed [`Request`], applied by
-//! one function, [`Engine::apply`], against the engine in this process.
+//! one function, [`Engine::apply`], against the engine in this process (or
+//! [`Engine::apply_into`], the same with a write's log acknowledgement collected into the
+//! caller's `Acks` instead of waited for).
 //!
 //! Owns: what a request means (which engine calls it makes, in what order, with which
 //! server-wide limits), what it answers ([`Answer`]), why it was refused ([`Refusal`], with

@@ -1,5 +1,6 @@
 //! `Engine::apply` on every request: what it answers, what it refuses with which code,
-//! and the place of a refused operation.
+//! and the place of a refused operation; `Engine::apply_into`, which collects a write's
+//! acknowledgement where `apply` waits for it.
 
 use crate::{Answer, Doc, Engine, Op, Refusal, Request, Settings, WriteMode};
 use hotset_core::error::ErrorCode;
@@ -136,4 +137,35 @@ fn where_requests_run() {
     assert!(Request::Sql("DELETE FROM t".into()).blocks());
     assert!(Request::Write { namespace: "t".into(), ops: vec![] }.blocks());
     assert!(Request::Save.blocks() && !Request::Snapshot.blocks());
+}
+
+#[test]
+fn apply_waits_for_a_write_and_apply_into_collects_it() {
+    let db = Arc::new(Database::new());
+    let gate = Arc::new(hotset_testkit::durable::GateJournal::default());
+    assert!(db.attach_journal(gate.clone()));
+    let e = Engine::in_memory(db, Settings::default()).expect("starts");
+    let pk = IndexDef::from_json(&json!({"field": "id", "type": "int", "index": "hash", "pk": true})).unwrap();
+    let acks = hotset_core::Acks::new();
+    // Nothing is released: a write that waited would fail with the gate's error.
+    e.apply_into(Request::CreateNamespace { name: "t".into(), indexes: vec![pk] }, &acks).unwrap();
+    let ops = vec![write(WriteMode::Upsert, json!({"id": 1})), write(WriteMode::Upsert, json!({"id": 2}))];
+    e.apply_into(Request::Write { namespace: "t".into(), ops }, &acks).unwrap();
+    e.apply_into(
+        Request::Write { namespace: "t".into(), ops: vec![write(WriteMode::Insert, json!({"id": 3}))] },
+        &acks,
+    )
+    .unwrap();
+    e.apply_into(Request::Sql("UPDATE t SET a = 1 WHERE id = 1".into()), &acks).unwrap();
+    e.apply_into(Request::Delete { namespace: "t".into(), key: json!(2) }, &acks).unwrap();
+    e.apply_into(Request::Get { namespace: "t".into(), key: json!(1) }, &acks).unwrap();
+    assert_eq!(gate.waits(), Vec::<u64>::new(), "collected writes do not wait");
+    assert_eq!((gate.appended(), acks.last_lsn()), (5, Some(5)), "every write noted its record");
+    // `apply` waits for its own record (released beforehand, so it returns at once).
+    gate.release(u64::MAX);
+    e.apply(Request::Delete { namespace: "t".into(), key: json!(3) }).unwrap();
+    e.apply(Request::Sql("DELETE FROM t WHERE id = 1".into())).unwrap();
+    assert_eq!(gate.waits(), [6, 7]);
+    acks.wait().unwrap();
+    assert_eq!(gate.waits(), [6, 7, 5]);
 }

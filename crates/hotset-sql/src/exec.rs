@@ -5,29 +5,32 @@
 //! for EXPLAIN, and `"affected"` for writes and DDL (the documents written, or the
 //! namespaces and indexes created, dropped or truncated). Whole documents are copied from
 //! their stored bytes; projected fields are picked from the parsed document. Never: change
-//! what the engine answered, only its shape.
+//! what the engine answered, only its shape, or decide when a write is acknowledged: its
+//! caller's `Durability` does (wait for the log, or collect the record for one wait later).
 
 use crate::{Conflict, IndexSpec, Projection, Select, Statement};
 use hotset_core::namespace::OnConflict;
 use hotset_core::query::{AggregationResult, QueryResult, dsl};
-use hotset_core::{Database, Error, Result};
+use hotset_core::{Database, Durability, Error, Result, Writes};
 use serde_json::{Map, Value, json};
 
-/// Runs `statement` and returns its JSON answer.
-pub fn execute(db: &Database, statement: &Statement) -> Result<Vec<u8>> {
+/// Runs `statement` and returns its JSON answer. A statement that writes settles its log
+/// records by `durability`: `Durability::Wait` returns once the log has acknowledged them.
+pub fn execute(db: &Database, statement: &Statement, durability: Durability<'_>) -> Result<Vec<u8>> {
+    let writes = db.writes(durability);
     match statement {
         Statement::Select(select) => run_select(db, select),
-        Statement::Insert { namespace, docs, conflict } => insert(db, namespace, docs, conflict),
-        Statement::Update { query, sets } => affected(db.update_query(query, sets)?),
-        Statement::Delete { query } => affected(db.delete_query(query)?),
+        Statement::Insert { namespace, docs, conflict } => insert(writes, namespace, docs, conflict),
+        Statement::Update { query, sets } => affected(writes.update_query(query, sets)?),
+        Statement::Delete { query } => affected(writes.delete_query(query)?),
         Statement::CreateNamespace { name, indexes, if_not_exists } => {
-            match db.create_namespace(name, indexes.clone()) {
+            match writes.create_namespace(name, indexes.clone()) {
                 Err(Error::NamespaceExists { .. }) if *if_not_exists => affected(0),
                 created => affected(created.map(|()| 1)?),
             }
         }
         Statement::CreateIndex { namespace, index, if_not_exists } => {
-            create_index(db, namespace, index, *if_not_exists)
+            create_index(writes, namespace, index, *if_not_exists)
         }
         Statement::DropNamespaces { names, if_exists } => {
             if !if_exists {
@@ -35,20 +38,20 @@ pub fn execute(db: &Database, statement: &Statement) -> Result<Vec<u8>> {
             }
             let mut dropped = 0;
             for name in names {
-                match db.drop_namespace(name) {
+                match writes.drop_namespace(name) {
                     Err(Error::UnknownNamespace { .. }) if *if_exists => {}
                     result => dropped += result.map(|()| 1)?,
                 }
             }
             affected(dropped)
         }
-        Statement::DropIndex { namespace, index, if_exists } => match db.drop_index(namespace, index) {
+        Statement::DropIndex { namespace, index, if_exists } => match writes.drop_index(namespace, index) {
             Err(Error::UnknownIndex { .. } | Error::UnknownNamespace { .. }) if *if_exists => affected(0),
             dropped => affected(dropped.map(|()| 1)?),
         },
         Statement::Truncate { namespaces } => {
             all_exist(db, namespaces)?;
-            namespaces.iter().try_for_each(|name| db.truncate(name))?;
+            namespaces.iter().try_for_each(|name| writes.truncate(name))?;
             affected(namespaces.len())
         }
     }
@@ -56,11 +59,11 @@ pub fn execute(db: &Database, statement: &Statement) -> Result<Vec<u8>> {
 
 /// INSERT as one transaction: every document written, or none. A plain INSERT of a key
 /// already stored fails with the duplicate key error; an upsert says what to do instead.
-fn insert(db: &Database, namespace: &str, docs: &[Value], conflict: &Conflict) -> Result<Vec<u8>> {
+fn insert(writes: Writes<'_>, namespace: &str, docs: &[Value], conflict: &Conflict) -> Result<Vec<u8>> {
     if let Conflict::Ignore { target: Some(target) } | Conflict::Update { target: Some(target), .. } = conflict {
-        check_conflict_target(db, namespace, target)?;
+        check_conflict_target(writes.database(), namespace, target)?;
     }
-    let mut txn = db.transaction(namespace)?;
+    let mut txn = writes.transaction(namespace)?;
     for (at, doc) in docs.iter().enumerate() {
         match conflict {
             Conflict::Refuse => txn.insert(doc.clone())?,
@@ -95,12 +98,12 @@ fn check_conflict_target(db: &Database, namespace: &str, target: &[String]) -> R
 
 /// CREATE INDEX: the index completed from the namespace's declared fields, then added.
 /// With IF NOT EXISTS an index of that name already there is success, whatever it holds.
-fn create_index(db: &Database, namespace: &str, index: &IndexSpec, if_not_exists: bool) -> Result<Vec<u8>> {
-    let existing = db.describe(namespace)?.indexes;
+fn create_index(writes: Writes<'_>, namespace: &str, index: &IndexSpec, if_not_exists: bool) -> Result<Vec<u8>> {
+    let existing = writes.database().describe(namespace)?.indexes;
     if if_not_exists && existing.iter().any(|def| def.name == index.name) {
         return affected(0);
     }
-    match db.add_index(namespace, index.resolve(&existing)?) {
+    match writes.add_index(namespace, index.resolve(&existing)?) {
         Err(Error::IndexExists { .. }) if if_not_exists => affected(0),
         added => affected(added.map(|()| 1)?),
     }

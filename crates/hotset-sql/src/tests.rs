@@ -2,7 +2,7 @@
 
 use super::*;
 use hotset_core::query::{Expr, JoinKind};
-use hotset_core::{Aggregation, Cond, Database, FieldType, IndexDef, Op};
+use hotset_core::{Aggregation, Cond, Database, Durability, FieldType, IndexDef, Op};
 use serde_json::json;
 
 fn query_of(sql: &str) -> Query {
@@ -178,7 +178,7 @@ fn sample() -> Database {
 
 fn run(db: &Database, sql: &str) -> Value {
     let statement = parse(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    serde_json::from_slice(&execute(db, &statement).unwrap_or_else(|e| panic!("{sql}: {e}"))).unwrap()
+    serde_json::from_slice(&execute(db, &statement, Durability::Wait).unwrap_or_else(|e| panic!("{sql}: {e}"))).unwrap()
 }
 
 #[test]
@@ -217,7 +217,7 @@ fn execution_answers_in_the_documented_shape() {
     assert_eq!(run(&db, "SELECT price FROM items WHERE id = 100")["items"], json!([{"price": 5}]));
     assert_eq!(run(&db, "DELETE FROM items WHERE year = 1999")["affected"], 2);
     assert_eq!(run(&db, "SELECT COUNT(*) FROM items")["items"], json!([{"count(*)": 20}]));
-    let error = execute(&db, &parse("SELECT * FROM nope").unwrap()).unwrap_err();
+    let error = execute(&db, &parse("SELECT * FROM nope").unwrap(), Durability::Wait).unwrap_err();
     assert_eq!(error.to_string(), "namespace 'nope' does not exist");
 }
 
@@ -267,7 +267,7 @@ fn full_text_match_rank_and_markup() {
         ("SELECT * FROM items WHERE MATCH(search, '\"open')", "not closed"),
         ("SELECT * FROM items ORDER BY rank()", "needs a full-text MATCH"),
     ] {
-        let error = execute(&db, &parse(sql).unwrap()).unwrap_err().to_string();
+        let error = execute(&db, &parse(sql).unwrap(), Durability::Wait).unwrap_err().to_string();
         assert!(error.contains(expected), "{sql}: {error}");
     }
 }

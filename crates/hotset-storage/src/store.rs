@@ -320,7 +320,7 @@ impl Store {
 
     /// Waits, without holding a thread, until log record `lsn` is acknowledged under the
     /// fsync policy: the async form of the wait every write does (a server collects its
-    /// batch's records with `journal::defer_acks`, then awaits the last one here).
+    /// batch's records in a `journal::Acks`, then awaits the highest one here).
     pub fn wait_acknowledged(&self, lsn: u64) -> impl std::future::Future<Output = hotset_core::Result<()>> + use<> {
         let wal = self.shared.journal.wal();
         async move {

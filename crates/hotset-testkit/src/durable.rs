@@ -1,12 +1,14 @@
-//! Support for durability tests: a journal kept in memory, and a comparable dump of a
-//! whole database (namespaces with their schemas and documents, keyspaces with every
-//! key's value and deadline), so a recovered database can be checked against the one
-//! that wrote the log.
+//! Support for durability tests: a journal kept in memory, a journal that acknowledges
+//! only what a test releases (to tell a write that waited for the log from one that did
+//! not), and a comparable dump of a whole database (namespaces with their schemas and
+//! documents, keyspaces with every key's value and deadline), so a recovered database can
+//! be checked against the one that wrote the log.
 
 use hotset_core::kv::KvOps;
 use hotset_core::{Database, Journal, Query};
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
 
 /// A journal that keeps every record in memory, in lsn order, and acknowledges at once.
 #[derive(Default)]
@@ -42,6 +44,87 @@ impl Journal for MemJournal {
 
     fn wait(&self, _lsn: u64) -> hotset_core::Result<()> {
         Ok(())
+    }
+}
+
+/// A journal that numbers records like a log but acknowledges none until the test
+/// releases them (`release`), and records every wait it is asked for. A write that waits
+/// for its record blocks in `wait` until then; one that collects its acknowledgement never
+/// calls `wait` at all.
+///
+/// A wait not released within `GateJournal::WAIT_MAX` fails with `Error::Storage` instead
+/// of blocking for ever, so a write that wrongly waits fails its test rather than hanging
+/// it. Nothing here sleeps: `waiters` blocks on a condition variable until a waiter
+/// arrives.
+#[derive(Default)]
+pub struct GateJournal {
+    state: Mutex<Gate>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Gate {
+    appended: u64,
+    released: u64,
+    waits: Vec<u64>,
+}
+
+impl GateJournal {
+    /// How long a wait, or a test waiting for a waiter, is given before it fails.
+    pub const WAIT_MAX: Duration = Duration::from_secs(10);
+
+    /// The lsn of the last record appended (0 before any).
+    pub fn appended(&self) -> u64 {
+        self.state.lock().expect("not poisoned").appended
+    }
+
+    /// Every lsn a caller has waited for, in the order the waits began.
+    pub fn waits(&self) -> Vec<u64> {
+        self.state.lock().expect("not poisoned").waits.clone()
+    }
+
+    /// Acknowledges every record up to `lsn`, waking the waits it settles.
+    pub fn release(&self, lsn: u64) {
+        let mut gate = self.state.lock().expect("not poisoned");
+        gate.released = gate.released.max(lsn);
+        self.changed.notify_all();
+    }
+
+    /// Blocks until `count` waits have begun (panics after `WAIT_MAX`); returns their lsns.
+    pub fn waiters(&self, count: usize) -> Vec<u64> {
+        let gate = self.state.lock().expect("not poisoned");
+        let (gate, timeout) = self
+            .changed
+            .wait_timeout_while(gate, Self::WAIT_MAX, |gate| gate.waits.len() < count)
+            .expect("not poisoned");
+        assert!(!timeout.timed_out(), "{count} waits expected, {} began", gate.waits.len());
+        gate.waits.clone()
+    }
+}
+
+impl Journal for GateJournal {
+    fn writable(&self) -> hotset_core::Result<()> {
+        Ok(())
+    }
+
+    fn append(&self, encode: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
+        encode(&mut Vec::new());
+        let mut gate = self.state.lock().expect("not poisoned");
+        gate.appended += 1;
+        gate.appended
+    }
+
+    fn wait(&self, lsn: u64) -> hotset_core::Result<()> {
+        let mut gate = self.state.lock().expect("not poisoned");
+        assert!(lsn <= gate.appended, "waiting for record {lsn}, never appended");
+        gate.waits.push(lsn);
+        self.changed.notify_all();
+        let (_gate, timeout) =
+            self.changed.wait_timeout_while(gate, Self::WAIT_MAX, |gate| gate.released < lsn).expect("not poisoned");
+        match timeout.timed_out() {
+            true => Err(hotset_core::Error::Storage { reason: format!("record {lsn} was never released") }),
+            false => Ok(()),
+        }
     }
 }
 

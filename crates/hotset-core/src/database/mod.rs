@@ -3,33 +3,32 @@
 //! Owns: the namespace registry, the locking discipline (a query takes read locks on its
 //! namespace and its joins' namespaces, always in name order, so joins never deadlock
 //! with writers), transactions, checking limits at the boundary, and handing every
-//! committed write to the journal (see `journal` for the protocol). Never: do I/O, or
-//! hold a lock across anything but the in-memory work of one call and queueing its
-//! record; waiting for durability happens after the lock is released.
+//! committed write to the journal (see `journal` for the protocol; every write path is in
+//! `writes`, with the `Durability` its caller chose: `Database`'s own write methods wait).
+//! Never: do I/O, or hold a lock across anything but the in-memory work of one call and
+//! queueing its record; waiting for durability happens after the lock is released.
 
 mod log;
 mod replay;
 mod search;
 mod snapshot;
 mod transaction;
+mod writes;
 
 pub use replay::Replay;
 pub use search::{Search, SearchResult, SearchTarget};
 pub use snapshot::SnapshotCounts;
 pub use transaction::Transaction;
+pub use writes::Writes;
 
-use crate::change::Change;
 use crate::clock::{Clock, SystemClock};
-use crate::doc;
 use crate::error::{Error, Result};
-use crate::journal::{Journal, JournalSlot};
+use crate::journal::{Durability, Journal, JournalSlot};
 use crate::kv::{KeyspaceConfig, Keyspaces};
 use crate::limits::Limits;
-use crate::namespace::write::WriteMode;
 use crate::namespace::{Namespace, NamespaceData, NamespaceInfo};
-use crate::query::{Choice, PlanChoice, Query, QueryResult, SetField, WalkChoice, exec, update};
+use crate::query::{Choice, PlanChoice, Query, QueryResult, SetField, WalkChoice, exec};
 use crate::schema::IndexDef;
-use log::Logged;
 use parking_lot::{RwLock, RwLockReadGuard};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -130,27 +129,16 @@ impl Database {
         self.journal.get().map(|journal| &**journal)
     }
 
-    /// Runs `write` on a namespace's data under its write lock, after checking that the
-    /// journal takes writes; `write` applies the change and returns the lsn of its record,
-    /// which is waited for once the lock is released.
-    fn write_namespace<T>(
-        &self,
-        name: &str,
-        write: impl FnOnce(&Namespace, &mut NamespaceData, Option<&dyn Journal>) -> Result<(T, Option<u64>)>,
-    ) -> Result<T> {
-        self.journal.writable()?;
-        let namespace = self.namespace(name)?;
-        let mut data = namespace.data.write();
-        if namespace.is_dropped() {
-            return Err(Error::UnknownNamespace { namespace: name.to_string() });
-        }
-        let written = write(&namespace, &mut data, self.journal());
-        // Fair hand-over: a writer that releases and at once re-takes the lock would
-        // otherwise keep readers waiting for milliseconds under a steady write load.
-        parking_lot::RwLockWriteGuard::unlock_fair(data);
-        let (value, lsn) = written?;
-        self.journal.wait(lsn)?;
-        Ok(value)
+    /// This database, its writes settling their log record by `durability`: `Wait` is
+    /// what `Database`'s own write methods do; `Collect(&acks)` notes each write's record
+    /// into `acks` and returns before the log has acknowledged it, for a caller that waits
+    /// once for many writes (`Acks::wait`) before answering any of them.
+    pub fn writes<'a>(&'a self, durability: Durability<'a>) -> Writes<'a> {
+        Writes::new(self, durability)
+    }
+
+    fn waiting(&self) -> Writes<'_> {
+        self.writes(Durability::Wait)
     }
 
     /// Sets when queries page by walking a tree index (cost-based by default; tests force
@@ -211,57 +199,13 @@ impl Database {
 
     /// Creates a namespace with its index definitions (exactly one `pk`).
     pub fn create_namespace(&self, name: &str, indexes: Vec<IndexDef>) -> Result<()> {
-        self.check_name(name)?;
-        if indexes.len() > self.limits.indexes_max {
-            return Err(Error::LimitExceeded {
-                what: "indexes_max",
-                limit: self.limits.indexes_max as u64,
-                actual: indexes.len() as u64,
-            });
-        }
-        for def in &indexes {
-            self.check_name(&def.name)?;
-        }
-        let mut data = NamespaceData::new(name, indexes.clone())?;
-        data.document_bytes_max = self.limits.document_bytes_max;
-        // Before the lock: under back-pressure this waits, and readers need that lock.
-        self.journal.writable()?;
-        let mut namespaces = self.namespaces.write();
-        if namespaces.contains_key(name) {
-            return Err(Error::NamespaceExists { namespace: name.to_string() });
-        }
-        if namespaces.len() >= self.limits.namespaces_max {
-            return Err(Error::LimitExceeded {
-                what: "namespaces_max",
-                limit: self.limits.namespaces_max as u64,
-                actual: namespaces.len() as u64 + 1,
-            });
-        }
-        let lsn = self.journal().map(|journal| log::change(journal, &Change::CreateNamespace { name, indexes }));
-        namespaces.insert(name.to_string(), Arc::new(Namespace::new(name, data)));
-        drop(namespaces);
-        self.journal.wait(lsn)
+        self.waiting().create_namespace(name, indexes)
     }
 
     /// Opens a namespace, creating it when missing; an existing one keeps its indexes
     /// and gains any of `indexes` it lacks.
     pub fn open_namespace(&self, name: &str, indexes: Vec<IndexDef>) -> Result<()> {
-        let Ok(namespace) = self.namespace(name) else {
-            return match self.create_namespace(name, indexes.clone()) {
-                Err(Error::NamespaceExists { .. }) => self.open_namespace(name, indexes),
-                other => other,
-            };
-        };
-        for def in indexes {
-            let exists = namespace.data.read().indexes.iter().any(|i| i.def.name == def.name);
-            if !exists {
-                match self.add_index(name, def) {
-                    Ok(()) | Err(Error::IndexExists { .. }) => {}
-                    Err(error) => return Err(error),
-                }
-            }
-        }
-        Ok(())
+        self.waiting().open_namespace(name, indexes)
     }
 
     /// The names of every namespace, sorted.
@@ -282,99 +226,51 @@ impl Database {
     /// Removes a namespace with its documents and indexes. Refused (`Error::Storage`)
     /// when the log does not take writes.
     pub fn drop_namespace(&self, name: &str) -> Result<()> {
-        self.journal.writable()?;
-        let mut namespaces = self.namespaces.write();
-        let namespace =
-            namespaces.remove(name).ok_or_else(|| Error::UnknownNamespace { namespace: name.to_string() })?;
-        // Under the namespace's write lock, so no writer is half-way through it.
-        let _data = namespace.data.write();
-        namespace.mark_dropped();
-        let lsn = self.journal().map(|journal| log::change(journal, &Change::DropNamespace { name }));
-        drop(_data);
-        drop(namespaces);
-        self.journal.wait(lsn)
+        self.waiting().drop_namespace(name)
     }
 
     /// Removes every document of a namespace, keeping its indexes.
     pub fn truncate(&self, name: &str) -> Result<()> {
-        self.write_namespace(name, |namespace, data, journal| {
-            data.truncate();
-            namespace.bump_schema_version();
-            Ok(((), journal.map(|journal| log::change(journal, &Change::Truncate { namespace: name }))))
-        })
+        self.waiting().truncate(name)
     }
 
     /// Adds an index to namespace `name` and builds it over the documents already there.
     /// A document that does not fit the new index (`Error::WrongType`) leaves the
     /// namespace unchanged; a primary key index cannot be added after creation.
     pub fn add_index(&self, name: &str, def: IndexDef) -> Result<()> {
-        self.check_name(&def.name)?;
-        let indexes_max = self.limits.indexes_max;
-        self.write_namespace(name, |namespace, data, journal| {
-            if data.indexes.len() >= indexes_max {
-                return Err(Error::LimitExceeded {
-                    what: "indexes_max",
-                    limit: indexes_max as u64,
-                    actual: data.indexes.len() as u64 + 1,
-                });
-            }
-            data.add_index(def.clone())?;
-            namespace.bump_schema_version();
-            Ok(((), journal.map(|journal| log::change(journal, &Change::AddIndex { namespace: name, def }))))
-        })
+        self.waiting().add_index(name, def)
     }
 
     /// Drops the index `index` of namespace `name`; the primary key index cannot be
     /// dropped.
     pub fn drop_index(&self, name: &str, index: &str) -> Result<()> {
-        self.write_namespace(name, |namespace, data, journal| {
-            data.drop_index(index)?;
-            namespace.bump_schema_version();
-            Ok(((), journal.map(|journal| log::change(journal, &Change::DropIndex { namespace: name, index }))))
-        })
-    }
-
-    fn write(&self, namespace: &str, doc: &Value, mode: WriteMode) -> Result<()> {
-        self.write_namespace(namespace, |_, data, journal| {
-            let undo = data.write(doc, mode)?;
-            Ok(((), journal.map(|journal| log::docs(journal, data, [Logged::from(&undo)]))))
-        })
+        self.waiting().drop_index(name, index)
     }
 
     /// Inserts a new document; an existing primary key is `Error::DuplicateKey`.
     pub fn insert(&self, namespace: &str, doc: &Value) -> Result<()> {
-        self.write(namespace, doc, WriteMode::Insert)
+        self.waiting().insert(namespace, doc)
     }
 
     /// Replaces an existing document; a missing key is `Error::NotFound`.
     pub fn update(&self, namespace: &str, doc: &Value) -> Result<()> {
-        self.write(namespace, doc, WriteMode::Update)
+        self.waiting().update(namespace, doc)
     }
 
     /// Inserts or replaces a document by its primary key.
     pub fn upsert(&self, namespace: &str, doc: &Value) -> Result<()> {
-        self.write(namespace, doc, WriteMode::Upsert)
+        self.waiting().upsert(namespace, doc)
     }
 
     /// Upserts a document given as JSON text.
     pub fn upsert_json(&self, namespace: &str, json: &[u8]) -> Result<()> {
-        if json.len() > self.limits.document_bytes_max {
-            return Err(Error::LimitExceeded {
-                what: "document_bytes_max",
-                limit: self.limits.document_bytes_max as u64,
-                actual: json.len() as u64,
-            });
-        }
-        self.upsert(namespace, &doc::parse_object(json)?)
+        self.waiting().upsert_json(namespace, json)
     }
 
     /// Deletes by primary key (a JSON scalar, or an array for a composite key); returns
     /// whether a document was deleted.
     pub fn delete(&self, namespace: &str, key: &Value) -> Result<bool> {
-        self.write_namespace(namespace, |_, data, journal| match data.delete_key(key)? {
-            Some(undo) => Ok((true, journal.map(|journal| log::docs(journal, data, [Logged::from(&undo)])))),
-            None => Ok((false, None)),
-        })
+        self.waiting().delete(namespace, key)
     }
 
     /// The document with primary key `key`, if any.
@@ -408,10 +304,10 @@ impl Database {
     }
 
     /// Starts a transaction on one namespace: its operations apply all together or not
-    /// at all, and readers see either none or all of them.
+    /// at all, and readers see either none or all of them. Its commit returns once the log
+    /// has acknowledged it (`Writes::transaction` for one that collects instead).
     pub fn transaction(&self, namespace: &str) -> Result<Transaction<'_>> {
-        self.namespace(namespace)?;
-        Ok(Transaction::new(self, namespace))
+        self.waiting().transaction(namespace)
     }
 
     /// Runs a query.
@@ -436,24 +332,12 @@ impl Database {
 
     /// Sets fields of every document the query matches, atomically; returns how many.
     pub fn update_query(&self, query: &Query, sets: &[SetField]) -> Result<usize> {
-        self.write_namespace(&query.namespace, |_, data, journal| {
-            let rows = update::matching_rows(data, query, &*self.clock)?;
-            let updates = update::updated_documents(data, &rows, sets)?;
-            let count = updates.len();
-            update::apply(data, updates);
-            let logged = rows.iter().map(|&row| Logged::Row(row));
-            Ok((count, journal.filter(|_| count > 0).map(|journal| log::docs(journal, data, logged))))
-        })
+        self.waiting().update_query(query, sets)
     }
 
     /// Deletes every document the query matches, atomically; returns how many.
     pub fn delete_query(&self, query: &Query) -> Result<usize> {
-        self.write_namespace(&query.namespace, |_, data, journal| {
-            let rows = update::matching_rows(data, query, &*self.clock)?;
-            let deleted: Vec<Document> = rows.iter().map(|&row| data.delete_row(row)).collect();
-            let logged = deleted.iter().map(Logged::Deleted);
-            Ok((rows.len(), journal.filter(|_| !rows.is_empty()).map(|journal| log::docs(journal, data, logged))))
-        })
+        self.waiting().delete_query(query)
     }
 
     /// Deletes the documents a TTL index says are due: its field (a Unix time in seconds)

@@ -2,9 +2,10 @@
 //!
 //! Owns: `Transaction` (the collected operations) and its commit, which applies them
 //! under one write lock, rolls back on the first failure, and logs the whole batch as one
-//! record. Never: hold the lock while the operations are being collected.
+//! record, settled by the durability of the `Writes` that started it (`Database::transaction`
+//! waits for it). Never: hold the lock while the operations are being collected.
 
-use super::Database;
+use super::Writes;
 use super::log::{self, Logged};
 use crate::error::{Error, Result};
 use crate::namespace::write::WriteMode;
@@ -16,7 +17,8 @@ const TEXT_BATCH_MIN: usize = 256;
 
 /// Operations collected for one atomic commit.
 pub struct Transaction<'a> {
-    database: &'a Database,
+    /// The database, and what the commit does with its record.
+    writes: Writes<'a>,
     namespace: String,
     operations: Vec<Operation>,
 }
@@ -33,12 +35,12 @@ enum Operation {
 }
 
 impl<'a> Transaction<'a> {
-    pub(super) fn new(database: &'a Database, namespace: &str) -> Transaction<'a> {
-        Transaction { database, namespace: namespace.to_string(), operations: Vec::new() }
+    pub(super) fn new(writes: Writes<'a>, namespace: &str) -> Transaction<'a> {
+        Transaction { writes, namespace: namespace.to_string(), operations: Vec::new() }
     }
 
     fn push(&mut self, operation: Operation) -> Result<()> {
-        let limit = self.database.limits.transaction_operations_max;
+        let limit = self.writes.db.limits.transaction_operations_max;
         if self.operations.len() >= limit {
             return Err(Error::LimitExceeded {
                 what: "transaction_operations_max",
@@ -91,7 +93,9 @@ impl<'a> Transaction<'a> {
     /// Applies every operation under one write lock and returns how many were applied (an
     /// insert ignored on a conflict is not). On the first failure everything
     /// already applied is rolled back and that failure is returned. What was applied is
-    /// logged as one record, so replay too sees all of it or none.
+    /// logged as one record, so replay too sees all of it or none. Returns once the log
+    /// has acknowledged it, unless the transaction was started by `Writes::transaction`
+    /// with `Durability::Collect` (then its record is noted there).
     pub fn commit(self) -> Result<usize> {
         self.commit_naming_failure().map_err(|(_, error)| error)
     }
@@ -102,7 +106,7 @@ impl<'a> Transaction<'a> {
     pub fn commit_naming_failure(self) -> std::result::Result<usize, (Option<usize>, Error)> {
         let operations = self.operations;
         let mut failed_at = None;
-        self.database
+        self.writes
             .write_namespace(&self.namespace, |_, data, journal| {
                 let mut undo: Vec<Undo> = Vec::with_capacity(operations.len());
                 let batch = operations.len() >= TEXT_BATCH_MIN;

@@ -2,7 +2,11 @@
 //!
 //! Owns: [`Keyspace`] — shard storage and locks, the direct (lock-per-call)
 //! implementation of the command seam, atomic blocks, active expiry and
-//! size/memory reporting.
+//! size/memory reporting — and [`KeyspaceWrites`], the same keyspace whose
+//! writes settle their log acknowledgement by a chosen [`Durability`]: a
+//! `Keyspace`'s own writes wait for theirs; a view made with
+//! `writes(Durability::Collect(&acks))` notes them into the caller's `Acks`
+//! and returns at once (a server batching a pipeline's acknowledgements).
 //!
 //! Must never: lock two shards except in ascending index order (the global
 //! lock order shared with `KeyspaceTxn`), call back into itself while a
@@ -25,7 +29,7 @@ use super::router::Router;
 use super::shard::Shard;
 use super::txn::KeyspaceTxn;
 use crate::clock::Clock;
-use crate::journal::JournalSlot;
+use crate::journal::{Durability, JournalSlot};
 
 /// A sharded, thread-safe Redis-style database. Commands come from
 /// [`KvOps`]; see the [module docs](super) for an overview.
@@ -109,17 +113,31 @@ impl Keyspace {
     /// once that record is acknowledged (`Err(Storage)` when the log refuses
     /// writes: then `f` does not run).
     pub fn atomic<R>(&self, keys: &[&[u8]], f: impl FnOnce(&mut KeyspaceTxn<'_>) -> R) -> KvResult<R> {
-        let idxs = self.router.shards_for(keys.iter().copied());
-        self.run_atomic(&idxs, f)
+        self.writes(Durability::Wait).atomic(keys, f)
     }
 
     /// Like [`atomic`](Self::atomic) but locks every shard, for blocks whose
     /// keys are not known up front or that use KEYS/SCAN/DBSIZE/FLUSH.
     pub fn atomic_all<R>(&self, f: impl FnOnce(&mut KeyspaceTxn<'_>) -> R) -> KvResult<R> {
-        self.run_atomic(&self.router.all_shards(), f)
+        self.writes(Durability::Wait).atomic_all(f)
     }
 
-    fn run_atomic<R>(&self, idxs: &[usize], f: impl FnOnce(&mut KeyspaceTxn<'_>) -> R) -> KvResult<R> {
+    /// This keyspace, its writes (every [`KvOps`] command, and atomic blocks)
+    /// settling their log acknowledgement by `durability`: `Wait` is what the
+    /// keyspace's own methods do; `Collect(&acks)` notes each write's record
+    /// into `acks` and returns before the log has acknowledged it, for a
+    /// caller that waits once for many writes (`Acks::wait`) before answering
+    /// any of them.
+    pub fn writes<'a>(&'a self, durability: Durability<'a>) -> KeyspaceWrites<'a> {
+        KeyspaceWrites { space: self, durability }
+    }
+
+    fn run_atomic<R>(
+        &self,
+        idxs: &[usize],
+        durability: Durability<'_>,
+        f: impl FnOnce(&mut KeyspaceTxn<'_>) -> R,
+    ) -> KvResult<R> {
         self.writable()?;
         let ctx = self.ctx();
         let mut guards: Vec<_> = idxs.iter().map(|&i| (i, self.shards[i].write())).collect();
@@ -129,10 +147,50 @@ impl Keyspace {
             let result = f(&mut txn);
             (result, txn.into_guards())
         };
-        let lsn = self.log_touched(guards.iter_mut().map(|(_, g)| &mut **g), ctx.now);
+        let ack = self.log_touched(guards.iter_mut().map(|(_, g)| &mut **g), ctx.now);
         drop(guards);
-        self.wait_logged(lsn)?;
+        self.settle(ack, durability)?;
         Ok(result)
+    }
+
+    /// A write on shard `idx`: `f` under its write lock, the keys it touched
+    /// logged before the lock is released, then the record settled by
+    /// `durability` (also when `f` failed: whatever it logged happened).
+    fn write_shard_settled<R>(
+        &self,
+        idx: usize,
+        durability: Durability<'_>,
+        f: impl FnOnce(&mut Shard, &Ctx) -> KvResult<R>,
+    ) -> KvResult<R> {
+        self.writable()?;
+        let (result, ack) = {
+            let mut guard = self.shards[idx].write();
+            let ctx = self.ctx();
+            self.track(std::iter::once(&mut *guard));
+            let result = f(&mut guard, &ctx);
+            (result, self.log_touched(std::iter::once(&mut *guard), ctx.now))
+        };
+        settled(result, self.settle(ack, durability))
+    }
+
+    /// `write_shard_settled` over several shards, locked in ascending order.
+    fn write_group_settled<R>(
+        &self,
+        idxs: &[usize],
+        durability: Durability<'_>,
+        f: impl FnOnce(&mut ShardGroup<&mut Shard>, &Ctx) -> KvResult<R>,
+    ) -> KvResult<R> {
+        self.writable()?;
+        let (result, ack) = {
+            let mut guards: Vec<_> = idxs.iter().map(|&i| (i, self.shards[i].write())).collect();
+            let ctx = self.ctx();
+            self.track(guards.iter_mut().map(|(_, g)| &mut **g));
+            let shards = guards.iter_mut().map(|(i, g)| (*i, &mut **g)).collect();
+            let mut group = ShardGroup::new(self.router, shards);
+            let result = f(&mut group, &ctx);
+            (result, self.log_touched(guards.iter_mut().map(|(_, g)| &mut **g), ctx.now))
+        };
+        settled(result, self.settle(ack, durability))
     }
 
     /// Active expiry: examines up to `budget` keys that carry a TTL and
@@ -181,6 +239,14 @@ impl Keyspace {
     }
 }
 
+/// A write's outcome once its record is settled: the write's own error first (a
+/// command that failed says why), then the log's.
+fn settled<R>(result: KvResult<R>, settled: KvResult<()>) -> KvResult<R> {
+    let value = result?;
+    settled?;
+    Ok(value)
+}
+
 impl ShardAccess for Keyspace {
     fn router(&self) -> Router {
         self.router
@@ -192,17 +258,7 @@ impl ShardAccess for Keyspace {
     }
 
     fn write_shard<R>(&self, idx: usize, f: impl FnOnce(&mut Shard, &Ctx) -> KvResult<R>) -> KvResult<R> {
-        self.writable()?;
-        let (result, lsn) = {
-            let mut guard = self.shards[idx].write();
-            let ctx = self.ctx();
-            self.track(std::iter::once(&mut *guard));
-            let result = f(&mut guard, &ctx);
-            (result, self.log_touched(std::iter::once(&mut *guard), ctx.now))
-        };
-        let value = result?;
-        self.wait_logged(lsn)?;
-        Ok(value)
+        self.write_shard_settled(idx, Durability::Wait, f)
     }
 
     fn read_group<R>(&self, idxs: &[usize], f: impl FnOnce(&ShardGroup<&Shard>, &Ctx) -> KvResult<R>) -> KvResult<R> {
@@ -216,20 +272,67 @@ impl ShardAccess for Keyspace {
         idxs: &[usize],
         f: impl FnOnce(&mut ShardGroup<&mut Shard>, &Ctx) -> KvResult<R>,
     ) -> KvResult<R> {
-        self.writable()?;
-        let (result, lsn) = {
-            let mut guards: Vec<_> = idxs.iter().map(|&i| (i, self.shards[i].write())).collect();
-            let ctx = self.ctx();
-            self.track(guards.iter_mut().map(|(_, g)| &mut **g));
-            let shards = guards.iter_mut().map(|(i, g)| (*i, &mut **g)).collect();
-            let mut group = ShardGroup::new(self.router, shards);
-            let result = f(&mut group, &ctx);
-            (result, self.log_touched(guards.iter_mut().map(|(_, g)| &mut **g), ctx.now))
-        };
-        let value = result?;
-        self.wait_logged(lsn)?;
-        Ok(value)
+        self.write_group_settled(idxs, Durability::Wait, f)
     }
 }
 
 impl KvOps for Keyspace {}
+
+/// A keyspace whose writes settle their log acknowledgement by a chosen
+/// [`Durability`] (see [`Keyspace::writes`]). It runs every [`KvOps`]
+/// command exactly as the keyspace does (the same shard-level code, through
+/// the same seam); only what a write does with its record once its locks are
+/// released differs.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyspaceWrites<'a> {
+    space: &'a Keyspace,
+    durability: Durability<'a>,
+}
+
+impl<'a> KeyspaceWrites<'a> {
+    /// The keyspace written to.
+    pub fn keyspace(&self) -> &'a Keyspace {
+        self.space
+    }
+
+    /// [`Keyspace::atomic`], the block's one record settled by this view's
+    /// durability.
+    pub fn atomic<R>(&self, keys: &[&[u8]], f: impl FnOnce(&mut KeyspaceTxn<'_>) -> R) -> KvResult<R> {
+        let idxs = self.space.router.shards_for(keys.iter().copied());
+        self.space.run_atomic(&idxs, self.durability, f)
+    }
+
+    /// [`Keyspace::atomic_all`], the block's one record settled by this
+    /// view's durability.
+    pub fn atomic_all<R>(&self, f: impl FnOnce(&mut KeyspaceTxn<'_>) -> R) -> KvResult<R> {
+        self.space.run_atomic(&self.space.router.all_shards(), self.durability, f)
+    }
+}
+
+impl ShardAccess for KeyspaceWrites<'_> {
+    fn router(&self) -> Router {
+        self.space.router
+    }
+
+    fn read_shard<R>(&self, idx: usize, f: impl FnOnce(&Shard, &Ctx) -> KvResult<R>) -> KvResult<R> {
+        self.space.read_shard(idx, f)
+    }
+
+    fn write_shard<R>(&self, idx: usize, f: impl FnOnce(&mut Shard, &Ctx) -> KvResult<R>) -> KvResult<R> {
+        self.space.write_shard_settled(idx, self.durability, f)
+    }
+
+    fn read_group<R>(&self, idxs: &[usize], f: impl FnOnce(&ShardGroup<&Shard>, &Ctx) -> KvResult<R>) -> KvResult<R> {
+        self.space.read_group(idxs, f)
+    }
+
+    fn write_group<R>(
+        &self,
+        idxs: &[usize],
+        f: impl FnOnce(&mut ShardGroup<&mut Shard>, &Ctx) -> KvResult<R>,
+    ) -> KvResult<R> {
+        self.space.write_group_settled(idxs, self.durability, f)
+    }
+}
+
+impl KvOps for KeyspaceWrites<'_> {}

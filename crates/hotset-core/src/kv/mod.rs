@@ -3,8 +3,10 @@
 //!
 //! Owns: the public API of the module — [`Keyspaces`] (named databases),
 //! [`Keyspace`] (one database), [`KvOps`] (every command, callable on a
-//! `Keyspace` or inside an atomic block on a [`KeyspaceTxn`]), [`KvError`]
-//! and the option types. Submodules own one concern each (see their docs).
+//! `Keyspace`, on a [`KeyspaceWrites`] view of one whose writes collect their
+//! log acknowledgements instead of waiting, or inside an atomic block on a
+//! [`KeyspaceTxn`]), [`KvError`] and the option types. Submodules own one
+//! concern each (see their docs).
 //!
 //! Must never: perform I/O, spawn threads, sleep, use `unsafe`, or depend on
 //! anything but std, parking_lot, hashbrown, ahash, thiserror and
@@ -88,7 +90,7 @@ pub use config::{KeyspaceConfig, KvLimits};
 pub use error::KvError;
 pub use glob::{Glob, glob_match};
 pub use keys::{TTL_MISSING, TTL_NONE};
-pub use keyspace::Keyspace;
+pub use keyspace::{Keyspace, KeyspaceWrites};
 pub use number::format_i64_inline;
 pub use ops::KvOps;
 pub use options::{ExpireCondition, SetCondition, SetExpiry, SetOptions, SetOutcome};
@@ -103,4 +105,5 @@ const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Keyspace>();
     assert_send_sync::<Keyspaces>();
+    assert_send_sync::<KeyspaceWrites<'static>>();
 };

@@ -20,6 +20,7 @@ use super::shard::{Shard, Touched};
 use super::slab_map::{ScanBudget, SlabCursor};
 use super::value::{Entry, StrValue, Value};
 use crate::change::{Change, KvChange, KvData, encode_kv_head};
+use crate::journal::{Ack, Durability};
 
 /// Largest touched-key list a shard keeps for reuse after logging a write.
 const TOUCHED_KEEP: usize = 64;
@@ -72,10 +73,10 @@ impl Keyspace {
     }
 
     /// Logs the resulting state of every key the write touched on these (still
-    /// write-locked) shards as one record; returns its lsn, or `None` if nothing was
-    /// touched or nothing is logged.
-    pub(super) fn log_touched<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>, now: u64) -> Option<u64> {
-        let journal = self.journal.get()?;
+    /// write-locked) shards as one record; returns its position, which is none if
+    /// nothing was touched or nothing is logged.
+    pub(super) fn log_touched<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>, now: u64) -> Ack<'_> {
+        let Some(journal) = self.journal.get() else { return Ack::none() };
         // Most writes touch one shard: no allocation for the list of shards.
         let mut work: smallvec::SmallVec<[(&mut Shard, Touched); 1]> = smallvec::SmallVec::new();
         for shard in shards {
@@ -85,7 +86,7 @@ impl Keyspace {
             }
         }
         if work.is_empty() {
-            return None;
+            return Ack::none();
         }
         for (_, touched) in &mut work {
             touched.keys.sort_unstable();
@@ -123,12 +124,12 @@ impl Keyspace {
                 shard.touched = Some(touched);
             }
         }
-        Some(lsn)
+        self.journal.ack(Some(lsn))
     }
 
-    /// Waits for the record of a write (after its locks are released).
-    pub(super) fn wait_logged(&self, lsn: Option<u64>) -> KvResult<()> {
-        self.journal.wait(lsn).map_err(|e| KvError::Storage(e.to_string()))
+    /// Settles the record of a write (after its locks are released) by `durability`.
+    pub(super) fn settle(&self, ack: Ack<'_>, durability: Durability<'_>) -> KvResult<()> {
+        durability.settle(ack).map_err(|e| KvError::Storage(e.to_string()))
     }
 
     /// Recovery: the write-locked shard of `key`, the key, now and its deadline; `None`

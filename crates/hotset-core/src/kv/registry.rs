@@ -23,7 +23,7 @@ use super::error::KvError;
 use super::keyspace::Keyspace;
 use crate::change::Change;
 use crate::clock::Clock;
-use crate::journal::JournalSlot;
+use crate::journal::{Ack, JournalSlot};
 
 /// Registry of named keyspaces.
 pub struct Keyspaces {
@@ -58,10 +58,16 @@ impl Keyspaces {
     /// A new keyspace, its creation logged (as an empty record naming it, so it exists
     /// after a restart). Called with the registry's write lock held, which orders this
     /// record before any of the keyspace's own.
+    ///
+    /// Nobody waits for that record, by design: the log acknowledges records in order, so
+    /// the first write to the keyspace, once acknowledged, has made its creation durable
+    /// too; until then the keyspace holds nothing a crash could lose. Waiting here would
+    /// make `get_or_create` (a connection's first keyspace, SELECT) block on the log.
     fn build(&self, name: &str) -> Arc<Keyspace> {
-        if let Some(journal) = self.journal.get() {
-            journal.append(&mut |out| Change::Kv { keyspace: name, flush: false, ops: Vec::new() }.encode(out));
-        }
+        let lsn = self.journal.get().map(|journal| {
+            journal.append(&mut |out| Change::Kv { keyspace: name, flush: false, ops: Vec::new() }.encode(out))
+        });
+        let _covered_by_the_first_write: Ack<'_> = self.journal.ack(lsn);
         Arc::new(Keyspace::named(name, Arc::clone(&self.clock), self.config, self.journal.clone()))
     }
 
@@ -121,7 +127,7 @@ impl Keyspaces {
                 .get()
                 .map(|journal| journal.append(&mut |out| Change::DropKeyspace { keyspace: name }.encode(out)))
         };
-        self.journal.wait(lsn).map_err(|e| KvError::Storage(e.to_string()))?;
+        self.journal.ack(lsn).wait().map_err(|e| KvError::Storage(e.to_string()))?;
         Ok(true)
     }
 

@@ -44,9 +44,9 @@ use super::Session;
 use super::args::{CmdError, CmdResult};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
-use hotset_core::Error;
 use hotset_core::error::ErrorCode;
 use hotset_core::query::dsl;
+use hotset_core::{Acks, Error};
 use hotset_ops::decode::{self, SCAN_COUNT_DEFAULT};
 use hotset_ops::{Answer, Cause, Doc, Op, Refusal, Request, WriteMode};
 use serde_json::Value;
@@ -59,7 +59,8 @@ macro_rules! handlers {
         $(
             $(#[$doc])*
             pub fn $name(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-                refused_in_form(session, $body(state, a, r))
+                let done = $body(&Ctx { state, acks: &session.acks }, a, r);
+                refused_in_form(session, done)
             }
         )*
     };
@@ -133,77 +134,77 @@ fn errors_form(session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> Result<
 }
 
 /// Applies a request that answers `Done` with `+OK`.
-fn done(state: &ServerState, request: Request, r: &mut Reply<'_>) -> Result<(), Refused> {
-    super::apply(state, request)?;
+fn done(cx: &Ctx<'_>, request: Request, r: &mut Reply<'_>) -> Result<(), Refused> {
+    cx.apply(request)?;
     r.ok();
     Ok(())
 }
 
 /// `DOC.NSCREATE ns [indexes-json]`.
-fn ns_create(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn ns_create(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let indexes = match a.get(2) {
         None => Vec::new(),
         Some(defs) => decode::index_defs(&decode::json(defs, "the index definitions", ErrorCode::Schema)?)?,
     };
-    done(state, Request::CreateNamespace { name: decode::name(a[1])?, indexes }, r)
+    done(cx, Request::CreateNamespace { name: decode::name(a[1])?, indexes }, r)
 }
 
-fn ns_drop(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    done(state, Request::DropNamespace { name: decode::name(a[1])? }, r)
+fn ns_drop(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    done(cx, Request::DropNamespace { name: decode::name(a[1])? }, r)
 }
 
-fn ns_truncate(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    done(state, Request::Truncate { name: decode::name(a[1])? }, r)
+fn ns_truncate(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    done(cx, Request::Truncate { name: decode::name(a[1])? }, r)
 }
 
-fn ns_list(state: &ServerState, _: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    let Answer::Names(names) = super::apply(state, Request::Namespaces)? else { unreachable!("names answer names") };
+fn ns_list(cx: &Ctx<'_>, _: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let Answer::Names(names) = cx.apply(Request::Namespaces)? else { unreachable!("names answer names") };
     r.array(names.len());
     names.iter().for_each(|n| r.bulk(n.as_bytes()));
     Ok(())
 }
 
-fn ns_info(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    let Answer::Namespace(info) = super::apply(state, Request::Describe { name: decode::name(a[1])? })? else {
+fn ns_info(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let Answer::Namespace(info) = cx.apply(Request::Describe { name: decode::name(a[1])? })? else {
         unreachable!("describe answers a namespace")
     };
     r.bulk(info.to_json().to_string().as_bytes());
     Ok(())
 }
 
-fn index_add(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn index_add(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let index = decode::index_def(a[2])?;
-    done(state, Request::AddIndex { namespace: decode::name(a[1])?, index }, r)
+    done(cx, Request::AddIndex { namespace: decode::name(a[1])?, index }, r)
 }
 
-fn index_drop(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    done(state, Request::DropIndex { namespace: decode::name(a[1])?, index: decode::name(a[2])? }, r)
+fn index_drop(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    done(cx, Request::DropIndex { namespace: decode::name(a[1])?, index: decode::name(a[2])? }, r)
 }
 
-fn upsert(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    write(state, WriteMode::Upsert, a, r)
+fn upsert(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    write(cx, WriteMode::Upsert, a, r)
 }
 
-fn insert(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    write(state, WriteMode::Insert, a, r)
+fn insert(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    write(cx, WriteMode::Insert, a, r)
 }
 
-fn update(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    write(state, WriteMode::Update, a, r)
+fn update(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    write(cx, WriteMode::Update, a, r)
 }
 
 /// `DOC.UPSERT|INSERT|UPDATE ns doc...`: every document or none; how many were written.
-fn write(state: &ServerState, mode: WriteMode, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn write(cx: &Ctx<'_>, mode: WriteMode, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let ops = a[2..]
         .iter()
         .enumerate()
         .map(|(i, doc)| Ok(Op::Write(mode, Doc::Value(document(doc).map_err(|e| e.placed(i, "document"))?))))
         .collect::<Result<Vec<_>, Refused>>()?;
-    count(state, Request::Write { namespace: decode::name(a[1])?, ops }, "document", r)
+    count(cx, Request::Write { namespace: decode::name(a[1])?, ops }, "document", r)
 }
 
 /// `DOC.TXN ns op arg [op arg ...]`: mixed operations, all or none; how many applied.
-fn transaction(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn transaction(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let operations = &a[2..];
     if !operations.len().is_multiple_of(2) {
         return Err(Refusal::bad_request("DOC.TXN takes pairs of an operation and its argument").into());
@@ -227,7 +228,7 @@ fn transaction(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<()
             Ok(Op::Write(op, Doc::Value(document(pair[1]).map_err(|e| e.placed(i, "operation"))?)))
         })
         .collect::<Result<Vec<_>, Refused>>()?;
-    count(state, Request::Write { namespace: decode::name(a[1])?, ops }, "operation", r)
+    count(cx, Request::Write { namespace: decode::name(a[1])?, ops }, "operation", r)
 }
 
 /// A document argument, parsed here so a bad one is named by the command's words.
@@ -237,8 +238,8 @@ fn document(arg: &[u8]) -> Result<Value, Refused> {
 
 /// Applies a write; answers how many operations it applied, or names the refused one as
 /// `what` (`document`, `operation`).
-fn count(state: &ServerState, request: Request, what: &'static str, r: &mut Reply<'_>) -> Result<(), Refused> {
-    match super::apply(state, request) {
+fn count(cx: &Ctx<'_>, request: Request, what: &'static str, r: &mut Reply<'_>) -> Result<(), Refused> {
+    match cx.apply(request) {
         Ok(Answer::Count(n)) => r.int(n as i64),
         Ok(other) => unreachable!("a write answers a count, not {other:?}"),
         Err(refusal) => return Err(Refused { refusal, what }),
@@ -246,9 +247,8 @@ fn count(state: &ServerState, request: Request, what: &'static str, r: &mut Repl
     Ok(())
 }
 
-fn get(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    let Answer::Document(doc) =
-        super::apply(state, Request::Get { namespace: decode::name(a[1])?, key: decode::key(a[2]) })?
+fn get(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    let Answer::Document(doc) = cx.apply(Request::Get { namespace: decode::name(a[1])?, key: decode::key(a[2]) })?
     else {
         unreachable!("get answers a document")
     };
@@ -256,23 +256,23 @@ fn get(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refuse
     Ok(())
 }
 
-fn del(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn del(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let request = Request::Delete { namespace: decode::name(a[1])?, key: decode::key(a[2]) };
-    let Answer::Deleted(deleted) = super::apply(state, request)? else { unreachable!("delete answers deleted") };
+    let Answer::Deleted(deleted) = cx.apply(request)? else { unreachable!("delete answers deleted") };
     r.int(i64::from(deleted));
     Ok(())
 }
 
-fn query(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    run_query(state, "DOC.QUERY", a, false, r)
+fn query(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    run_query(cx, "DOC.QUERY", a, false, r)
 }
 
-fn explain(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    run_query(state, "DOC.EXPLAIN", a, true, r)
+fn explain(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    run_query(cx, "DOC.EXPLAIN", a, true, r)
 }
 
 /// `DOC.QUERY|EXPLAIN [ns] query-json`.
-fn run_query(state: &ServerState, name: &str, a: &[&[u8]], explain: bool, r: &mut Reply<'_>) -> Result<(), Refused> {
+fn run_query(cx: &Ctx<'_>, name: &str, a: &[&[u8]], explain: bool, r: &mut Reply<'_>) -> Result<(), Refused> {
     let (namespace, body) = match a {
         [_, body] => (None, body),
         [_, namespace, body] => (Some(decode::name(namespace)?), body),
@@ -284,19 +284,19 @@ fn run_query(state: &ServerState, name: &str, a: &[&[u8]], explain: bool, r: &mu
     let body = decode::json(body, "the query", ErrorCode::BadQuery)?;
     let mut query = dsl::query_from_json(&body, namespace.as_deref()).map_err(Refusal::from)?;
     query.explain |= explain;
-    json_answer(super::apply(state, Request::Query(query))?, r);
+    json_answer(cx.apply(Request::Query(query))?, r);
     Ok(())
 }
 
-fn search(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn search(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let search = decode::json(a[1], "the search", ErrorCode::BadQuery)?;
     let search = hotset_core::Search::from_json(&search).map_err(Refusal::from)?;
-    json_answer(super::apply(state, Request::Search(search))?, r);
+    json_answer(cx.apply(Request::Search(search))?, r);
     Ok(())
 }
 
-fn sql(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    json_answer(super::apply(state, Request::Sql(decode::name(a[1])?))?, r);
+fn sql(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    json_answer(cx.apply(Request::Sql(decode::name(a[1])?))?, r);
     Ok(())
 }
 
@@ -315,7 +315,7 @@ fn json_answer(answer: Answer, r: &mut Reply<'_>) {
 }
 
 /// `DOC.SCAN ns cursor [COUNT n]`.
-fn scan(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+fn scan(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let cursor: u64 = std::str::from_utf8(a[2])
         .ok()
         .and_then(|c| c.parse().ok())
@@ -329,8 +329,7 @@ fn scan(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refus
             .ok_or_else(|| Refusal::bad_request("value is not an integer or out of range"))?,
         _ => return Err(Refusal::bad_request("syntax error").into()),
     };
-    let Answer::Scan { next, documents } =
-        super::apply(state, Request::Scan { namespace: decode::name(a[1])?, cursor, count })?
+    let Answer::Scan { next, documents } = cx.apply(Request::Scan { namespace: decode::name(a[1])?, cursor, count })?
     else {
         unreachable!("a scan answers a step")
     };
@@ -339,6 +338,19 @@ fn scan(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refus
     r.array(documents.len());
     documents.iter().for_each(|doc| r.bulk(doc));
     Ok(())
+}
+
+/// What a command's body applies its request through: the server, and the batch's
+/// collector its writes note their log records into (`Session::acks`).
+struct Ctx<'a> {
+    state: &'a ServerState,
+    acks: &'a Acks,
+}
+
+impl Ctx<'_> {
+    fn apply(&self, request: Request) -> Result<Answer, Refusal> {
+        super::apply(self.state, self.acks, request)
+    }
 }
 
 /// A refusal, with what a place in it names (`document`, `operation`).

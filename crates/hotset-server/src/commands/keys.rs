@@ -12,6 +12,7 @@ use super::args::{self, CmdError, CmdResult, syntax};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
 use hotset_core::kv::{ExpireCondition, KvError, KvOps};
+use hotset_core::{Acks, Durability};
 
 /// Keys SCAN returns per call when COUNT is not given (Redis' default).
 const SCAN_COUNT_DEFAULT: usize = 10;
@@ -90,11 +91,11 @@ pub fn flushdb<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
 
 /// FLUSHALL: every keyspace, each flushed under its own locks (EXEC refuses it, as its
 /// block locks one keyspace only).
-pub fn flushall(state: &ServerState, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+pub fn flushall(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     flush_mode(a)?;
     for name in state.db.keyspaces().list() {
         if let Some(space) = state.db.keyspaces().get(&name) {
-            space.flush()?;
+            space.writes(Durability::Collect(acks)).flush()?;
         }
     }
     r.ok();

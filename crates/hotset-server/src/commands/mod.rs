@@ -4,9 +4,11 @@
 //! transaction) and `execute`, which looks a request up in the command table, applies the
 //! entry's rules (arity, authentication, MULTI queueing) and calls the entry's handler,
 //! writing exactly one reply. Never: touch sockets or buffers beyond the reply it is
-//! given, wait for the log (writes inside a batch are acknowledged together by the
-//! connection: `hotset_core::journal::defer_acks`), or look at a command's name: what a
-//! command is and does is its `table::Spec`.
+//! given, wait for the log (every write notes its log record into the batch's
+//! `Session::acks`: key-value commands run on `Keyspace::writes(Durability::Collect(..))`,
+//! EXEC's block too, `DOC.*` through `Engine::apply_into`; the connection waits once for
+//! them all), or look at a command's name: what a command is and does is its
+//! `table::Spec`.
 //!
 //! Group modules hold one handler per command: `strings`, `keys`, `hashes` (key-value
 //! commands, each written once generic over `KvOps` and held by the table for a keyspace
@@ -25,6 +27,7 @@ use crate::resp::reply::{Protocol, Reply};
 use crate::state::ServerState;
 use args::{CmdError, CmdResult};
 use hotset_core::kv::Keyspace;
+use hotset_core::{Acks, Durability};
 use hotset_ops::{Answer, Refusal, Request};
 use std::sync::Arc;
 use table::{Handler, InMulti, Spec};
@@ -42,6 +45,9 @@ pub struct Session {
     pub multi: Option<Multi>,
     /// `DOC.ERRORS JSON`: `DOC.*` errors as `-CODE {json}` instead of `-ERR message`.
     pub errors_json: bool,
+    /// The log records the current batch's writes noted (a fresh collector per batch:
+    /// the connection sets it, executes the batch, takes it and waits once).
+    pub acks: Acks,
 }
 
 /// A transaction being queued.
@@ -69,6 +75,7 @@ impl Session {
             closing: false,
             multi: None,
             errors_json: false,
+            acks: Acks::new(),
         }
     }
 }
@@ -114,8 +121,8 @@ fn dispatch(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], r: 
         }
     }
     match spec.handler {
-        Handler::Kv(kv) => (kv.direct)(&session.keyspace, args, r),
-        Handler::AllKeyspaces(run) => run(state, args, r),
+        Handler::Kv(kv) => (kv.direct)(&session.keyspace.writes(Durability::Collect(&session.acks)), args, r),
+        Handler::AllKeyspaces(run) => run(state, &session.acks, args, r),
         Handler::Session(run) => run(state, session, args, r),
     }
 }
@@ -123,11 +130,12 @@ fn dispatch(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], r: 
 /// Applies an operation-layer request (`DOC.*`, SAVE, BGSAVE) on this thread; one that
 /// blocks (`Request::blocks`) first hands the thread's other connections to another
 /// thread, so they go on while it runs.
-pub(crate) fn apply(state: &ServerState, request: Request) -> Result<Answer, Refusal> {
+/// Its writes note their log records into `acks` (the batch's).
+pub(crate) fn apply(state: &ServerState, acks: &Acks, request: Request) -> Result<Answer, Refusal> {
     if request.blocks() {
-        tokio::task::block_in_place(|| state.engine.apply(request))
+        tokio::task::block_in_place(|| state.engine.apply_into(request, acks))
     } else {
-        state.engine.apply(request)
+        state.engine.apply_into(request, acks)
     }
 }
 
@@ -176,10 +184,12 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
         return Err(CmdError(format!("ERR {} is not allowed inside MULTI; use FLUSHDB", queued.spec.name)));
     }
     let protocol = r.protocol;
-    // The block borrows the keyspace while the queued connection commands borrow the
-    // session, so the block holds its own reference.
+    // The block borrows the keyspace and the batch's collector while the queued
+    // connection commands borrow the session, so the block holds its own of each (the
+    // collector goes back to the session after the block).
     let keyspace = Arc::clone(&session.keyspace);
-    let replies = keyspace.atomic_all(|txn| {
+    let acks = std::mem::take(&mut session.acks);
+    let replies = keyspace.writes(Durability::Collect(&acks)).atomic_all(|txn| {
         let mut out = Vec::new();
         for queued in &multi.queued {
             let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
@@ -194,7 +204,9 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
             }
         }
         out
-    })?;
+    });
+    session.acks = acks;
+    let replies = replies?;
     r.array(multi.queued.len());
     r.out.extend_from_slice(&replies);
     Ok(())

@@ -98,15 +98,15 @@ pub fn info(state: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Repl
 /// SAVE: a snapshot now, waited for.
 /// SAVE: a snapshot now, through the operation layer (it blocks: the I/O thread's other
 /// connections go on meanwhile); a failure in Redis' words.
-pub fn save(state: &Arc<ServerState>, _: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    super::apply(state, Request::Save).map_err(|refusal| CmdError(format!("ERR {refusal}")))?;
+pub fn save(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    super::apply(state, &session.acks, Request::Save).map_err(|refusal| CmdError(format!("ERR {refusal}")))?;
     r.ok();
     Ok(())
 }
 
 /// BGSAVE: maintenance takes the snapshot; its outcome shows in INFO persistence.
-pub fn bgsave(state: &Arc<ServerState>, _: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    super::apply(state, Request::Snapshot).map_err(|refusal| CmdError(format!("ERR {refusal}")))?;
+pub fn bgsave(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    super::apply(state, &session.acks, Request::Snapshot).map_err(|refusal| CmdError(format!("ERR {refusal}")))?;
     r.simple("Background saving started");
     Ok(())
 }

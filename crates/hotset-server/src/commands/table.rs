@@ -12,7 +12,8 @@ use super::args::{self, CmdResult};
 use super::{Session, documents, hashes, keys, server, strings};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
-use hotset_core::kv::{Keyspace, KeyspaceTxn};
+use hotset_core::Acks;
+use hotset_core::kv::{KeyspaceTxn, KeyspaceWrites};
 use std::sync::Arc;
 
 /// A key-value command, instantiated for both places it runs: a keyspace, and the locked
@@ -20,7 +21,7 @@ use std::sync::Arc;
 /// over `KvOps`; a function pointer must name one type, so the table keeps both.
 #[derive(Debug, Clone, Copy)]
 pub struct KvHandler {
-    pub direct: fn(&Keyspace, &[&[u8]], &mut Reply<'_>) -> CmdResult,
+    pub direct: fn(&KeyspaceWrites<'_>, &[&[u8]], &mut Reply<'_>) -> CmdResult,
     pub in_txn: fn(&KeyspaceTxn<'_>, &[&[u8]], &mut Reply<'_>) -> CmdResult,
 }
 
@@ -35,7 +36,7 @@ pub enum Handler {
     Kv(KvHandler),
     /// Key-value command that reaches every keyspace (FLUSHALL). It has no form for EXEC:
     /// the locked block covers one keyspace, so EXEC refuses a transaction holding one.
-    AllKeyspaces(fn(&ServerState, &[&[u8]], &mut Reply<'_>) -> CmdResult),
+    AllKeyspaces(fn(&ServerState, &Acks, &[&[u8]], &mut Reply<'_>) -> CmdResult),
     /// Connection, server or document command.
     Session(SessionHandler),
 }
@@ -96,7 +97,7 @@ macro_rules! kv {
             name: $name,
             arity: $arity,
             handler: Handler::Kv(KvHandler {
-                direct: |kv: &Keyspace, a: &[&[u8]], r: &mut Reply<'_>| $handler(kv, a, r),
+                direct: |kv: &KeyspaceWrites<'_>, a: &[&[u8]], r: &mut Reply<'_>| $handler(kv, a, r),
                 in_txn: |kv: &KeyspaceTxn<'_>, a: &[&[u8]], r: &mut Reply<'_>| $handler(kv, a, r),
             }),
             write: $write,
@@ -114,7 +115,7 @@ const fn all_keyspaces(
     arity: i32,
     group: &'static str,
     summary: &'static str,
-    handler: fn(&ServerState, &[&[u8]], &mut Reply<'_>) -> CmdResult,
+    handler: fn(&ServerState, &Acks, &[&[u8]], &mut Reply<'_>) -> CmdResult,
 ) -> Spec {
     Spec {
         name,

@@ -1,6 +1,11 @@
 //! One RESP connection: read whatever the socket holds, execute every complete request in
 //! it, wait once for the log to acknowledge the batch's writes, answer with one write.
 //!
+//! Each batch has its own `Acks` (the session's, fresh per batch), which every request it
+//! executes reaches: a write notes its log record there and returns without waiting, and a
+//! request wrote iff the collector's highest lsn moved while it ran. One wait for that
+//! highest lsn settles the batch.
+//!
 //! The stream is any byte stream (a TCP socket, or a TLS session over one: the server
 //! finishes the handshake first), so plain and TLS clients share every line of this.
 //!
@@ -12,7 +17,7 @@
 use super::parse::{FrameLimits, Parsed, parse};
 use crate::commands::{Session, execute};
 use crate::state::ServerState;
-use hotset_core::journal::{DeferredAcks, defer_acks, deferred_last_lsn};
+use hotset_core::journal::Acks;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -46,7 +51,9 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(state: Arc<ServerState>, m
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
-        let (batch, acks) = defer_acks(|| run_batch(&state, &mut session, &input, &mut out, &limits));
+        session.acks = Acks::new();
+        let batch = run_batch(&state, &mut session, &input, &mut out, &limits);
+        let acks = std::mem::take(&mut session.acks);
         input.drain(..batch.consumed);
         settle_writes(&state, &batch.writes, &acks, &mut out).await;
         if !out.is_empty() {
@@ -101,7 +108,8 @@ struct Written {
     lsn: u64,
 }
 
-/// Executes every complete request at the start of `input`, appending replies to `out`.
+/// Executes every complete request at the start of `input`, appending replies to `out`;
+/// their writes note their log records into `session.acks`.
 fn run_batch(
     state: &Arc<ServerState>,
     session: &mut Session,
@@ -132,11 +140,11 @@ fn run_batch(
                 }
                 let start = out.len();
                 commands += 1;
-                // The batch runs inside one `defer_acks`; a request wrote iff the
-                // highest lsn it noted moved.
-                let before = deferred_last_lsn();
+                // A request wrote iff the highest lsn the batch's collector noted moved.
+                let before = session.acks.last_lsn();
                 execute(state, session, &args, out);
-                if let Some(lsn) = deferred_last_lsn().filter(|&lsn| Some(lsn) != before) {
+                let after = session.acks.last_lsn();
+                if let Some(lsn) = after.filter(|_| after != before) {
                     batch.writes.push(Written { reply: start..out.len(), lsn });
                 }
             }
@@ -154,8 +162,9 @@ fn run_batch(
 /// Waits for the log to acknowledge the batch's writes (one wait: records are
 /// acknowledged in order). If it fails, each write's reply becomes the error, since the
 /// client must not believe a write the log could not keep.
-async fn settle_writes(state: &ServerState, writes: &[Written], acks: &DeferredAcks, out: &mut Vec<u8>) {
+async fn settle_writes(state: &ServerState, writes: &[Written], acks: &Acks, out: &mut Vec<u8>) {
     let Some(last) = writes.iter().map(|w| w.lsn).max() else { return };
+    debug_assert_eq!(Some(last), acks.last_lsn(), "every noted record belongs to a request");
     // The log writer wakes this task once the record is acknowledged: no thread waits.
     let waiting = state.store.read().as_ref().map(|store| store.wait_acknowledged(last));
     let outcome = match waiting {
@@ -169,7 +178,7 @@ async fn settle_writes(state: &ServerState, writes: &[Written], acks: &DeferredA
 
 /// After a log failure: replaces the reply of each write whose record the log did not
 /// keep with `-MISCONF <reason>`; writes acknowledged before the failure keep theirs.
-fn refuse_unlogged(writes: &[Written], acks: &DeferredAcks, reason: &str, out: &mut Vec<u8>) {
+fn refuse_unlogged(writes: &[Written], acks: &Acks, reason: &str, out: &mut Vec<u8>) {
     let mut rebuilt = Vec::with_capacity(out.len());
     let mut at = 0;
     for written in writes {
@@ -214,10 +223,9 @@ mod tests {
     fn only_the_writes_the_log_lost_become_misconf() {
         let slot = JournalSlot::default();
         assert!(slot.attach(std::sync::Arc::new(FailedAfter { kept: 7 })));
-        let ((), acks) = defer_acks(|| {
-            slot.wait(Some(7)).unwrap();
-            slot.wait(Some(8)).unwrap();
-        });
+        let acks = Acks::new();
+        acks.note(slot.ack(Some(7)));
+        acks.note(slot.ack(Some(8)));
         // A read, a write that was kept (lsn 7), a read, a write that was lost (lsn 8).
         let mut out = b"$1\r\na\r\n+OK\r\n:3\r\n+OK\r\n".to_vec();
         let writes = [Written { reply: 7..12, lsn: 7 }, Written { reply: 16..21, lsn: 8 }];

@@ -3,7 +3,7 @@
 
 use super::{error_of, run};
 use crate::{IndexSpec, Statement, execute, parse};
-use hotset_core::{Collation, Database, FieldType, IndexDef, IndexKind};
+use hotset_core::{Collation, Database, Durability, FieldType, IndexDef, IndexKind};
 use serde_json::{Value, json};
 
 fn created(sql: &str) -> (String, Vec<IndexDef>, bool) {
@@ -32,7 +32,7 @@ fn assert_refused(cases: &[(&str, &str, u64, u64)]) {
 /// Runs `sql` and returns the engine's error text.
 fn run_error(db: &Database, sql: &str) -> String {
     let statement = parse(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    execute(db, &statement).expect_err(sql).to_string()
+    execute(db, &statement, Durability::Wait).expect_err(sql).to_string()
 }
 
 #[test]

@@ -51,7 +51,8 @@ fn a_long_chain_runs_against_the_engine() {
         db.upsert("t", &serde_json::json!({"id": id})).unwrap();
     }
     let statement = on_small_stack(|| parse(&format!("SELECT COUNT(*) FROM t WHERE {}", or_chain(30_000))));
-    let answer: serde_json::Value = serde_json::from_slice(&execute(&db, &statement.unwrap()).unwrap()).unwrap();
+    let answer: serde_json::Value =
+        serde_json::from_slice(&execute(&db, &statement.unwrap(), Durability::Wait).unwrap()).unwrap();
     assert_eq!(answer["total"], 10, "{answer}");
 }
 

@@ -4,7 +4,7 @@
 
 use super::{error_of, run};
 use crate::{Conflict, execute, parse};
-use hotset_core::{Database, Error};
+use hotset_core::{Database, Durability, Error};
 use serde_json::{Value, json};
 
 /// `t`: id (pk), n, name; rows 1 (n 10) and 2 (n 20).
@@ -20,7 +20,7 @@ fn rows(db: &Database) -> Vec<Value> {
 }
 
 fn failed(db: &Database, sql: &str) -> Error {
-    execute(db, &parse(sql).unwrap_or_else(|e| panic!("{sql}: {e}"))).expect_err(sql)
+    execute(db, &parse(sql).unwrap_or_else(|e| panic!("{sql}: {e}")), Durability::Wait).expect_err(sql)
 }
 
 #[test]
