@@ -317,10 +317,10 @@ impl Backend {
     }
 
     /// Writes one document.
-    pub fn write(&self, namespace: &str, mode: WriteMode, doc: &Value) -> Outcome<()> {
+    pub fn write(&self, namespace: &str, mode: WriteMode, doc: Value) -> Outcome<()> {
         match self.engine()? {
             Some(engine) => {
-                let ops = vec![Op::Write(mode, Doc::Value(doc.clone()))];
+                let ops = vec![Op::Write(mode, Doc::Value(doc))];
                 done(engine, Request::Write { namespace: namespace.to_string(), ops })
             }
             None => {
@@ -419,7 +419,7 @@ impl Backend {
 
     pub fn query(&self, query: &Query) -> Outcome<Answer> {
         match self.engine()? {
-            Some(engine) => answer(engine.apply(Request::Query(query.clone()))?),
+            Some(engine) => Ok(Answer::Local(engine.query(query)?)),
             None => {
                 let json = dsl::query_to_json(query).to_string();
                 Ok(Answer::Wire(self.call_bulk(&[b"DOC.QUERY", json.as_bytes()])?))

@@ -36,7 +36,7 @@ impl Database {
 
     fn write(&self, py: Python<'_>, namespace: &str, mode: WriteMode, doc: &Bound<'_, PyAny>) -> PyResult<()> {
         let doc = to_value(doc)?;
-        self.run(py, |b| b.write(namespace, mode, &doc))
+        self.run(py, move |b| b.write(namespace, mode, doc))
     }
 
     fn write_many(&self, py: Python<'_>, namespace: &str, mode: WriteMode, docs: &Bound<'_, PyAny>) -> PyResult<usize> {

@@ -14,6 +14,7 @@ use crate::decode::SCAN_COUNT_MAX;
 use crate::{Answer, Cause, Doc, Op, Refusal, Request, WriteMode};
 use hotset_core::error::ErrorCode;
 use hotset_core::maintenance::Round;
+use hotset_core::query::QueryResult;
 use hotset_core::{Acks, Database, Durability, Maintenance, Query, Search, Writes};
 use hotset_storage::{Store, StoreError};
 use parking_lot::RwLock;
@@ -104,6 +105,23 @@ impl Engine {
         }
     }
 
+    /// `Request::Query` for a caller that keeps its query (the Python builder runs the
+    /// same query object again and again): a copy is made only when the server's time
+    /// limit must be written into it.
+    pub fn query(&self, query: &Query) -> Result<QueryResult, Refusal> {
+        let limited;
+        let query = match self.settings.query_timeout {
+            Some(_) => {
+                let mut copy = query.clone();
+                self.limit_query(&mut copy);
+                limited = copy;
+                &limited
+            }
+            None => query,
+        };
+        Ok(self.db.query(query)?)
+    }
+
     fn limit_search(&self, search: &mut Search) {
         if let Some(limit) = self.settings.query_timeout {
             search.timeout = Some(search.timeout.map_or(limit, |asked| asked.min(limit)));
@@ -153,10 +171,7 @@ impl Engine {
             Request::Write { namespace, ops } => Answer::Count(write(writes, &namespace, ops)?),
             Request::Get { namespace, key } => Answer::Document(db.get(&namespace, &key)?),
             Request::Delete { namespace, key } => Answer::Deleted(writes.delete(&namespace, &key)?),
-            Request::Query(mut query) => {
-                self.limit_query(&mut query);
-                Answer::Query(db.query(&query)?)
-            }
+            Request::Query(query) => Answer::Query(self.query(&query)?),
             Request::Search(mut search) => {
                 self.limit_search(&mut search);
                 Answer::Search(db.search(&search)?)
