@@ -27,6 +27,8 @@ pub enum Failure {
     Sql(hotset_sql::SqlError),
     /// A server's error line (`errors::server` reads it).
     Server(String),
+    /// A request the operation layer refused before the engine saw it: its code and message.
+    Coded(hotset_core::error::ErrorCode, String),
     Connection(String),
     Storage(String),
     /// A call this kind of database does not have (what, why).
@@ -45,9 +47,7 @@ impl From<Refusal> for Failure {
         match *refusal.cause {
             hotset_ops::Cause::Engine(error) => Failure::Engine(error),
             hotset_ops::Cause::Sql(error) => Failure::Sql(error),
-            hotset_ops::Cause::Request { code, message } => {
-                Failure::Server(format!("{} {message}", code.as_str().to_ascii_uppercase()))
-            }
+            hotset_ops::Cause::Request { code, message } => Failure::Coded(code, message),
         }
     }
 }

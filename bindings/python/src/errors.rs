@@ -222,6 +222,7 @@ pub fn failure(failure: Failure) -> PyErr {
         Failure::Engine(error) => engine(error),
         Failure::Sql(error) => sql(error),
         Failure::Server(line) => server(&line),
+        Failure::Coded(code, message) => of_code(code, message),
         Failure::Connection(reason) => ConnectionError::new_err(reason),
         Failure::Storage(reason) => StorageError::new_err(reason),
         Failure::Unsupported(reason) => Error::new_err(reason),

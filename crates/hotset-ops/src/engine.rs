@@ -15,7 +15,7 @@ use crate::{Answer, Cause, Doc, Op, Refusal, Request, WriteMode};
 use hotset_core::error::ErrorCode;
 use hotset_core::maintenance::Round;
 use hotset_core::query::QueryResult;
-use hotset_core::{Acks, Database, Durability, Maintenance, Query, Search, Writes};
+use hotset_core::{Acks, Database, Durability, Maintenance, Query, Writes};
 use hotset_storage::{Store, StoreError};
 use parking_lot::RwLock;
 use std::sync::Arc;
@@ -33,7 +33,7 @@ pub struct Settings {
 pub struct Engine {
     db: Arc<Database>,
     /// The folder's store; `None` in memory, and once closed.
-    store: Arc<RwLock<Option<Store>>>,
+    store: RwLock<Option<Store>>,
     /// In memory, the database's background work (a store runs its own).
     maintenance: Option<Maintenance>,
     settings: Settings,
@@ -46,7 +46,7 @@ impl Engine {
     pub fn on_store(store: Store, settings: Settings) -> Engine {
         Engine {
             db: Arc::clone(store.database()),
-            store: Arc::new(RwLock::new(Some(store))),
+            store: RwLock::new(Some(store)),
             maintenance: None,
             settings,
             statements: hotset_sql::StatementCache::default(),
@@ -59,7 +59,7 @@ impl Engine {
         let maintenance = Maintenance::start(Arc::clone(&db), Vec::new())?;
         Ok(Engine {
             db,
-            store: Arc::new(RwLock::new(None)),
+            store: RwLock::new(None),
             maintenance: Some(maintenance),
             settings,
             statements: hotset_sql::StatementCache::default(),
@@ -73,7 +73,7 @@ impl Engine {
 
     /// The folder's store (`None` in memory or once closed), for what is not a document
     /// operation: a server's INFO, waiting for the log, shutting down.
-    pub fn store(&self) -> &Arc<RwLock<Option<Store>>> {
+    pub fn store(&self) -> &RwLock<Option<Store>> {
         &self.store
     }
 
@@ -98,34 +98,30 @@ impl Engine {
         }
     }
 
+    /// The time limit of a query that asked for `asked`: the server's, or its own when
+    /// that is shorter.
+    fn time_limit(&self, asked: Option<Duration>) -> Option<Duration> {
+        match (asked, self.settings.query_timeout) {
+            (Some(asked), Some(limit)) => Some(asked.min(limit)),
+            (asked, limit) => asked.or(limit),
+        }
+    }
+
     /// Gives a query the server's time limit (or its own, when that is shorter).
     pub fn limit_query(&self, query: &mut Query) {
-        if let Some(limit) = self.settings.query_timeout {
-            query.timeout = Some(query.timeout.map_or(limit, |asked| asked.min(limit)));
-        }
+        query.timeout = self.time_limit(query.timeout);
     }
 
     /// `Request::Query` for a caller that keeps its query (the Python builder runs the
     /// same query object again and again): a copy is made only when the server's time
     /// limit must be written into it.
     pub fn query(&self, query: &Query) -> Result<QueryResult, Refusal> {
-        let limited;
-        let query = match self.settings.query_timeout {
-            Some(_) => {
-                let mut copy = query.clone();
-                self.limit_query(&mut copy);
-                limited = copy;
-                &limited
-            }
-            None => query,
-        };
-        Ok(self.db.query(query)?)
-    }
-
-    fn limit_search(&self, search: &mut Search) {
-        if let Some(limit) = self.settings.query_timeout {
-            search.timeout = Some(search.timeout.map_or(limit, |asked| asked.min(limit)));
+        let mut query = std::borrow::Cow::Borrowed(query);
+        let timeout = self.time_limit(query.timeout);
+        if timeout != query.timeout {
+            query.to_mut().timeout = timeout;
         }
+        Ok(self.db.query(&query)?)
     }
 
     /// Applies one request. Writes return once the log has acknowledged them under its
@@ -173,7 +169,7 @@ impl Engine {
             Request::Delete { namespace, key } => Answer::Deleted(writes.delete(&namespace, &key)?),
             Request::Query(query) => Answer::Query(self.query(&query)?),
             Request::Search(mut search) => {
-                self.limit_search(&mut search);
+                search.timeout = self.time_limit(search.timeout);
                 Answer::Search(db.search(&search)?)
             }
             Request::Sql(text) => self.sql(&text, durability)?,

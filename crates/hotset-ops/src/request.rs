@@ -151,20 +151,4 @@ impl Request {
             _ => true,
         }
     }
-
-    /// Whether the request changes data (for read-only checks and write counts).
-    pub fn writes(&self) -> bool {
-        match self {
-            Request::Namespaces
-            | Request::Describe { .. }
-            | Request::Get { .. }
-            | Request::Query(_)
-            | Request::Search(_)
-            | Request::Scan { .. }
-            | Request::Save
-            | Request::Snapshot => false,
-            Request::Sql(text) => !hotset_sql::reads_only(text),
-            _ => true,
-        }
-    }
 }

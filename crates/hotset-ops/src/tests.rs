@@ -114,6 +114,16 @@ fn the_server_time_limit_caps_a_query_that_asks_for_more() {
     query.timeout = Some(Duration::from_millis(2));
     e.limit_query(&mut query);
     assert_eq!(query.timeout, Some(Duration::from_millis(2)), "a shorter limit of its own stays");
+    query.timeout = Some(Duration::from_millis(500));
+    e.limit_query(&mut query);
+    assert_eq!(query.timeout, Some(Duration::from_millis(5)), "a longer one is cut to the server's");
+    let unlimited = Engine::in_memory(Arc::new(Database::new()), Settings::default()).unwrap();
+    query.timeout = Some(Duration::from_millis(7));
+    unlimited.limit_query(&mut query);
+    assert_eq!(query.timeout, Some(Duration::from_millis(7)), "without a server limit, its own");
+    query.timeout = None;
+    unlimited.limit_query(&mut query);
+    assert_eq!(query.timeout, None);
 }
 
 #[test]

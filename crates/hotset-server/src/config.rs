@@ -199,15 +199,10 @@ impl Config {
         }
     }
 
-    /// The time limit for a query that asked for `asked` (the smaller of the two; `None`
-    /// when neither sets one).
-    pub fn query_timeout(&self, asked: Option<std::time::Duration>) -> Option<std::time::Duration> {
-        let limit =
-            (self.limits.query_timeout_ms > 0).then(|| std::time::Duration::from_millis(self.limits.query_timeout_ms));
-        match (asked, limit) {
-            (Some(asked), Some(limit)) => Some(asked.min(limit)),
-            (asked, limit) => asked.or(limit),
-        }
+    /// The server's time limit for a query (`None`: no limit); a query asking for less
+    /// keeps its own (`hotset_ops::Engine` applies it).
+    pub fn query_time_limit(&self) -> Option<std::time::Duration> {
+        (self.limits.query_timeout_ms > 0).then(|| std::time::Duration::from_millis(self.limits.query_timeout_ms))
     }
 
     /// Whether a TLS listener is configured (and so a certificate and key are needed).
@@ -280,15 +275,10 @@ mod tests {
     }
 
     #[test]
-    fn a_query_gets_the_smaller_of_its_own_and_the_server_time_limit() {
-        use std::time::Duration;
-        let ms = Duration::from_millis;
+    fn the_query_time_limit_is_off_at_zero() {
         let config: Config = toml::from_str("[limits]\nquery_timeout_ms = 100\n").unwrap();
-        assert_eq!(config.query_timeout(None), Some(ms(100)));
-        assert_eq!(config.query_timeout(Some(ms(5))), Some(ms(5)));
-        assert_eq!(config.query_timeout(Some(ms(500))), Some(ms(100)));
+        assert_eq!(config.query_time_limit(), Some(std::time::Duration::from_millis(100)));
         let unlimited: Config = toml::from_str("[limits]\nquery_timeout_ms = 0\n").unwrap();
-        assert_eq!(unlimited.query_timeout(None), None);
-        assert_eq!(unlimited.query_timeout(Some(ms(7))), Some(ms(7)));
+        assert_eq!(unlimited.query_time_limit(), None);
     }
 }

@@ -114,7 +114,7 @@ pub fn render(state: &ServerState) -> String {
         state.tls_handshake_failures() as f64,
     );
 
-    let store = state.store.read();
+    let store = state.store().read();
     if let Some(store) = store.as_ref() {
         let wal = store.wal_stats();
         let (snapshot, snapshot_error) = store.snapshot_state();
@@ -177,7 +177,7 @@ pub fn render(state: &ServerState) -> String {
         out,
         "# HELP hotset_namespace_documents Documents per namespace.\n# TYPE hotset_namespace_documents gauge"
     );
-    let namespaces: Vec<_> = state.db.namespace_names().iter().filter_map(|n| state.db.describe(n).ok()).collect();
+    let namespaces: Vec<_> = state.db().namespace_names().iter().filter_map(|n| state.db().describe(n).ok()).collect();
     for info in &namespaces {
         let _ = writeln!(out, "hotset_namespace_documents{{namespace=\"{}\"}} {}", escape(&info.name), info.documents);
     }
@@ -205,7 +205,7 @@ pub fn render(state: &ServerState) -> String {
     }
     let _ =
         writeln!(out, "# HELP hotset_keyspace_keys Keys per key-value keyspace.\n# TYPE hotset_keyspace_keys gauge");
-    let keyspaces = state.db.keyspaces();
+    let keyspaces = state.db().keyspaces();
     let spaces: Vec<_> = keyspaces.list().into_iter().filter_map(|n| keyspaces.get(&n).map(|k| (n, k))).collect();
     for (name, space) in &spaces {
         let _ = writeln!(out, "hotset_keyspace_keys{{keyspace=\"{}\"}} {}", escape(name), space.len());

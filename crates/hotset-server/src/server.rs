@@ -37,7 +37,7 @@ pub fn serve(config: Config) -> Result<(), String> {
     // Connections still open are dropped with the runtime; then the log is closed, so
     // every write that was acknowledged is on disk.
     runtime.shutdown_timeout(Duration::from_secs(5));
-    if let Some(store) = state.store.write().take() {
+    if let Some(store) = state.store().write().take() {
         store.close().map_err(|e| format!("closing the store: {e}"))?;
     }
     tracing::info!("stopped");

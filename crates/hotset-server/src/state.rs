@@ -20,10 +20,6 @@ use std::time::Instant;
 pub struct ServerState {
     /// The database and its store, which every interface's requests are applied to.
     pub engine: Engine,
-    /// The engine's database (a shorthand for key-value commands and INFO).
-    pub db: Arc<Database>,
-    /// The engine's store; `None` once the server has shut it down.
-    pub store: Arc<RwLock<Option<Store>>>,
     pub config: Config,
     pub started: Instant,
     pub clients: Mutex<BTreeMap<u64, ClientInfo>>,
@@ -61,11 +57,9 @@ pub struct Stats {
 
 impl ServerState {
     pub fn new(store: Store, config: Config) -> Arc<ServerState> {
-        let settings = Settings { query_timeout: config.query_timeout(None) };
+        let settings = Settings { query_timeout: config.query_time_limit() };
         let engine = Engine::on_store(store, settings);
         Arc::new(ServerState {
-            db: Arc::clone(engine.database()),
-            store: Arc::clone(engine.store()),
             engine,
             config,
             started: Instant::now(),
@@ -74,6 +68,16 @@ impl ServerState {
             stats: Stats::default(),
             tls: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The engine's database (key-value commands and INFO reach it directly).
+    pub fn db(&self) -> &Database {
+        self.engine.database()
+    }
+
+    /// The engine's store; `None` once the server has shut it down.
+    pub fn store(&self) -> &RwLock<Option<Store>> {
+        self.engine.store()
     }
 
     /// TLS handshakes that failed, timed out or were refused, over both TLS listeners.

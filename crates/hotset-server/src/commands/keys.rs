@@ -93,8 +93,8 @@ pub fn flushdb<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
 /// block locks one keyspace only).
 pub fn flushall(state: &ServerState, acks: &Acks, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     flush_mode(a)?;
-    for name in state.db.keyspaces().list() {
-        if let Some(space) = state.db.keyspaces().get(&name) {
+    for name in state.db().keyspaces().list() {
+        if let Some(space) = state.db().keyspaces().get(&name) {
             space.writes(Durability::Collect(acks)).flush()?;
         }
     }

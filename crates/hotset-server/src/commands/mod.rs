@@ -69,7 +69,7 @@ impl Session {
         Session {
             id,
             protocol: Protocol::Resp2,
-            keyspace: state.db.keyspaces().get_or_create("0"),
+            keyspace: state.db().keyspaces().get_or_create("0"),
             keyspace_name: "0".into(),
             authenticated: state.config.password.is_none(),
             closing: false,

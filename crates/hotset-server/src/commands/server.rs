@@ -136,7 +136,7 @@ fn select_keyspace(state: &ServerState, session: &mut Session, target: &[u8]) ->
         }
     };
     if name != session.keyspace_name {
-        session.keyspace = state.db.keyspaces().get_or_create(&name);
+        session.keyspace = state.db().keyspaces().get_or_create(&name);
         session.keyspace_name = name.clone();
         state.update_client(session.id, |info| info.keyspace = name);
     }
@@ -443,17 +443,22 @@ fn info_text(state: &ServerState, section: Option<&[u8]>) -> String {
     }
     if wanted("memory") {
         let keyspaces: usize = state
-            .db
+            .db()
             .keyspaces()
             .list()
             .iter()
-            .filter_map(|n| state.db.keyspaces().get(n))
+            .filter_map(|n| state.db().keyspaces().get(n))
             .map(|k| k.memory_bytes())
             .sum();
         // Documents and their indexes are most of what a server holds: used_memory counts
         // them too (it once counted key-value keys only: 15 KB beside a 75 MB namespace).
-        let namespaces: usize =
-            state.db.namespace_names().iter().filter_map(|n| state.db.describe(n).ok()).map(|i| i.memory_bytes).sum();
+        let namespaces: usize = state
+            .db()
+            .namespace_names()
+            .iter()
+            .filter_map(|n| state.db().describe(n).ok())
+            .map(|i| i.memory_bytes)
+            .sum();
         let used = keyspaces + namespaces;
         let _ = write!(
             text,
@@ -461,7 +466,7 @@ fn info_text(state: &ServerState, section: Option<&[u8]>) -> String {
         );
     }
     if wanted("persistence") {
-        let store = state.store.read();
+        let store = state.store().read();
         if let Some(store) = store.as_ref() {
             let wal = store.wal_stats();
             let (snapshot, snapshot_error) = store.snapshot_state();
@@ -495,8 +500,8 @@ fn info_text(state: &ServerState, section: Option<&[u8]>) -> String {
     }
     if wanted("keyspace") {
         text.push_str("# Keyspace\r\n");
-        for name in state.db.keyspaces().list() {
-            if let Some(space) = state.db.keyspaces().get(&name) {
+        for name in state.db().keyspaces().list() {
+            if let Some(space) = state.db().keyspaces().get(&name) {
                 if space.is_empty() {
                     continue;
                 }
@@ -511,7 +516,7 @@ fn info_text(state: &ServerState, section: Option<&[u8]>) -> String {
 
 /// Unix seconds of the last snapshot written or loaded (0 if none).
 fn last_save(state: &ServerState) -> i64 {
-    let store = state.store.read();
+    let store = state.store().read();
     let Some((Some(snapshot), _)) = store.as_ref().map(|s| s.snapshot_state()) else { return 0 };
     std::fs::metadata(&snapshot.path)
         .and_then(|m| m.modified())

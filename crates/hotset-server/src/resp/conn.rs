@@ -166,7 +166,7 @@ async fn settle_writes(state: &ServerState, writes: &[Written], acks: &Acks, out
     let Some(last) = writes.iter().map(|w| w.lsn).max() else { return };
     debug_assert_eq!(Some(last), acks.last_lsn(), "every noted record belongs to a request");
     // The log writer wakes this task once the record is acknowledged: no thread waits.
-    let waiting = state.store.read().as_ref().map(|store| store.wait_acknowledged(last));
+    let waiting = state.store().read().as_ref().map(|store| store.wait_acknowledged(last));
     let outcome = match waiting {
         Some(waiting) => waiting.await,
         None => Err(hotset_core::Error::Storage { reason: "the server is shutting down".into() }),
