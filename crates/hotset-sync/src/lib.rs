@@ -1,0 +1,15 @@
+//! Live sync: Hotset follows tables of PostgreSQL and MariaDB/MySQL into namespaces by
+//! itself, an initial copy and then the source's change stream.
+//!
+//! Owns: the declaration of sources (`source`), positions in their streams (`position`),
+//! one driver per protocol that turns the source's copy and stream into `source::Event`s.
+//! Never: write to a namespace except through `hotset_ops::Engine` requests, or move a
+//! source's acknowledged position past what Hotset's log holds durably.
+
+pub mod position;
+pub mod source;
+
+pub use position::{Gtid, Position};
+pub use source::{
+    ChangeKind, Column, Declaration, ErrorKind, Event, Kind, Row, RowChange, SyncError, TableDecl, TableInfo,
+};
