@@ -27,11 +27,15 @@
 //!                                                      count field:bytes* }*
 //!        value = 1 bytes | 2 zigzag-varint integer | 3 count (field:bytes value:bytes)*
 //!   8 drop keyspace      keyspace:bytes
+//!   9 group              count part:bytes*  (each part a payload of any kind but 9)
+//!  10 metadata           key:bytes  { 0 (removed) | 1 value:bytes }
 //! ```
 //! Operation lists run to the end of the payload; the record's length comes from the log
 //! frame around it. Formats differ only in the index definitions of kinds 1 and 4; the
-//! head (kind, then the name of the namespace or keyspace) is the same in every format,
-//! which `Change::target` relies on.
+//! head (kind, then the name of the namespace, keyspace or metadata key) is the same in
+//! every format, which `Change::target` relies on. A group is the one change with several
+//! targets: its parts are changes of their own, each with one target, and what recovery
+//! routes are the parts (`Change::parts`).
 
 use crate::error::Result;
 use crate::schema::{IndexDef, codec, json_v1};
@@ -130,6 +134,21 @@ pub enum Change<'a> {
         /// The keyspace's name.
         keyspace: &'a str,
     },
+    /// Changes to several namespaces (and metadata entries) made by one write, logged as
+    /// one record so that replay sees all of them or none: a source transaction of live
+    /// sync across tables, with the source's position. No part is a group.
+    Group {
+        /// The changes, in the order they were made.
+        parts: Vec<Change<'a>>,
+    },
+    /// A metadata entry of the database: a small named value kept with the data (a live
+    /// sync source's declaration and position), logged and snapshotted like it.
+    Meta {
+        /// The entry's name.
+        key: &'a str,
+        /// Its value now; `None`: removed.
+        value: Option<&'a [u8]>,
+    },
 }
 
 /// The one namespace or keyspace a change changes (see `Change::target`).
@@ -139,6 +158,10 @@ pub enum Target<'a> {
     Namespace(&'a str),
     /// A keyspace, by name.
     Keyspace(&'a str),
+    /// A metadata entry, by name.
+    Meta(&'a str),
+    /// Several: the change is a group, whose parts (`Change::parts`) each have one.
+    Group,
 }
 
 /// One document's resulting state.
@@ -203,6 +226,8 @@ mod kind {
     pub const DOCS: u8 = 6;
     pub const KV: u8 = 7;
     pub const DROP_KEYSPACE: u8 = 8;
+    pub const GROUP: u8 = 9;
+    pub const META: u8 = 10;
     pub const OP_PUT: u8 = 1;
     pub const OP_DELETE: u8 = 2;
     pub const OP_HASH_FIELDS: u8 = 3;
@@ -257,7 +282,40 @@ impl Change<'_> {
                 out.push(kind::DROP_KEYSPACE);
                 put_bytes(out, keyspace.as_bytes());
             }
+            Change::Group { parts } => {
+                let mut encoded = Vec::new();
+                let parts: Vec<Vec<u8>> = parts
+                    .iter()
+                    .map(|part| {
+                        assert!(!matches!(part, Change::Group { .. }), "a group inside a group");
+                        encoded.clear();
+                        part.encode(&mut encoded);
+                        encoded.clone()
+                    })
+                    .collect();
+                encode_group(out, parts.iter().map(Vec::as_slice));
+            }
+            Change::Meta { key, value } => {
+                out.push(kind::META);
+                put_bytes(out, key.as_bytes());
+                match value {
+                    None => out.push(0),
+                    Some(value) => {
+                        out.push(1);
+                        put_bytes(out, value);
+                    }
+                }
+            }
         }
+    }
+}
+
+/// Encodes a group of already encoded parts (each a payload of one target, no group).
+pub fn encode_group<'p>(out: &mut Vec<u8>, parts: impl ExactSizeIterator<Item = &'p [u8]>) {
+    out.push(kind::GROUP);
+    put_varint(out, parts.len() as u64);
+    for part in parts {
+        put_bytes(out, part);
     }
 }
 
@@ -402,8 +460,24 @@ impl<'a> Change<'a> {
             | kind::DROP_INDEX
             | kind::DOCS => Ok(Target::Namespace(reader.text()?)),
             kind::KV | kind::DROP_KEYSPACE => Ok(Target::Keyspace(reader.text()?)),
+            kind::META => Ok(Target::Meta(reader.text()?)),
+            kind::GROUP => Ok(Target::Group),
             _ => reader.fail("unknown change kind"),
         }
+    }
+
+    /// The payloads of a group's parts, in order (each with one target); an error for
+    /// bytes that are no group or whose parts do not frame.
+    pub fn parts(bytes: &'a [u8]) -> Result<Vec<&'a [u8]>> {
+        let mut reader = Reader::new(bytes, "change");
+        if reader.byte()? != kind::GROUP {
+            return reader.fail("not a group");
+        }
+        // A part takes two bytes at least (its length and its kind).
+        let count = reader.count(2, "group parts")?;
+        let parts = (0..count).map(|_| reader.bytes()).collect::<Result<Vec<_>>>()?;
+        reader.finish()?;
+        Ok(parts)
     }
 
     /// Decodes a payload written in `format` (the format of the file it was read from).
@@ -428,6 +502,23 @@ impl<'a> Change<'a> {
                 Change::Kv { keyspace, flush, ops: decode_kv_ops(&mut reader)? }
             }
             kind::DROP_KEYSPACE => Change::DropKeyspace { keyspace: reader.text()? },
+            kind::GROUP => {
+                let count = reader.count(2, "group parts")?;
+                let mut parts = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let part = reader.bytes()?;
+                    if part.first() == Some(&kind::GROUP) {
+                        return reader.fail("a group inside a group");
+                    }
+                    parts.push(Change::decode(part, format)?);
+                }
+                Change::Group { parts }
+            }
+            kind::META => {
+                let key = reader.text()?;
+                let value = if reader.flag("metadata value")? { Some(reader.bytes()?) } else { None };
+                Change::Meta { key, value }
+            }
             _ => return reader.fail("unknown change kind"),
         };
         reader.finish()?;
@@ -551,6 +642,16 @@ mod tests {
                 ],
             },
             Change::DropKeyspace { keyspace: "cache" },
+            Change::Meta { key: "source:app", value: Some(b"{\"position\":\"0/16B6C50\"}") },
+            Change::Meta { key: "source:gone", value: None },
+            Change::Group {
+                parts: vec![
+                    Change::Docs { namespace: "orders", ops: vec![DocChange::Put(br#"{"id":1}"#)] },
+                    Change::Docs { namespace: "lines", ops: vec![DocChange::Delete("[1,2]")] },
+                    Change::Meta { key: "source:app", value: Some(b"0/1") },
+                ],
+            },
+            Change::Group { parts: vec![] },
         ]
     }
 
@@ -577,12 +678,31 @@ mod tests {
                 | Change::DropIndex { namespace, .. }
                 | Change::Docs { namespace, .. } => Target::Namespace(namespace),
                 Change::Kv { keyspace, .. } | Change::DropKeyspace { keyspace } => Target::Keyspace(keyspace),
+                Change::Meta { key, .. } => Target::Meta(key),
+                Change::Group { ref parts } => {
+                    let split = Change::parts(&bytes).unwrap();
+                    assert_eq!(split.len(), parts.len());
+                    for (bytes, part) in split.iter().zip(parts) {
+                        assert_eq!(&Change::decode(bytes, Format::CURRENT).unwrap(), part);
+                    }
+                    Target::Group
+                }
             };
             assert_eq!(Change::target(&bytes).unwrap(), expected);
         }
         assert!(Change::target(&[]).is_err());
         assert!(Change::target(&[99, 1, b'x']).is_err(), "an unknown kind");
         assert!(Change::target(&[kind::DOCS, 5, b'x']).is_err(), "a name cut short");
+        assert!(Change::parts(&[kind::DOCS, 1, b'x']).is_err(), "no group");
+    }
+
+    #[test]
+    fn a_group_never_nests() {
+        let mut inner = Vec::new();
+        Change::Group { parts: vec![Change::Truncate { namespace: "n" }] }.encode(&mut inner);
+        let mut outer = Vec::new();
+        encode_group(&mut outer, [inner.as_slice()].into_iter());
+        assert!(Change::decode(&outer, Format::CURRENT).is_err());
     }
 
     #[test]

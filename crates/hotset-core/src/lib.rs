@@ -24,12 +24,14 @@ mod wire;
 
 pub use collate::Collation;
 pub use database::{
-    Database, Document, Replay, Search, SearchResult, SearchTarget, SnapshotCounts, Transaction, Writes,
+    Database, Document, Group, GroupFailure, Replay, Search, SearchResult, SearchTarget, SnapshotCounts, Transaction,
+    Writes,
 };
 pub use error::{Error, Result};
 pub use journal::{Ack, Acks, Durability, Journal};
 pub use limits::Limits;
 pub use maintenance::Maintenance;
+pub use namespace::write::WriteMode;
 pub use query::{Aggregation, Cond, Op, Query, QueryResult};
 pub use schema::{IndexDef, IndexKind};
 pub use value::FieldType;

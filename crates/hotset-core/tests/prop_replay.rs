@@ -429,6 +429,7 @@ fn snapshots_interleave_namespaces_and_keyspaces() {
         .map(|block| match Change::target(block).unwrap() {
             Target::Namespace(name) => name.to_string(),
             Target::Keyspace(name) => format!("keyspace {name}"),
+            other => panic!("a snapshot of no metadata holds {other:?}"),
         })
         .collect();
     // Each target's first and last block: every stretch overlaps every other.

@@ -11,6 +11,8 @@
 //! state after applying each target's changes in their order is the state after applying
 //! all of them in log order. A target goes to a lane when it is first seen (the lane that
 //! was handed the fewest bytes so far) and stays there, so its changes keep their order.
+//! A group (one write across several namespaces) is split into its parts, each routed by
+//! its own target: atomicity matters to readers, and recovery has none until it is done.
 //!
 //! Owns: the lane threads, the routing table, the batches and their bounded queues.
 //! Never: apply a change out of its target's order, queue more than `LANE_QUEUE_BATCHES`
@@ -68,8 +70,8 @@ pub(crate) struct Router<'a> {
     /// touched already (a fresh megabyte costs 256 page faults, and mimalloc hands freed
     /// ones back to the kernel).
     returned: Receiver<Batch>,
-    /// The lane of each namespace ([0]) and keyspace ([1]) seen so far.
-    routes: [HashMap<Box<str>, usize>; 2],
+    /// The lane of each namespace ([0]), keyspace ([1]) and metadata entry ([2]) seen so far.
+    routes: [HashMap<Box<str>, usize>; 3],
     /// Payload bytes routed to each lane so far.
     load: Vec<u64>,
     failed: &'a AtomicBool,
@@ -87,6 +89,12 @@ impl Router<'_> {
         if self.senders.is_empty() {
             apply_one(self.db, tag, (payload, format, mode), &mut self.inline, self.failed);
             return !self.failed.load(Ordering::Relaxed);
+        }
+        // A group's parts have a target each (and different ones): each goes to its lane.
+        if let Ok(Target::Group) = Change::target(payload)
+            && let Ok(parts) = Change::parts(payload)
+        {
+            return parts.into_iter().all(|part| self.apply(tag, part, format, mode));
         }
         let lane = self.lane_of(payload);
         self.load[lane] += payload.len() as u64;
@@ -109,7 +117,9 @@ impl Router<'_> {
         let (routes, name) = match Change::target(payload) {
             Ok(Target::Namespace(name)) => (&mut self.routes[0], name),
             Ok(Target::Keyspace(name)) => (&mut self.routes[1], name),
-            Err(_) => return 0,
+            Ok(Target::Meta(name)) => (&mut self.routes[2], name),
+            // A group whose parts do not frame: lane 0's `apply_change` reports it.
+            Ok(Target::Group) | Err(_) => return 0,
         };
         if let Some(&lane) = routes.get(name) {
             return lane;

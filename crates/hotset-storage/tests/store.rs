@@ -4,7 +4,7 @@
 
 use hotset_core::clock::ManualClock;
 use hotset_core::kv::{KvOps, SetExpiry, SetOptions};
-use hotset_core::{Error, FieldType, IndexDef, Query};
+use hotset_core::{Error, FieldType, IndexDef, Query, WriteMode};
 use hotset_storage::frame::{FrameRead, read_frame};
 use hotset_storage::wal::segment::{SEGMENT_HEADER_BYTES, parse_segment_name};
 use hotset_storage::{FaultyDisk, FsyncPolicy, RecoveryMode, Store, StoreOptions};
@@ -145,6 +145,44 @@ fn a_torn_tail_is_cut_at_every_byte_of_the_last_record() {
         assert!(store.recovery().torn_tail.is_none());
         assert_eq!(ids(&store), (0..20).collect::<Vec<_>>());
     }
+}
+
+/// A group (writes to several namespaces with metadata, one record) comes back whole from
+/// the log, where recovery's lanes split it by namespace, and from a snapshot, which holds
+/// the metadata entries.
+#[test]
+fn groups_and_metadata_recover_from_the_log_and_from_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || Store::open(options(dir.path())).unwrap();
+    let write = |store: &Store, ids: std::ops::Range<i64>| {
+        for id in ids {
+            let mut group = store.group();
+            group.write("a", json!({"id": id, "year": id, "name": "a"}), WriteMode::Upsert).unwrap();
+            group.write("b", json!({"id": id, "year": id, "name": "b"}), WriteMode::Upsert).unwrap();
+            if id % 10 == 0 {
+                group.delete("a", json!(id - 5)).unwrap();
+            }
+            group.set_meta("position", Some(id.to_string().into_bytes()));
+            group.set_meta(&format!("entry {}", id % 3), (id % 4 != 0).then(|| vec![id as u8]));
+            group.commit().unwrap();
+        }
+    };
+    let store = open();
+    store.create_namespace("a", schema()).unwrap();
+    store.create_namespace("b", schema()).unwrap();
+    write(&store, 0..2_000);
+    let before = dump(&store);
+    assert_eq!(before.meta["position"], b"1999");
+    store.close().unwrap();
+    let store = open();
+    assert_eq!(dump(&store), before, "from the log");
+    store.snapshot().unwrap();
+    write(&store, 2_000..2_100);
+    let before = dump(&store);
+    store.close().unwrap();
+    let store = open();
+    assert!(store.recovery().snapshot.is_some());
+    assert_eq!(dump(&store), before, "from the snapshot and the log after it");
 }
 
 /// Recovery applies each namespace and keyspace on its own thread (`lanes.rs`): after

@@ -135,6 +135,8 @@ pub struct Dump {
     pub namespaces: BTreeMap<String, (Vec<String>, Vec<String>)>,
     /// Keyspace → key → (TYPE, value or sorted hash pairs, absolute deadline).
     pub keyspaces: BTreeMap<String, BTreeMap<Vec<u8>, KeyDump>>,
+    /// Metadata entries (live sync's sources and positions).
+    pub meta: BTreeMap<String, Vec<u8>>,
 }
 
 /// One key: its type, its value (a hash as sorted `field=value` lines) and deadline.
@@ -180,6 +182,7 @@ pub fn dump(db: &Database) -> Dump {
         }
         out.keyspaces.insert(name, keys);
     }
+    out.meta = db.meta_with_prefix("").into_iter().collect();
     out
 }
 

@@ -18,7 +18,7 @@ mod writes;
 pub use replay::Replay;
 pub use search::{Search, SearchResult, SearchTarget};
 pub use snapshot::SnapshotCounts;
-pub use transaction::Transaction;
+pub use transaction::{Group, GroupFailure, Transaction};
 pub use writes::Writes;
 
 use crate::clock::{Clock, SystemClock};
@@ -48,6 +48,9 @@ pub struct Database {
     journal: JournalSlot,
     /// Set between `begin_bulk_load` and `finish_bulk_load` (recovery).
     bulk_loading: AtomicBool,
+    /// Metadata entries (`Change::Meta`): small named values kept, logged and
+    /// snapshotted with the data, written only by a `Group` commit.
+    meta: RwLock<BTreeMap<String, Vec<u8>>>,
 }
 
 impl Default for Database {
@@ -91,6 +94,7 @@ impl Database {
             plan_choice: AtomicU8::new(0),
             journal,
             bulk_loading: AtomicBool::new(false),
+            meta: RwLock::new(BTreeMap::new()),
         }
     }
 
@@ -308,6 +312,27 @@ impl Database {
     /// has acknowledged it (`Writes::transaction` for one that collects instead).
     pub fn transaction(&self, namespace: &str) -> Result<Transaction<'_>> {
         self.waiting().transaction(namespace)
+    }
+
+    /// Starts writes to several namespaces and metadata entries that commit all together
+    /// or not at all, in one log record (see `Group`).
+    pub fn group(&self) -> Group<'_> {
+        self.waiting().group()
+    }
+
+    /// The metadata entry named `key`.
+    pub fn meta(&self, key: &str) -> Option<Vec<u8>> {
+        self.meta.read().get(key).cloned()
+    }
+
+    /// Every metadata entry whose name starts with `prefix`, in name order.
+    pub fn meta_with_prefix(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
+        let entries = self.meta.read();
+        entries
+            .range(prefix.to_string()..)
+            .take_while(|(key, _)| key.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     /// Runs a query.

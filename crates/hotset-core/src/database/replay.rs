@@ -117,6 +117,18 @@ impl Database {
             Change::DropKeyspace { keyspace } => {
                 self.keyspaces.drop_quiet(keyspace);
             }
+            Change::Meta { key, value } => {
+                let mut entries = self.meta.write();
+                match value {
+                    Some(value) => entries.insert(key.to_string(), value.to_vec()),
+                    None => entries.remove(key),
+                };
+            }
+            Change::Group { parts } => {
+                for part in parts {
+                    skipped += self.apply_decoded(part, mode)?;
+                }
+            }
         }
         Ok(skipped)
     }

@@ -59,6 +59,12 @@ impl Database {
             buffer.clear();
             result
         };
+        // Metadata first: a few small entries, each a change of its own.
+        let entries: Vec<(String, Vec<u8>)> = self.meta.read().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        for (key, value) in &entries {
+            Change::Meta { key, value: Some(value) }.encode(&mut buffer);
+            emit_block(&mut buffer, &mut counts)?;
+        }
         let mut copies: Vec<(u64, Copy)> = Vec::new();
         for namespace in self.namespaces.read().values() {
             let copy = NamespaceCopy { namespace: namespace.clone(), version: None, next_row: 0, attempts: 0 };

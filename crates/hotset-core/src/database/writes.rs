@@ -10,7 +10,7 @@
 //! queue their records meanwhile), or return without settling a record it appended.
 
 use super::log::{self, Logged};
-use super::{Database, Transaction};
+use super::{Database, Group, Transaction};
 use crate::change::Change;
 use crate::error::{Error, Result};
 use crate::journal::{Durability, Journal};
@@ -40,7 +40,7 @@ impl<'a> Writes<'a> {
 
     /// Settles the record numbered `lsn` (none: the write logged nothing) by this view's
     /// durability. Called once the write's locks are released.
-    fn settle(&self, lsn: Option<u64>) -> Result<()> {
+    pub(super) fn settle(&self, lsn: Option<u64>) -> Result<()> {
         self.durability.settle(self.db.journal.ack(lsn))
     }
 
@@ -222,6 +222,11 @@ impl<'a> Writes<'a> {
     pub fn transaction(&self, namespace: &str) -> Result<Transaction<'a>> {
         self.db.namespace(namespace)?;
         Ok(Transaction::new(*self, namespace))
+    }
+
+    /// [`Database::group`]; its commit settles its record by this view's durability.
+    pub fn group(&self) -> Group<'a> {
+        Group::new(*self)
     }
 
     /// [`Database::update_query`].

@@ -37,8 +37,11 @@ pub enum Undo {
 /// The kind of a single-document write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {
+    /// A stored primary key is `Error::DuplicateKey`.
     Insert,
+    /// A missing primary key is `Error::NotFound`.
     Update,
+    /// Inserts or replaces.
     Upsert,
 }
 
@@ -133,6 +136,17 @@ impl NamespaceData {
     pub fn delete_key(&mut self, key: &Value) -> Result<Option<Undo>> {
         let key = self.key_from_json(key)?;
         Ok(self.row_of(&key).map(|row| Undo::Deleted(self.delete_row(row))))
+    }
+
+    /// Deletes every document, one by one, with an undo record each (`truncate` drops
+    /// them all at once but cannot be rolled back): what a truncate inside a transaction
+    /// does.
+    pub fn delete_all(&mut self, undo: &mut Vec<Undo>) {
+        for row in 0..self.row_capacity() as u32 {
+            if self.doc(row).is_some() {
+                undo.push(Undo::Deleted(self.delete_row(row)));
+            }
+        }
     }
 
     /// Applies undo records in reverse order. Undo cannot fail: it only restores

@@ -1,0 +1,163 @@
+//! Writes across namespaces committed as one (`Database::group`): all or nothing for
+//! readers, for a failure half way, and for replay of its one log record; metadata entries
+//! ride in the same record.
+
+use hotset_core::WriteMode;
+use hotset_core::change::{Change, Format};
+use hotset_core::query::{JoinKind, Op, Query};
+use hotset_core::{Database, Error, FieldType, IndexDef, Replay};
+use hotset_testkit::durable::{MemJournal, dump};
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+fn shop() -> (Database, Arc<MemJournal>) {
+    let db = Database::new();
+    let journal = Arc::new(MemJournal::default());
+    db.attach_journal(journal.clone());
+    db.create_namespace("orders", vec![IndexDef::hash("id", FieldType::Int).pk()]).unwrap();
+    db.create_namespace(
+        "lines",
+        vec![IndexDef::hash("id", FieldType::Int).pk(), IndexDef::tree("order", FieldType::Int)],
+    )
+    .unwrap();
+    (db, journal)
+}
+
+fn count(db: &Database, namespace: &str) -> usize {
+    db.describe(namespace).unwrap().documents
+}
+
+#[test]
+fn a_group_commits_every_namespace_and_its_metadata_in_one_record() {
+    let (db, journal) = shop();
+    let before = journal.next_lsn();
+    let mut group = db.group();
+    group.write("orders", json!({"id": 1, "total": 30}), WriteMode::Insert).unwrap();
+    group.write("lines", json!({"id": 10, "order": 1}), WriteMode::Insert).unwrap();
+    group.write("lines", json!({"id": 11, "order": 1}), WriteMode::Upsert).unwrap();
+    group.set_meta("source:app", Some(b"0/10".to_vec()));
+    assert_eq!(group.commit().unwrap(), 3);
+    assert_eq!((count(&db, "orders"), count(&db, "lines")), (1, 2));
+    assert_eq!(db.meta("source:app").as_deref(), Some(&b"0/10"[..]));
+
+    let records = journal.records_from(before);
+    assert_eq!(records.len(), 1, "one record for the whole group");
+    let Change::Group { parts } = Change::decode(&records[0].1, Format::CURRENT).unwrap() else {
+        panic!("a group record")
+    };
+    assert_eq!(parts.len(), 3, "orders, lines, the metadata entry: {parts:?}");
+
+    // Replayed into an empty database, the record gives the same state.
+    let replica = Database::new();
+    for (_, payload) in journal.records_from(0) {
+        replica.apply_change(&payload, Format::CURRENT, Replay::Exact).unwrap();
+    }
+    assert_eq!(dump(&replica), dump(&db));
+    assert_eq!(replica.meta("source:app").as_deref(), Some(&b"0/10"[..]));
+
+    // Removing an entry and deleting every document of a namespace, in one group.
+    let mut group = db.group();
+    group.delete_all("lines").unwrap();
+    group.delete("orders", json!(1)).unwrap();
+    group.set_meta("source:app", None);
+    group.commit().unwrap();
+    assert_eq!((count(&db, "orders"), count(&db, "lines")), (0, 0));
+    assert_eq!(db.meta("source:app"), None);
+    for (_, payload) in journal.records_from(records[0].0 + 1) {
+        replica.apply_change(&payload, Format::CURRENT, Replay::Exact).unwrap();
+    }
+    assert_eq!(dump(&replica), dump(&db));
+    assert_eq!(replica.meta("source:app"), None);
+}
+
+#[test]
+fn a_failure_in_any_namespace_leaves_nothing_applied_and_nothing_logged() {
+    let (db, journal) = shop();
+    db.insert("lines", &json!({"id": 5, "order": 0})).unwrap();
+    let mut group = db.group();
+    group.set_meta("source:app", Some(b"0/1".to_vec()));
+    group.commit().unwrap();
+    let before = journal.next_lsn();
+    let state = dump(&db);
+
+    let mut group = db.group();
+    group.write("orders", json!({"id": 2}), WriteMode::Insert).unwrap();
+    group.delete_all("lines").unwrap();
+    group.write("lines", json!({"id": 6, "order": 2}), WriteMode::Insert).unwrap();
+    group.write("lines", json!({"id": 6, "order": 2}), WriteMode::Insert).unwrap();
+    group.set_meta("source:app", Some(b"0/2".to_vec()));
+    let failure = group.commit().unwrap_err();
+    assert!(matches!(failure.error, Error::DuplicateKey { .. }), "{}", failure.error);
+    assert_eq!(failure.at, Some(("lines".to_string(), 2)), "the second insert of 6, third operation on lines");
+    assert_eq!(dump(&db), state, "orders' insert and the delete of every line are rolled back");
+    assert_eq!(db.meta("source:app").as_deref(), Some(&b"0/1"[..]), "the entry as it was");
+    assert_eq!(journal.next_lsn(), before, "nothing logged");
+
+    let mut group = db.group();
+    group.write("orders", json!({"id": 3}), WriteMode::Insert).unwrap();
+    group.write("nowhere", json!({"id": 3}), WriteMode::Insert).unwrap();
+    let failure = group.commit().unwrap_err();
+    assert!(matches!(failure.error, Error::UnknownNamespace { .. }), "{}", failure.error);
+    assert_eq!(failure.at, None, "no operation failed: the whole was refused");
+    assert_eq!(dump(&db), state);
+}
+
+/// A writer commits orders with their lines as groups, and deletes them again the same
+/// way; a reader joining orders to lines (the join holds both namespaces' read locks)
+/// must never see an order without its lines, or lines without their order.
+#[test]
+fn readers_never_see_an_order_without_its_lines() {
+    let (db, _) = shop();
+    let db = Arc::new(db);
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, done) = (db.clone(), done.clone());
+        std::thread::spawn(move || {
+            for id in 0..1500i64 {
+                let mut group = db.group();
+                group.write("orders", json!({"id": id}), WriteMode::Insert).unwrap();
+                for line in 0..3 {
+                    group.write("lines", json!({"id": id * 10 + line, "order": id}), WriteMode::Insert).unwrap();
+                }
+                group.commit().unwrap();
+                if id % 3 == 0 {
+                    let mut group = db.group();
+                    for line in 0..3 {
+                        group.delete("lines", json!(id * 10 + line)).unwrap();
+                    }
+                    group.delete("orders", json!(id)).unwrap();
+                    group.commit().unwrap();
+                }
+            }
+            done.store(true, Ordering::Release);
+        })
+    };
+    let mut reads = 0;
+    while !done.load(Ordering::Acquire) || reads == 0 {
+        let orders = Query::new("orders").limit(10_000).join(
+            JoinKind::Left,
+            Query::new("lines").limit(10_000),
+            &[("id", Op::Eq, "order")],
+            "lines",
+        );
+        for item in db.query(&orders).unwrap().values() {
+            let lines = item["lines"].as_array().map_or(0, Vec::len);
+            assert_eq!(lines, 3, "an order with {lines} lines: {item}");
+        }
+        let lines = Query::new("lines").limit(10_000).join(
+            JoinKind::Left,
+            Query::new("orders").limit(10_000),
+            &[("order", Op::Eq, "id")],
+            "orders",
+        );
+        for item in db.query(&lines).unwrap().values() {
+            let orders = item["orders"].as_array().map_or(0, Vec::len);
+            assert_eq!(orders, 1, "a line with {orders} orders: {item}");
+        }
+        reads += 1;
+    }
+    writer.join().unwrap();
+    assert_eq!(count(&db, "orders"), 1000);
+    assert_eq!(count(&db, "lines"), 3000);
+}
