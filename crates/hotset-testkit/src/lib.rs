@@ -5,4 +5,5 @@
 
 pub mod durable;
 pub mod generate;
+pub mod mariadb;
 pub mod reference;
