@@ -154,3 +154,208 @@ async fn inspect_refuses_a_server_without_binlog() {
     assert_eq!(error.kind, ErrorKind::Declaration);
     assert!(error.message.contains("log_bin is off"), "{error}");
 }
+
+const TYPES_TABLE: &str = "CREATE TABLE types (
+    id INT PRIMARY KEY,
+    t_tiny TINYINT, t_bool BOOL, t_small SMALLINT UNSIGNED, t_medium MEDIUMINT, t_int INT UNSIGNED,
+    t_big BIGINT, t_ubig BIGINT UNSIGNED,
+    t_dec DECIMAL(20,4), t_dec_big DECIMAL(38,10), t_float FLOAT, t_double DOUBLE,
+    t_bit BIT(12), t_year YEAR,
+    t_char CHAR(10), t_varchar VARCHAR(100), t_text TEXT, t_latin VARCHAR(20) CHARACTER SET latin1,
+    t_enum ENUM('red','green','blue'), t_set SET('a','b','c'),
+    t_binary BINARY(4), t_varbinary VARBINARY(10), t_blob BLOB,
+    t_date DATE, t_time TIME(3), t_datetime DATETIME(6), t_timestamp TIMESTAMP(6) NULL, t_datetime0 DATETIME,
+    t_json JSON, t_uuid UUID
+)";
+
+/// Rows of `types`: every type with a value, every type NULL, and edge values.
+const TYPES_ROWS: &str = "INSERT INTO types VALUES
+    (1, -128, 1, 65535, -8388608, 4294967295, -9223372036854775808, 18446744073709551615,
+     '1234567890.1250', '1234567890123456789012345678.0123456789', 1.1, 3.141592653589793,
+     b'101010101010', 2024,
+     'abc', 'héllo wörld ✓', 'a longer text', 'café',
+     'green', 'a,c',
+     'ab', x'00ff10', x'deadbeef',
+     '2024-05-01', '-26:03:04.500', '2024-05-01 12:30:05.250000', '2024-05-01 12:30:05.000001', '1999-12-31 23:59:59',
+     '{\"a\":[1,2,{\"b\":null}],\"c\":\"d\"}', '6ccd780c-baba-1026-9564-5b8c656024db'),
+    (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+    (3, 0, 0, 0, 0, 0, 9223372036854775807, 9223372036854775808,
+     '-0.5000', '0.0000000001', -0.0, 1e300,
+     b'0', 0,
+     '', '', '', '',
+     'red', '',
+     x'00000000', x'', x'',
+     '1000-01-01', '838:59:59', '9999-12-31 23:59:59.999999', '1970-01-01 00:00:01', '2000-02-29 00:00:00',
+     '[]', 'f4d1b2c3-0000-4000-8000-0123456789a0')";
+
+fn expected_types() -> Vec<Value> {
+    vec![
+        json!({
+            "id": 1, "t_tiny": -128, "t_bool": 1, "t_small": 65535, "t_medium": -8388608, "t_int": 4294967295u64,
+            "t_big": i64::MIN, "t_ubig": u64::MAX,
+            "t_dec": 1234567890.125, "t_dec_big": "1234567890123456789012345678.0123456789", "t_float": 1.1,
+            "t_double": 3.141592653589793,
+            "t_bit": 2730, "t_year": 2024,
+            "t_char": "abc", "t_varchar": "héllo wörld ✓", "t_text": "a longer text", "t_latin": "café",
+            "t_enum": "green", "t_set": "a,c",
+            "t_binary": "YWIAAA==", "t_varbinary": "AP8Q", "t_blob": "3q2+7w==",
+            "t_date": "2024-05-01", "t_time": "-26:03:04.500000", "t_datetime": "2024-05-01T12:30:05.250000Z",
+            "t_timestamp": "2024-05-01T12:30:05.000001Z", "t_datetime0": "1999-12-31T23:59:59Z",
+            "t_json": { "a": [1, 2, { "b": null }], "c": "d" }, "t_uuid": "6ccd780c-baba-1026-9564-5b8c656024db"
+        }),
+        {
+            let mut nulls = serde_json::Map::new();
+            nulls.insert("id".into(), json!(2));
+            for name in expected_types_names().iter().skip(1) {
+                nulls.insert(name.to_string(), Value::Null);
+            }
+            Value::Object(nulls)
+        },
+        json!({
+            "id": 3, "t_tiny": 0, "t_bool": 0, "t_small": 0, "t_medium": 0, "t_int": 0,
+            "t_big": i64::MAX, "t_ubig": 9223372036854775808u64,
+            "t_dec": -0.5, "t_dec_big": 1e-10, "t_float": -0.0, "t_double": 1e300,
+            "t_bit": 0, "t_year": 0,
+            "t_char": "", "t_varchar": "", "t_text": "", "t_latin": "",
+            "t_enum": "red", "t_set": "",
+            "t_binary": "AAAAAA==", "t_varbinary": "", "t_blob": "",
+            "t_date": "1000-01-01", "t_time": "838:59:59", "t_datetime": "9999-12-31T23:59:59.999999Z",
+            "t_timestamp": "1970-01-01T00:00:01Z", "t_datetime0": "2000-02-29T00:00:00Z",
+            "t_json": [], "t_uuid": "f4d1b2c3-0000-4000-8000-0123456789a0"
+        }),
+    ]
+}
+
+fn expected_types_names() -> Vec<&'static str> {
+    TYPES_TABLE
+        .split(['(', ',', '\n'])
+        .map(str::trim)
+        .filter_map(|part| part.split_whitespace().next())
+        .filter(|word| word.starts_with("t_") || *word == "id")
+        .collect()
+}
+
+/// Runs a copy into a channel and returns its position and events.
+async fn copy_all(decl: &Declaration, tables: &[TableInfo]) -> (Position, Vec<Event>) {
+    let (sender, mut receiver) = mpsc::channel(64);
+    let which: Vec<usize> = tables.iter().map(|t| t.index).collect();
+    let (decl, tables) = (decl.clone(), tables.to_vec());
+    let copy = tokio::spawn(async move { mariadb::copy(&decl, &tables, &which, &sender).await });
+    let mut events = Vec::new();
+    while let Some(event) = receiver.recv().await {
+        events.push(event);
+    }
+    (copy.await.unwrap().unwrap(), events)
+}
+
+fn copied_rows(events: &[Event], table: usize) -> Vec<Row> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Rows { table: t, rows } if *t == table => Some(rows.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+fn compare_rows(what: &str, got: &Row, want: &Value) {
+    let want = want.as_object().unwrap();
+    assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "{what}: columns");
+    for (name, value) in want {
+        assert_eq!(got.get(name), Some(value), "{what}: column {name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_maps_every_type_and_the_binlog_maps_them_the_same() {
+    let server = MariaDb::start();
+    server.sql(&format!("{TYPES_TABLE}; {TYPES_ROWS};"));
+    let decl = declaration(&server, json!([{ "table": "types" }]));
+    let tables = mariadb::inspect(&decl).await.unwrap();
+    let (position, events) = copy_all(&decl, &tables).await;
+    assert_eq!(position, gtid_position(&server));
+    assert!(matches!(events.first(), Some(Event::CopyStart { table: 0, .. })), "{events:?}");
+    assert_eq!(events.last(), Some(&Event::CopyDone { table: 0 }));
+    let mut copied = copied_rows(&events, 0);
+    copied.sort_by_key(|r| r["id"].as_i64());
+    let expected = expected_types();
+    assert_eq!(copied.len(), expected.len());
+    for (got, want) in copied.iter().zip(&expected) {
+        compare_rows(&format!("copied row {}", want["id"]), got, want);
+    }
+
+    // The same values through the binlog: copies of the rows under new ids.
+    let mut follower = Follower::start(&decl, &tables, position);
+    let columns = expected_types_names()[1..].join(", ");
+    server.sql(&format!("INSERT INTO types SELECT id + 100, {columns} FROM types ORDER BY id"));
+    let (changes, _, _) = follower.transaction().await;
+    assert_eq!(changes.len(), 3);
+    for (change, want) in changes.iter().zip(&expected) {
+        let ChangeKind::Insert(got) = &change.kind else { panic!("{change:?}") };
+        let mut want = want.clone();
+        want["id"] = json!(want["id"].as_i64().unwrap() + 100);
+        compare_rows(&format!("streamed row {}", want["id"]), got, &want);
+    }
+    follower.stop();
+
+    // The options: decimals as text, times as epoch seconds.
+    let mut other = decl.clone();
+    other.options.numeric = hotset_sync::source::NumericMode::String;
+    other.options.time = hotset_sync::source::TimeMode::Epoch;
+    let (_, events) = copy_all(&other, &tables).await;
+    let first = copied_rows(&events, 0).into_iter().find(|r| r["id"] == 1).unwrap();
+    assert_eq!(first["t_dec"], "1234567890.1250");
+    assert_eq!(first["t_date"], 1714521600);
+    assert_eq!(first["t_datetime"], 1714566605.25);
+    assert_eq!(first["t_time"], "-26:03:04.500000");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_copy_position_splits_writes_without_gap_or_duplicate() {
+    let server = MariaDb::start();
+    server.sql(
+        "CREATE TABLE items (id INT PRIMARY KEY, note VARCHAR(40), extra INT); \
+         INSERT INTO items SELECT seq, 'before', seq FROM seq_1_to_20000;",
+    );
+    // Only the declared columns (and the key) are copied.
+    let decl = declaration(&server, json!([{ "table": "items", "columns": ["note"] }]));
+    let tables = mariadb::inspect(&decl).await.unwrap();
+    // A writer commits one row per transaction while the copy runs.
+    let writes: String =
+        (20_001..=21_000).map(|id| format!("INSERT INTO items VALUES ({id}, 'during', {id});")).collect();
+    let (position, events) = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| server.sql(&writes));
+        let copied =
+            tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(copy_all(&decl, &tables)));
+        writer.join().unwrap();
+        copied
+    });
+    let copied: Vec<Row> = copied_rows(&events, 0);
+    assert!(copied.iter().all(|r| r.keys().collect::<Vec<_>>() == ["id", "note"]), "{:?}", copied.first());
+    let copied_ids: BTreeSet<i64> = copied.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    assert_eq!(copied_ids.len(), copied.len(), "a row copied twice");
+    assert!((1..=20_000).all(|id| copied_ids.contains(&id)));
+    let batches = events.iter().filter(|e| matches!(e, Event::Rows { .. })).count();
+    assert!(batches >= 20_000 / 4096, "rows come in batches: {batches}");
+
+    let mut follower = Follower::start(&decl, &tables, position);
+    let mut streamed = BTreeSet::new();
+    let mut last = None;
+    while streamed.len() + copied_ids.len() < 21_000 {
+        let (changes, position, _) = follower.transaction().await;
+        assert_eq!(changes.len(), 1);
+        let ChangeKind::Insert(row) = &changes[0].kind else { panic!("{changes:?}") };
+        assert_eq!(row.keys().collect::<Vec<_>>(), ["id", "note"]);
+        let id = row["id"].as_i64().unwrap();
+        assert!(!copied_ids.contains(&id), "row {id} both copied and streamed");
+        assert!(streamed.insert(id), "row {id} streamed twice");
+        last = Some(position);
+    }
+    assert_eq!((1..=21_000).filter(|id| !copied_ids.contains(id) && !streamed.contains(id)).count(), 0);
+    if let Some(last) = last {
+        assert_eq!(last, gtid_position(&server));
+    }
+    follower.stop();
+}

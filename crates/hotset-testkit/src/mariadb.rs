@@ -48,10 +48,16 @@ impl MariaDb {
         let install = find_binary("mariadb-install-db", &["/usr/bin/mariadb-install-db"]);
         let folder = tempfile::Builder::new().prefix("hotset-mariadb-").tempdir().expect("a temporary folder");
         let data = folder.path().join("data");
+        // Each server's own temporary folder: servers started at once (parallel tests)
+        // otherwise meet on /tmp's `#sql-temptable-*` names during install.
+        let tmp = folder.path().join("tmp");
+        std::fs::create_dir(&tmp).expect("a temporary folder for the server");
         let output = Command::new(&install)
+            .env("TMPDIR", &tmp)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
             .arg("--user=root")
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg("--auth-root-authentication-method=normal")
             .output()
             .expect("mariadb-install-db runs");
@@ -64,6 +70,7 @@ impl MariaDb {
         let mut server_args: Vec<String> = vec![
             format!("--datadir={}", data.display()),
             "--user=root".into(),
+            format!("--tmpdir={}", tmp.display()),
             "--bind-address=127.0.0.1".into(),
             "--skip-name-resolve".into(),
             format!("--log-bin={}", data.join("binlog").display()),
@@ -84,7 +91,7 @@ impl MariaDb {
             "DELETE FROM mysql.global_priv WHERE User = ''; FLUSH PRIVILEGES; \
              CREATE USER '{USER}'@'%' IDENTIFIED BY '{PASSWORD}'; \
              GRANT SELECT, REPLICATION SLAVE ON *.* TO '{USER}'@'%'; \
-             CREATE DATABASE {DATABASE};"
+             CREATE DATABASE {DATABASE} CHARACTER SET utf8mb4;"
         ));
         server
     }
@@ -212,6 +219,7 @@ impl MariaDb {
             .arg(format!("--socket={}", self.socket().display()))
             .arg("--user=root")
             .arg("--batch")
+            .arg("--default-character-set=utf8mb4")
             .arg("--skip-column-names")
             .arg("--init-command=SET time_zone='+00:00', lock_wait_timeout=20, innodb_lock_wait_timeout=20")
             .arg("-e")

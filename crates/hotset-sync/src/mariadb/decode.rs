@@ -201,12 +201,14 @@ impl<'a> Decoder<'a> {
         enums.reverse();
         sets.reverse();
         let mut charsets = extractor.iter_charset();
+        let mut unsigned = extractor.iter_signedness();
         let mut columns = HashMap::with_capacity(names.len());
         for (i, name) in names.iter().enumerate() {
             let column_type = tme
                 .get_column_type(i)
                 .map_err(|e| bad(&e.to_string()))?
                 .ok_or_else(|| bad("a column without a type"))?;
+            let is_unsigned = if column_type.is_numeric_type() { unsigned.next().unwrap_or(false) } else { false };
             let charset = if column_type.is_character_type() {
                 charsets.next().transpose().map_err(|e| bad(&e.to_string()))?
             } else {
@@ -216,6 +218,7 @@ impl<'a> Decoder<'a> {
             let kind = match column_type {
                 ColumnType::MYSQL_TYPE_ENUM => ValueKind::Enum(enums.pop().unwrap_or_default()),
                 ColumnType::MYSQL_TYPE_SET => ValueKind::Set(sets.pop().unwrap_or_default()),
+                ColumnType::MYSQL_TYPE_INT24 if !is_unsigned => ValueKind::SignedMediumInt,
                 _ => binlog_kind(column_type, tme.get_column_metadata(i).unwrap_or(&[]), charset, declared),
             };
             columns.insert(name.clone(), (kind, super::is_selected(decl_table, &key, name)));

@@ -33,6 +33,9 @@ use serde_json::{Number, Value as Json};
 pub(crate) enum ValueKind {
     /// An integer, signed or not (TINYINT..BIGINT, BOOL).
     Integer,
+    /// A signed MEDIUMINT in a row image: mysql_common 0.37.3 reads its 3 bytes without
+    /// extending the sign (-1 arrives as 16777215), so it is extended here.
+    SignedMediumInt,
     /// DECIMAL/NUMERIC.
     Decimal,
     /// FLOAT (single precision).
@@ -146,6 +149,7 @@ pub(crate) fn binlog_to_json(value: BinlogValue<'_>, kind: &ValueKind, options: 
     let value = match (kind, value) {
         (ValueKind::Enum(values), Value::Int(number)) => Value::Bytes(enum_text(values, number).into_bytes()),
         (ValueKind::Set(values), Value::Bytes(mask)) => Value::Bytes(set_text(values, &mask).into_bytes()),
+        (ValueKind::SignedMediumInt, Value::Int(number)) if number >= 1 << 23 => Value::Int(number - (1 << 24)),
         (ValueKind::Timestamp, Value::Bytes(epoch)) => return timestamp_from_epoch_text(&epoch, options),
         (ValueKind::Timestamp, Value::Int(seconds)) => return Ok(timestamp_json(seconds, 0, options)),
         (ValueKind::Year, Value::Bytes(text)) => {
@@ -195,7 +199,7 @@ pub(crate) fn to_json(value: Value, kind: &ValueKind, options: &Options) -> Resu
 fn bytes_json(bytes: Vec<u8>, kind: &ValueKind, options: &Options) -> Result<Json, String> {
     Ok(match kind {
         ValueKind::Decimal => decimal_json(&text(bytes)?, options.numeric)?,
-        ValueKind::Integer | ValueKind::Year => integer_json(&text(bytes)?)?,
+        ValueKind::Integer | ValueKind::SignedMediumInt | ValueKind::Year => integer_json(&text(bytes)?)?,
         ValueKind::Float | ValueKind::Double => double_json(parse_text(&bytes)?)?,
         ValueKind::Bit => {
             if bytes.len() > 8 {
