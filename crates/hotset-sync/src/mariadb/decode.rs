@@ -69,12 +69,6 @@ impl<'a> Decoder<'a> {
         Decoder { decl, tables, by_name, maps: HashMap::new(), position: from, group: None }
     }
 
-    /// The position after the last group read.
-    #[cfg(test)]
-    pub(crate) fn position(&self) -> &Position {
-        &self.position
-    }
-
     /// A table's columns read again (after an ALTER TABLE).
     pub(crate) fn replace_table(&mut self, info: TableInfo) {
         if let Some(at) = self.tables.iter().position(|t| t.index == info.index) {

@@ -156,12 +156,12 @@ pub(crate) async fn read_table(decl: &Declaration, conn: &mut Conn, index: usize
         })
         .collect();
     let decl_table = &decl.tables[index];
-    if let Some(wanted) = &decl_table.columns {
-        if let Some(missing) = wanted.iter().find(|w| !columns.iter().any(|c| &c.name == *w)) {
-            return Err(SyncError::declaration(format!(
-                "source {name}: table {full} has no column {missing}: fix the declaration's columns"
-            )));
-        }
+    if let Some(wanted) = &decl_table.columns
+        && let Some(missing) = wanted.iter().find(|w| !columns.iter().any(|c| &c.name == *w))
+    {
+        return Err(SyncError::declaration(format!(
+            "source {name}: table {full} has no column {missing}: fix the declaration's columns"
+        )));
     }
     let key = if !key.is_empty() {
         key
