@@ -525,3 +525,19 @@ fn positions_pass_through_gtid_lists() {
     let next = position.with_gtid(Gtid { domain: 0, server: 1, sequence: 6 });
     assert_eq!(next.to_string(), "0-1-6,2-3-9");
 }
+
+/// The stream takes a connection that says nothing for 10 s for dead; an idle source
+/// must keep it alive with heartbeats. (The wait is the point of the test, not a sync.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_source_keeps_the_stream_alive() {
+    let server = MariaDb::start();
+    server.sql("CREATE TABLE items (id INT PRIMARY KEY)");
+    let decl = declaration(&server, json!([{ "table": "items" }]));
+    let tables = mariadb::inspect(&decl).await.unwrap();
+    let mut follower = Follower::start(&decl, &tables, gtid_position(&server));
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert!(!follower.task.is_finished(), "the idle stream failed: {:?}", follower.task.await);
+    server.sql("INSERT INTO items VALUES (1)");
+    expect_transaction(&mut follower, &server, vec![insert(0, json!({ "id": 1 }))]).await;
+    follower.stop();
+}

@@ -8,6 +8,12 @@
 
 use crate::source::{Declaration, SyncError};
 use mysql_async::{Conn, Opts, OptsBuilder};
+use std::time::Duration;
+
+/// How long connecting (TCP, TLS-free handshake, login, session setup) may take before it
+/// counts as a transient failure: mysql_async has no limit of its own, and an unreachable
+/// host would otherwise hold a sync for the kernel's SYN retries.
+const CONNECT_WAIT_MAX: Duration = Duration::from_secs(10);
 
 /// What a driver needs of the declaration's URL.
 pub(crate) struct Source {
@@ -41,7 +47,13 @@ pub(crate) async fn connect(decl: &Declaration) -> Result<Conn, SyncError> {
         .init(vec!["SET time_zone = '+00:00', NAMES utf8mb4"])
         .stmt_cache_size(Some(0))
         .prefer_socket(Some(false));
-    Conn::new(opts).await.map_err(|error| classify(decl, "connecting", &error))
+    match tokio::time::timeout(CONNECT_WAIT_MAX, Conn::new(opts)).await {
+        Ok(connected) => connected.map_err(|error| classify(decl, "connecting", &error)),
+        Err(_) => Err(SyncError::transient(format!(
+            "source {}: connecting took longer than {CONNECT_WAIT_MAX:?} (retrying)",
+            decl.name
+        ))),
+    }
 }
 
 /// Sorts a driver error: a refused login, an unknown database or a missing privilege is

@@ -18,6 +18,14 @@
 //!   `information_schema`, read again after an ALTER TABLE of the table.
 //! - The replica's server id is derived from the source's name (`server_id`), so two
 //!   Hotset servers following one MariaDB must name their sources differently.
+//! - Positions are MariaDB GTID lists: the copy's is `BINLOG_GTID_POS` of its snapshot's
+//!   binlog offset; a transaction's is the previous position with its own GTID.
+//! - Not handled yet, and said here so nobody assumes otherwise: DROP or RENAME TABLE of
+//!   a declared table (its documents stay; rows under a new name are not followed); XA
+//!   transactions (applied at XA PREPARE, as the binlog writes them); text in character
+//!   sets other than UTF-8, ASCII and latin1 (decoded as UTF-8); MySQL 8 (its GTIDs,
+//!   `COM_BINLOG_DUMP_GTID` and its consistent snapshot need their own code: inspect
+//!   refuses a MySQL server). A source transaction is held in memory until its commit.
 
 mod connect;
 mod copy;
