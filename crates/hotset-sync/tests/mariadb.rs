@@ -541,3 +541,38 @@ async fn an_idle_source_keeps_the_stream_alive() {
     expect_transaction(&mut follower, &server, vec![insert(0, json!({ "id": 1 }))]).await;
     follower.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_row_identity_and_several_gtid_domains() {
+    let server = MariaDb::start();
+    server.sql("CREATE TABLE loose (a INT, b INT, c INT)");
+    let decl = declaration(&server, json!([{ "table": "loose", "full_row_identity": true, "columns": ["a", "b"] }]));
+    let tables = mariadb::inspect(&decl).await.unwrap();
+    assert_eq!(tables[0].key, ["a", "b"]);
+    let (start, _) = copy_all(&decl, &tables).await;
+    let mut follower = Follower::start(&decl, &tables, start);
+    server.sql("INSERT INTO loose VALUES (1, 2, 9)");
+    expect_transaction(&mut follower, &server, vec![insert(0, json!({ "a": 1, "b": 2 }))]).await;
+    // A write in another replication domain: the position lists both domains.
+    server.sql("SET SESSION gtid_domain_id = 5; UPDATE loose SET b = 3");
+    let want = vec![update(0, Some(json!({ "a": 1, "b": 2 })), json!({ "a": 1, "b": 3 }))];
+    let two_domains = expect_transaction(&mut follower, &server, want).await;
+    let Position::Gtid(list) = &two_domains else { panic!("{two_domains}") };
+    assert_eq!(list.iter().map(|g| g.domain).collect::<Vec<_>>(), [0, 5]);
+    // A change of a column outside the declaration still is a change of the row.
+    server.sql("UPDATE loose SET c = 10");
+    let want = vec![update(0, None, json!({ "a": 1, "b": 3 }))];
+    expect_transaction(&mut follower, &server, want).await;
+    follower.stop();
+    let mut resumed = Follower::start(&decl, &tables, two_domains);
+    server.sql("DELETE FROM loose");
+    let (changes, _, _) = resumed.transaction().await;
+    assert_eq!(
+        changes[0].kind,
+        ChangeKind::Update { old_key: None, row: row(json!({ "a": 1, "b": 3 })), unchanged: vec![] }
+    );
+    let (changes, position, _) = resumed.transaction().await;
+    assert_eq!(changes, vec![delete(0, json!({ "a": 1, "b": 3 }))]);
+    assert_eq!(position, gtid_position(&server));
+    resumed.stop();
+}

@@ -53,7 +53,8 @@ pub async fn stream(
     );
     conn.query_drop(setup).await.map_err(|e| classify(decl, "preparing the binlog dump", &e))?;
     // mysql_async sets @master_binlog_checksum itself (to 'ALL': events carry the server's
-    // checksums, which its reader verifies) and registers the replica before the dump.
+    // CRC32, which mysql_common cuts off as the format description event says, without
+    // checking it; TCP's own checksums stand guard) and registers the replica first.
     let request = BinlogStreamRequest::new(super::server_id(&decl.name));
     let mut binlog =
         conn.get_binlog_stream(request).await.map_err(|e| classify(decl, "starting the binlog dump", &e))?;
