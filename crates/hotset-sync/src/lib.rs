@@ -6,6 +6,7 @@
 //! Never: write to a namespace except through `hotset_ops::Engine` requests, or move a
 //! source's acknowledged position past what Hotset's log holds durably.
 
+pub mod mariadb;
 pub mod pg;
 pub mod position;
 pub mod source;

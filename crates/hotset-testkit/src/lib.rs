@@ -5,5 +5,6 @@
 
 pub mod durable;
 pub mod generate;
+pub mod mariadb;
 pub mod postgres;
 pub mod reference;
