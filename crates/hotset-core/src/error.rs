@@ -162,6 +162,18 @@ pub enum Error {
         /// The field the update named.
         field: String,
     },
+    /// A client's write to a namespace that live sync keeps (its documents come from a
+    /// source database, so only the source changes them; adding and dropping indexes is
+    /// allowed).
+    #[error(
+        "namespace '{namespace}' follows source '{owner}' and is read-only: change the rows in the source database"
+    )]
+    ReadOnly {
+        /// The namespace written.
+        namespace: String,
+        /// The live-sync source that keeps it.
+        owner: String,
+    },
     /// The write-ahead log could not take or make durable a write: the write was not
     /// acknowledged (reads go on working).
     #[error("write not durable: {reason}")]
@@ -206,6 +218,8 @@ pub enum ErrorCode {
     /// A command's or request's arguments that an interface cannot read; never an
     /// engine `Error`.
     BadRequest,
+    /// A write to a namespace that live sync keeps.
+    ReadOnly,
     /// A request without the server's password (or with a wrong one); never an engine
     /// `Error`.
     Auth,
@@ -227,6 +241,7 @@ impl ErrorCode {
         ErrorCode::Storage,
         ErrorCode::BadChange,
         ErrorCode::BadRequest,
+        ErrorCode::ReadOnly,
         ErrorCode::Auth,
         ErrorCode::Internal,
     ];
@@ -244,6 +259,7 @@ impl ErrorCode {
             ErrorCode::Storage => "storage",
             ErrorCode::BadChange => "bad_change",
             ErrorCode::BadRequest => "bad_request",
+            ErrorCode::ReadOnly => "read_only",
             ErrorCode::Auth => "auth",
             ErrorCode::Internal => "internal",
         }
@@ -322,6 +338,7 @@ variants! {
     LimitExceeded { what, limit, actual } => Limit;
     Timeout { limit_ms } => Timeout;
     PrimaryKeyUpdate { namespace, field } => BadDocument;
+    ReadOnly { namespace, owner } => ReadOnly;
     Storage { reason } => Storage;
     BadChange { reason } => BadChange;
 }
@@ -467,6 +484,7 @@ mod tests {
             Error::LimitExceeded { what: "indexes_max", limit: 64, actual: 65 },
             Error::Timeout { limit_ms: 0 },
             Error::PrimaryKeyUpdate { namespace: text("items"), field: text("id") },
+            Error::ReadOnly { namespace: text("profiles"), owner: text("app") },
             Error::Storage { reason: text("no space left on device") },
             Error::BadChange { reason: text("record 7 does not decode") },
         ]

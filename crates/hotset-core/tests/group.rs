@@ -161,3 +161,41 @@ fn readers_never_see_an_order_without_its_lines() {
     assert_eq!(count(&db, "orders"), 1000);
     assert_eq!(count(&db, "lines"), 3000);
 }
+
+/// A namespace a live-sync source owns takes writes from that source only; any writer
+/// may still add and drop its indexes.
+#[test]
+fn an_owned_namespace_is_read_only_to_every_other_writer() {
+    let (db, _) = shop();
+    db.insert("orders", &json!({"id": 1})).unwrap();
+    db.set_owner("orders", Some("app"));
+    let refused = |result: hotset_core::Result<()>| match result {
+        Err(Error::ReadOnly { namespace, owner }) => {
+            assert_eq!((namespace.as_str(), owner.as_str()), ("orders", "app"))
+        }
+        other => panic!("{other:?}"),
+    };
+    refused(db.insert("orders", &json!({"id": 2})));
+    refused(db.delete("orders", &json!(1)).map(drop));
+    refused(db.truncate("orders"));
+    refused(db.drop_namespace("orders"));
+    refused(db.update_query(&Query::new("orders"), &[]).map(drop));
+    let mut group = db.group();
+    group.write("lines", json!({"id": 1, "order": 1}), WriteMode::Insert).unwrap();
+    group.write("orders", json!({"id": 2}), WriteMode::Insert).unwrap();
+    refused(group.commit().map(drop).map_err(|failure| failure.error));
+    assert_eq!(count(&db, "lines"), 0, "nothing of the refused group");
+    let other = hotset_core::Acks::default();
+    refused(db.writes(hotset_core::Durability::Collect(&other)).as_owner("other").insert("orders", &json!({"id": 2})));
+
+    db.add_index("orders", IndexDef::tree("total", FieldType::Int)).unwrap();
+    db.drop_index("orders", "total").unwrap();
+    let owner = db.writes(hotset_core::Durability::Wait).as_owner("app");
+    owner.insert("orders", &json!({"id": 2})).unwrap();
+    let mut group = owner.group();
+    group.write("orders", json!({"id": 3}), WriteMode::Insert).unwrap();
+    group.commit().unwrap();
+    assert_eq!(count(&db, "orders"), 3);
+    db.set_owner("orders", None);
+    db.insert("orders", &json!({"id": 4})).unwrap();
+}

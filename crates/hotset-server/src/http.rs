@@ -146,7 +146,8 @@ fn error_body(code: ErrorCode, message: &str, context: Map<String, Value>) -> Va
 fn status_of(code: ErrorCode) -> StatusCode {
     match code {
         ErrorCode::NotFound => StatusCode::NOT_FOUND,
-        ErrorCode::AlreadyExists => StatusCode::CONFLICT,
+        // A synced namespace refuses writes from clients as its state stands: 409.
+        ErrorCode::AlreadyExists | ErrorCode::ReadOnly => StatusCode::CONFLICT,
         ErrorCode::Limit => StatusCode::PAYLOAD_TOO_LARGE,
         // The server gave up on the query, not the client on sending it: 503 says "not
         // now" as for the other server-side refusals (408 would blame the client).

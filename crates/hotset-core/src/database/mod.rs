@@ -51,6 +51,10 @@ pub struct Database {
     /// Metadata entries (`Change::Meta`): small named values kept, logged and
     /// snapshotted with the data, written only by a `Group` commit.
     meta: RwLock<BTreeMap<String, Vec<u8>>>,
+    /// Namespaces kept by a live-sync source (namespace -> source): read-only to every
+    /// writer but that source's (`Writes::as_owner`). Not persisted: the sync sets it up
+    /// again from its declarations at start.
+    owners: RwLock<std::collections::HashMap<String, String>>,
 }
 
 impl Default for Database {
@@ -95,6 +99,7 @@ impl Database {
             journal,
             bulk_loading: AtomicBool::new(false),
             meta: RwLock::new(BTreeMap::new()),
+            owners: RwLock::new(std::collections::HashMap::new()),
         }
     }
 
@@ -318,6 +323,21 @@ impl Database {
     /// or not at all, in one log record (see `Group`).
     pub fn group(&self) -> Group<'_> {
         self.waiting().group()
+    }
+
+    /// Makes `namespace` read-only to every writer but `owner`'s (`Writes::as_owner`), or
+    /// (`None`) writable by all again. The namespace need not exist yet.
+    pub fn set_owner(&self, namespace: &str, owner: Option<&str>) {
+        let mut owners = self.owners.write();
+        match owner {
+            Some(owner) => owners.insert(namespace.to_string(), owner.to_string()),
+            None => owners.remove(namespace),
+        };
+    }
+
+    /// The live-sync source that keeps `namespace`, if one does.
+    pub fn owner(&self, namespace: &str) -> Option<String> {
+        self.owners.read().get(namespace).cloned()
     }
 
     /// The metadata entry named `key`.

@@ -261,6 +261,9 @@ impl<'a> Group<'a> {
     pub fn commit(self) -> std::result::Result<usize, Box<GroupFailure>> {
         let Group { writes, parts, meta, .. } = self;
         let db = writes.db;
+        for (namespace, _) in &parts {
+            writes.check_owner(namespace).map_err(GroupFailure::of_whole)?;
+        }
         db.journal.writable().map_err(GroupFailure::of_whole)?;
         // Every namespace first, then their write locks in name order.
         let mut order: Vec<usize> = (0..parts.len()).collect();

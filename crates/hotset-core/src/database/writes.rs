@@ -26,11 +26,31 @@ use std::sync::Arc;
 pub struct Writes<'a> {
     pub(super) db: &'a Database,
     durability: Durability<'a>,
+    /// Who writes: `None` a client, `Some(source)` a live-sync source, the one writer of
+    /// the namespaces it owns (`Database::set_owner`).
+    owner: Option<&'a str>,
 }
 
 impl<'a> Writes<'a> {
     pub(super) fn new(db: &'a Database, durability: Durability<'a>) -> Writes<'a> {
-        Writes { db, durability }
+        Writes { db, durability, owner: None }
+    }
+
+    /// These writes as live-sync source `owner`'s, the one writer of the namespaces it
+    /// owns.
+    pub fn as_owner(self, owner: &'a str) -> Writes<'a> {
+        Writes { owner: Some(owner), ..self }
+    }
+
+    /// `Error::ReadOnly` for a namespace owned by another writer than this one.
+    pub(super) fn check_owner(&self, namespace: &str) -> Result<()> {
+        let owners = self.db.owners.read();
+        match owners.get(namespace) {
+            Some(owner) if Some(owner.as_str()) != self.owner => {
+                Err(Error::ReadOnly { namespace: namespace.to_string(), owner: owner.clone() })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The database written to.
@@ -44,10 +64,21 @@ impl<'a> Writes<'a> {
         self.durability.settle(self.db.journal.ack(lsn))
     }
 
-    /// Runs `write` on a namespace's data under its write lock, after checking that the
-    /// journal takes writes; `write` applies the change and returns the lsn of its record,
-    /// which is settled once the lock is released.
+    /// Runs `write` on a namespace's data under its write lock, after checking that this
+    /// writer may change its documents and that the journal takes writes; `write`
+    /// applies the change and returns the lsn of its record, which is settled once the
+    /// lock is released.
     pub(super) fn write_namespace<T>(
+        &self,
+        name: &str,
+        write: impl FnOnce(&Namespace, &mut NamespaceData, Option<&dyn Journal>) -> Result<(T, Option<u64>)>,
+    ) -> Result<T> {
+        self.check_owner(name)?;
+        self.write_schema(name, write)
+    }
+
+    /// `write_namespace` for a change of indexes, which any writer may make.
+    fn write_schema<T>(
         &self,
         name: &str,
         write: impl FnOnce(&Namespace, &mut NamespaceData, Option<&dyn Journal>) -> Result<(T, Option<u64>)>,
@@ -72,6 +103,7 @@ impl<'a> Writes<'a> {
     pub fn create_namespace(&self, name: &str, indexes: Vec<IndexDef>) -> Result<()> {
         let db = self.db;
         db.check_name(name)?;
+        self.check_owner(name)?;
         if indexes.len() > db.limits.indexes_max {
             return Err(Error::LimitExceeded {
                 what: "indexes_max",
@@ -126,6 +158,7 @@ impl<'a> Writes<'a> {
     /// [`Database::drop_namespace`].
     pub fn drop_namespace(&self, name: &str) -> Result<()> {
         let db = self.db;
+        self.check_owner(name)?;
         db.journal.writable()?;
         let mut namespaces = db.namespaces.write();
         let namespace =
@@ -152,7 +185,7 @@ impl<'a> Writes<'a> {
     pub fn add_index(&self, name: &str, def: IndexDef) -> Result<()> {
         self.db.check_name(&def.name)?;
         let indexes_max = self.db.limits.indexes_max;
-        self.write_namespace(name, |namespace, data, journal| {
+        self.write_schema(name, |namespace, data, journal| {
             if data.indexes.len() >= indexes_max {
                 return Err(Error::LimitExceeded {
                     what: "indexes_max",
@@ -168,7 +201,7 @@ impl<'a> Writes<'a> {
 
     /// [`Database::drop_index`].
     pub fn drop_index(&self, name: &str, index: &str) -> Result<()> {
-        self.write_namespace(name, |namespace, data, journal| {
+        self.write_schema(name, |namespace, data, journal| {
             data.drop_index(index)?;
             namespace.bump_schema_version();
             Ok(((), journal.map(|journal| log::change(journal, &Change::DropIndex { namespace: name, index }))))
