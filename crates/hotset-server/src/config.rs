@@ -40,6 +40,10 @@ pub struct Config {
     pub threads: usize,
     pub limits: LimitsConfig,
     pub tls: TlsConfig,
+    /// Live-sync sources (`[[sources]]`): tables of PostgreSQL or MariaDB/MySQL followed
+    /// into namespaces. Stored in the data folder once declared, so a restart without this
+    /// file goes on following them.
+    pub sources: Vec<hotset_sync::Declaration>,
 }
 
 /// A listener's port: a number (0 picks a free one) or `off` (no listener). In TOML an
@@ -101,6 +105,7 @@ impl Default for Config {
             threads: 0,
             limits: LimitsConfig::default(),
             tls: TlsConfig::default(),
+            sources: Vec::new(),
         }
     }
 }

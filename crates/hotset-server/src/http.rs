@@ -24,15 +24,21 @@
 //! - `POST /api/v1/query` (namespace in the body), `POST /api/v1/namespaces/{ns}/query`
 //!   (the JSON DSL, `hotset_core::query::dsl`)
 //! - `POST /api/v1/sql` (the SQL text as the body; `hotset_sql`)
+//! - `POST /api/v1/sources` (a live-sync declaration), `GET /api/v1/sources`,
+//!   `GET|DELETE /api/v1/sources/{name}`, `POST /api/v1/sources/{name}/resync`; reads of
+//!   synced namespaces answer with `Hotset-Source-Position` and take `?after=source:pos`
+//!   (`http/sources.rs`)
 //! - `GET /metrics` (Prometheus text)
 //! - `GET /api/v1/openapi.json`: the OpenAPI 3.1 document of all of the above
 //!   (`openapi.json` beside this crate's Cargo.toml; `tests/openapi.rs` checks real
 //!   responses against it)
 
+mod sources;
+
 use crate::metrics;
 use crate::state::ServerState;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Query as UrlQuery, State};
+use axum::extract::{DefaultBodyLimit, Path, Query as UrlQuery, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -65,6 +71,9 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/api/v1/query", post(query))
         .route("/api/v1/sql", post(sql))
         .route("/api/v1/search", post(search))
+        .route("/api/v1/sources", get(sources::list).post(sources::declare))
+        .route("/api/v1/sources/{name}", get(sources::status).delete(sources::remove))
+        .route("/api/v1/sources/{name}/resync", post(sources::resync))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::map_response(errors_as_json))
@@ -418,13 +427,26 @@ fn named(refusal: Refusal, place: impl Fn(usize) -> String) -> ApiError {
 async fn get_item(
     State(state): AppState,
     Path((namespace, key)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let key = decode::key(key.as_bytes());
+    sources::wait(&state, &sources::after_in_url(raw.as_deref())?, None).await?;
+    let fresh = sources::freshness(&state, Some(&[namespace.as_str()]));
     match apply(&state, Request::Get { namespace: namespace.clone(), key: key.clone() }).await? {
-        Answer::Document(Some(doc)) => Ok(([(header::CONTENT_TYPE, "application/json")], doc.to_vec()).into_response()),
+        Answer::Document(Some(doc)) => {
+            Ok(with_freshness(([(header::CONTENT_TYPE, "application/json")], doc.to_vec()).into_response(), fresh))
+        }
         Answer::Document(None) => Err(ApiError::from(Error::NotFound { namespace, key: key.to_string() })),
         other => Err(unexpected(&other)),
     }
+}
+
+/// An answer with the freshness header, when it read synced namespaces.
+fn with_freshness(mut response: Response, fresh: Option<header::HeaderValue>) -> Response {
+    if let Some(fresh) = fresh {
+        response.headers_mut().insert(sources::POSITION_HEADER, fresh);
+    }
+    response
 }
 
 async fn delete_item(State(state): AppState, Path((namespace, key)): Path<(String, String)>) -> ApiResult {
@@ -434,17 +456,34 @@ async fn delete_item(State(state): AppState, Path((namespace, key)): Path<(Strin
     }
 }
 
-async fn query(State(state): AppState, body: Bytes) -> Result<Response, ApiError> {
-    run_query(state, None, body).await
+async fn query(State(state): AppState, RawQuery(raw): RawQuery, body: Bytes) -> Result<Response, ApiError> {
+    run_query(state, None, raw, body).await
 }
 
-async fn query_namespace(State(state): AppState, Path(ns): Path<String>, body: Bytes) -> Result<Response, ApiError> {
-    run_query(state, Some(ns), body).await
+async fn query_namespace(
+    State(state): AppState,
+    Path(ns): Path<String>,
+    RawQuery(raw): RawQuery,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    run_query(state, Some(ns), raw, body).await
 }
 
-async fn run_query(state: Arc<ServerState>, ns: Option<String>, body: Bytes) -> Result<Response, ApiError> {
-    let query = dsl::query_from_json(&json_body(&body, "the query", ErrorCode::BadQuery)?, ns.as_deref())?;
-    json_answer(apply(&state, Request::Query(query)).await?)
+async fn run_query(
+    state: Arc<ServerState>,
+    ns: Option<String>,
+    raw: Option<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let mut body = json_body(&body, "the query", ErrorCode::BadQuery)?;
+    let mut after = sources::take_after(&mut body)?;
+    after.extend(sources::after_in_url(raw.as_deref())?);
+    let query = dsl::query_from_json(&body, ns.as_deref())?;
+    sources::wait(&state, &after, query.timeout).await?;
+    let mut namespaces = vec![query.namespace.as_str()];
+    namespaces.extend(query.joins.iter().map(|join| join.query.namespace.as_str()));
+    let fresh = sources::freshness(&state, Some(&namespaces));
+    Ok(with_freshness(json_answer(apply(&state, Request::Query(query)).await?)?, fresh))
 }
 
 /// Full-text search across namespaces, merged by rank (`hotset_core::Search`).
@@ -455,9 +494,11 @@ async fn search(State(state): AppState, body: Bytes) -> Result<Response, ApiErro
 
 /// SQL text in, the statement's JSON answer out. A statement that cannot be parsed or is
 /// not supported answers 400 with where the problem is (`line`, `column`).
-async fn sql(State(state): AppState, body: Bytes) -> Result<Response, ApiError> {
+async fn sql(State(state): AppState, RawQuery(raw): RawQuery, body: Bytes) -> Result<Response, ApiError> {
     let text = std::str::from_utf8(&body).map_err(|_| bad_request("the SQL text is not UTF-8"))?;
-    json_answer(apply(&state, Request::Sql(text.to_string())).await?)
+    sources::wait(&state, &sources::after_in_url(raw.as_deref())?, None).await?;
+    let fresh = sources::freshness(&state, None);
+    Ok(with_freshness(json_answer(apply(&state, Request::Sql(text.to_string())).await?)?, fresh))
 }
 
 /// A query's, search's or SQL statement's answer as its JSON body.

@@ -32,8 +32,16 @@ pub fn serve(config: Config) -> Result<(), String> {
         .map_err(|e| format!("starting the runtime: {e}"))?;
     let listeners = runtime.block_on(Listeners::bind(&config))?;
     let store = open_store(&config)?;
-    let state = ServerState::new(store, config);
+    let state = ServerState::new(store, config, runtime.handle().clone());
+    // Sources start before the listeners serve: their namespaces are read-only to clients
+    // from the first request on.
+    let sources = state.config.sources.clone();
+    if let Some(refused) = runtime.block_on(async { state.syncs.start_all(sources) }).first() {
+        return Err(format!("[[sources]] in the config: {refused}"));
+    }
     let served = runtime.block_on(run(Arc::clone(&state), listeners, tls));
+    // The sources stop first, so no apply is half-way when the log closes.
+    runtime.block_on(state.syncs.shutdown());
     // Connections still open are dropped with the runtime; then the log is closed, so
     // every write that was acknowledged is on disk.
     runtime.shutdown_timeout(Duration::from_secs(5));

@@ -19,7 +19,9 @@ use std::time::Instant;
 /// Shared by all connections.
 pub struct ServerState {
     /// The database and its store, which every interface's requests are applied to.
-    pub engine: Engine,
+    pub engine: Arc<Engine>,
+    /// The live-sync sources following into it (started by `server` once it runs).
+    pub syncs: Arc<hotset_sync::Syncs>,
     pub config: Config,
     pub started: Instant,
     pub clients: Mutex<BTreeMap<u64, ClientInfo>>,
@@ -56,11 +58,14 @@ pub struct Stats {
 }
 
 impl ServerState {
-    pub fn new(store: Store, config: Config) -> Arc<ServerState> {
+    /// The state of a server on `store`; its sources' tasks will run on `runtime`.
+    pub fn new(store: Store, config: Config, runtime: tokio::runtime::Handle) -> Arc<ServerState> {
         let settings = Settings { query_timeout: config.query_time_limit() };
-        let engine = Engine::on_store(store, settings);
+        let engine = Arc::new(Engine::on_store(store, settings));
+        let syncs = hotset_sync::Syncs::new(Arc::clone(&engine), runtime);
         Arc::new(ServerState {
             engine,
+            syncs,
             config,
             started: Instant::now(),
             clients: Mutex::new(BTreeMap::new()),

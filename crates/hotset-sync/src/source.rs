@@ -11,8 +11,9 @@
 //!   user's privileges, that every declared table exists and has a primary key (or may use
 //!   its full row), and reads each table's columns. It changes nothing on the source.
 //! - `copy(&Declaration, &[TableInfo], tables: &[usize], &Sender<Event>) -> Result<Position>`:
-//!   a consistent copy of the listed tables (`CopyStart`, `Rows`..., `CopyDone` per
-//!   table); returns the position whose changes the copy holds all of, and none after.
+//!   a consistent copy of the listed tables (`CopyPoint` first, then `CopyStart`,
+//!   `Rows`..., `CopyDone` per table); returns the position whose changes the copy holds
+//!   all of, and none after (the one `CopyPoint` gave).
 //! - `stream(&Declaration, &[TableInfo], from: Position, &Sender<Event>, acked)`: every
 //!   committed transaction after `from` touching a declared table (`Transaction`), and
 //!   `Progress` when the stream passed a position with nothing to apply; returns only on an
@@ -179,6 +180,13 @@ pub struct Column {
 /// What a driver hands the runner, in source order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
+    /// The copy's snapshot is taken: the position it stands at, which `copy` returns too.
+    /// Sent before any table's rows, so the runner can record it before the copy ends
+    /// (what lets a copy cut short resume table by table).
+    CopyPoint {
+        /// The snapshot's position.
+        position: Position,
+    },
     /// The copy of a table begins.
     CopyStart {
         /// The table's index in the declaration.

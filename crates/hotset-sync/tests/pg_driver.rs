@@ -83,6 +83,7 @@ async fn the_copy_maps_every_type_and_the_stream_follows_it() {
     let (sender, mut events) = mpsc::channel(64);
     let from = pg::copy(&decl, &[0], &sender, true).await.unwrap();
     assert!(matches!(from, Position::Lsn(_)));
+    assert_eq!(next(&mut events).await, Event::CopyPoint { position: from.clone() });
     assert_eq!(next(&mut events).await, Event::CopyStart { table: 0, estimated_rows: 0 });
     let Event::Rows { table: 0, mut rows } = next(&mut events).await else { panic!("rows") };
     assert_eq!(next(&mut events).await, Event::CopyDone { table: 0 });

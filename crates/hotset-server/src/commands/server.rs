@@ -498,6 +498,24 @@ fn info_text(state: &ServerState, section: Option<&[u8]>) -> String {
             state.tls_handshake_failures(),
         );
     }
+    if wanted("sources") {
+        // Live-sync sources: one line each, as Redis writes its replicas.
+        text.push_str("# Sources\r\n");
+        for status in state.syncs.statuses() {
+            let state_name = serde_json::to_value(status.state).ok().and_then(|v| v.as_str().map(str::to_string));
+            let _ = write!(
+                text,
+                "source_{}:state={},position={},lag_ms={},pending_events={},transactions={}\r\n",
+                status.name,
+                state_name.unwrap_or_default(),
+                status.position.as_deref().unwrap_or("-"),
+                status.lag_ms.map_or("-".to_string(), |lag| lag.to_string()),
+                status.pending_events,
+                status.transactions,
+            );
+        }
+        text.push_str("\r\n");
+    }
     if wanted("keyspace") {
         text.push_str("# Keyspace\r\n");
         for name in state.db().keyspaces().list() {

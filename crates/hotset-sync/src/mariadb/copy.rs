@@ -32,6 +32,8 @@ pub async fn copy(
     conn.query_drop("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ").await.map_err(failed)?;
     conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(failed)?;
     let position = snapshot_position(decl, &mut conn).await?;
+    let point = Event::CopyPoint { position: position.clone() };
+    events.send(point).await.map_err(|_| SyncError::transient(format!("source {}: the sync stopped", decl.name)))?;
     for &index in which {
         let info = tables.iter().find(|t| t.index == index).unwrap_or_else(|| {
             panic!("copy of table {index}, which inspect did not return: the runner passes inspect's tables")

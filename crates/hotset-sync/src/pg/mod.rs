@@ -368,6 +368,8 @@ pub async fn copy(
         ))
         .await
         .map_err(|e| classify(decl, "opening the copy's snapshot", e))?;
+    let closed = || SyncError::transient(format!("source {}: the sync stopped", decl.name));
+    events.send(Event::CopyPoint { position: position.clone() }).await.map_err(|_| closed())?;
     for &index in which {
         copy_table(decl, &client, &tables[index], index, events).await?;
     }
@@ -620,10 +622,31 @@ pub async fn forget(decl: &Declaration) -> Result<(), SyncError> {
     let endpoint = endpoint(decl)?;
     let client = connect(decl, &endpoint).await?;
     let slot = slot_name(decl);
-    client
-        .execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", &[&slot])
-        .await
-        .map_err(|e| classify(decl, "dropping the replication slot", e))?;
+    // A stream just stopped may still hold the slot for a moment: end its sender (the
+    // same role may), then drop the slot once it is free.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        client
+            .execute(
+                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = $1 AND active",
+                &[&slot],
+            )
+            .await
+            .map_err(|e| classify(decl, "ending the slot's stream", e))?;
+        let dropped = client
+            .execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1",
+                &[&slot],
+            )
+            .await;
+        match dropped {
+            Ok(_) => break,
+            Err(e) if std::time::Instant::now() < deadline && e.to_string().contains("is active") => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => return Err(classify(decl, "dropping the replication slot", e)),
+        }
+    }
     client
         .batch_execute(&format!("DROP PUBLICATION IF EXISTS {}", quote(&publication_name(decl))))
         .await

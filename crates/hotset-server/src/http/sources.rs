@@ -1,0 +1,163 @@
+//! The live-sync part of the HTTP API: declaring, listing, removing and resyncing sources
+//! (`/api/v1/sources...`), the freshness header on answers from synced namespaces, and
+//! waiting for a source position before a read (`?after=source:position`, `"after"` in the
+//! query DSL).
+//!
+//! Owns: those routes' JSON shapes and statuses, the `Hotset-Source-Position` header's
+//! text. Never: sync semantics (`hotset_sync::Syncs` holds them).
+
+use super::{ApiError, ApiResult, AppState, bad_request};
+use crate::state::ServerState;
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use hotset_core::error::ErrorCode;
+use hotset_sync::{Declaration, Position};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The header naming, for each source an answer reflects, the position it reflects at
+/// least: `app=0/16B6C50`, several joined by `; ` (a GTID list has commas of its own).
+pub const POSITION_HEADER: &str = "hotset-source-position";
+
+/// How long a read waits for `after` when neither the query nor the server sets a limit.
+const WAIT_DEFAULT: Duration = Duration::from_secs(10);
+
+pub(super) async fn declare(State(state): AppState, body: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let decl: Declaration =
+        serde_json::from_slice(&body).map_err(|e| bad_request(format!("the source declaration: {e}")))?;
+    let status = state.syncs.declare(decl).await?;
+    Ok((StatusCode::CREATED, Json(json!(status))))
+}
+
+pub(super) async fn list(State(state): AppState) -> ApiResult {
+    Ok(Json(json!({"sources": state.syncs.statuses()})))
+}
+
+pub(super) async fn status(State(state): AppState, Path(name): Path<String>) -> ApiResult {
+    match state.syncs.status(&name) {
+        Some(status) => Ok(Json(json!(status))),
+        None => Err(ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, format!("source {name} does not exist"))),
+    }
+}
+
+pub(super) async fn remove(State(state): AppState, Path(name): Path<String>) -> Result<Response, ApiError> {
+    match state.syncs.remove(&name).await? {
+        None => Ok(StatusCode::NO_CONTENT.into_response()),
+        Some(warning) => Ok(Json(json!({"removed": name, "warning": warning})).into_response()),
+    }
+}
+
+pub(super) async fn resync(State(state): AppState, Path(name): Path<String>) -> Result<Response, ApiError> {
+    state.syncs.resync(&name).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"resync": name}))).into_response())
+}
+
+/// The `after` of a URL's query string: `after=app:0/16B6C50`, the parameter repeated or
+/// its pairs joined by `;`.
+pub(super) fn after_in_url(raw: Option<&str>) -> Result<Vec<(String, Position)>, ApiError> {
+    let mut wanted = Vec::new();
+    for pair in raw.unwrap_or_default().split('&') {
+        let Some(value) = pair.strip_prefix("after=") else { continue };
+        let value = percent_decode(value);
+        for one in value.split(';').filter(|one| !one.is_empty()) {
+            wanted.push(source_position(one)?);
+        }
+    }
+    Ok(wanted)
+}
+
+fn source_position(text: &str) -> Result<(String, Position), ApiError> {
+    let (source, position) = text
+        .split_once(':')
+        .ok_or_else(|| bad_request(format!("after={text}: write source:position, as app:0/16B6C50")))?;
+    let position = Position::parse(position)
+        .ok_or_else(|| bad_request(format!("after={text}: {position} is no source position")))?;
+    Ok((source.to_string(), position))
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match u8::from_str_radix(&text[i + 1..i + 3], 16) {
+                Ok(byte) => {
+                    out.push(byte);
+                    i += 3;
+                    continue;
+                }
+                Err(_) => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            byte => out.push(byte),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Takes `"after": {"app": "0/16B6C50"}` out of a query's JSON (the DSL proper does not
+/// know sources).
+pub(super) fn take_after(body: &mut Value) -> Result<Vec<(String, Position)>, ApiError> {
+    let Some(after) = body.as_object_mut().and_then(|object| object.remove("after")) else { return Ok(Vec::new()) };
+    let Value::Object(after) = after else {
+        return Err(bad_request("after: an object of source names to positions, as {\"app\": \"0/16B6C50\"}"));
+    };
+    after
+        .into_iter()
+        .map(|(source, position)| match position.as_str().and_then(Position::parse) {
+            Some(position) => Ok((source, position)),
+            None => Err(bad_request(format!("after.{source}: {position} is no source position"))),
+        })
+        .collect()
+}
+
+/// Waits until every source in `wanted` has applied its position; 504 past `limit` (the
+/// query's own limit, else the server's, else ten seconds).
+pub(super) async fn wait(
+    state: &Arc<ServerState>,
+    wanted: &[(String, Position)],
+    limit: Option<Duration>,
+) -> Result<(), ApiError> {
+    let limit = limit.or(state.config.query_time_limit()).unwrap_or(WAIT_DEFAULT);
+    for (source, position) in wanted {
+        if let Err(refusal) = state.syncs.wait_for(source, position, limit).await {
+            let mut error = ApiError::from(refusal);
+            if error.code == ErrorCode::Timeout {
+                error.status = StatusCode::GATEWAY_TIMEOUT;
+            }
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// The header for an answer over `namespaces` (`None`: any namespace, as for SQL text and
+/// searches, whose namespaces this layer does not read): every synced one's source with
+/// the position it has applied, read before the answer is computed.
+pub(super) fn freshness(state: &ServerState, namespaces: Option<&[&str]>) -> Option<HeaderValue> {
+    let mut pairs: Vec<String> = match namespaces {
+        Some(namespaces) => namespaces
+            .iter()
+            .filter_map(|namespace| state.syncs.freshness(namespace))
+            .filter_map(|(source, position)| Some(format!("{source}={}", position?)))
+            .collect(),
+        None => state
+            .syncs
+            .statuses()
+            .into_iter()
+            .filter_map(|status| Some(format!("{}={}", status.name, status.position?)))
+            .collect(),
+    };
+    pairs.sort();
+    pairs.dedup();
+    if pairs.is_empty() {
+        return None;
+    }
+    HeaderValue::from_str(&pairs.join("; ")).ok()
+}
