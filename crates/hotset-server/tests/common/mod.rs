@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+/// Live-sync helpers (sync_pg.rs, sync_mariadb.rs).
+pub mod sync;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -164,4 +167,64 @@ pub fn redis_cli(server: &Server, args: &[&str]) -> String {
         Command::new("redis-cli").args(["-p", server.resp_port()]).args(args).output().expect("running redis-cli");
     assert!(output.status.success(), "redis-cli {args:?}: {}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).unwrap()
+}
+
+/// An HTTP answer with its headers (names in lower case).
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Response {
+    /// The value of header `name` (any letter case), if it was sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
+    }
+
+    /// The body as JSON; panics with the body when it is not.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+/// `curl` with the answer's headers too.
+pub fn curl_full(server: &Server, method: &str, path: &str, body: Option<&[u8]>) -> Response {
+    let address = server.http.clone();
+    request_at(&address, method, path, body)
+        .unwrap_or_else(|error| panic!("curl {method} {path} on {address} failed: {error}"))
+}
+
+/// One HTTP request with curl to `address` (host:port), headers included; the curl error
+/// when there is no answer (a server that is down, for a test that restarts it).
+pub fn request_at(address: &str, method: &str, path: &str, body: Option<&[u8]>) -> Result<Response, String> {
+    let mut curl = Command::new("curl")
+        .args(["-s", "-S", "-D", "-", "-X", method, "-w", "\n%{http_code}", "-H", "content-type: application/json"])
+        // No `Expect: 100-continue` round trip (and no interim answer to skip) for large bodies.
+        .args(["-H", "Expect:"])
+        .args(if body.is_some() { vec!["--data-binary", "@-"] } else { vec![] })
+        .arg(format!("http://{address}{path}"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running curl");
+    if let Some(body) = body {
+        curl.stdin.take().unwrap().write_all(body).unwrap();
+    }
+    drop(curl.stdin.take());
+    let output = curl.wait_with_output().unwrap();
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    let text = String::from_utf8(output.stdout).unwrap();
+    let (rest, status) = text.rsplit_once('\n').unwrap();
+    let (head, body) = rest.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no header block in {rest:?}"));
+    let headers = head
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_string()))
+        .collect();
+    Ok(Response { status: status.parse().unwrap(), headers, body: body.to_string() })
 }
