@@ -25,7 +25,8 @@
 //!   (the JSON DSL, `hotset_core::query::dsl`)
 //! - `POST /api/v1/sql` (the SQL text as the body; `hotset_sql`)
 //! - `POST /api/v1/sources` (a live-sync declaration), `GET /api/v1/sources`,
-//!   `GET|DELETE /api/v1/sources/{name}`, `POST /api/v1/sources/{name}/resync`; reads of
+//!   `GET|PUT|DELETE /api/v1/sources/{name}` (PUT: a new declaration of it, tables added
+//!   are copied), `POST /api/v1/sources/{name}/resync`; reads of
 //!   synced namespaces answer with `Hotset-Source-Position` and take `?after=source:pos`
 //!   (`http/sources.rs`)
 //! - `GET /metrics` (Prometheus text)
@@ -72,7 +73,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/api/v1/sql", post(sql))
         .route("/api/v1/search", post(search))
         .route("/api/v1/sources", get(sources::list).post(sources::declare))
-        .route("/api/v1/sources/{name}", get(sources::status).delete(sources::remove))
+        .route("/api/v1/sources/{name}", get(sources::status).put(sources::redeclare).delete(sources::remove))
         .route("/api/v1/sources/{name}/resync", post(sources::resync))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(body_limit))

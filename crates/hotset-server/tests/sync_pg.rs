@@ -290,8 +290,7 @@ fn added_dropped_and_renamed_columns_follow_in_documents_written_after() {
 
 #[test]
 fn a_table_added_to_the_declaration_later_is_copied_then_streamed() {
-    // The API has no way to change a declaration but DELETE and declaring it again: this
-    // is that path, with the first table's namespace already there.
+    // PUT replaces the declaration: table a keeps its copy and streams on, b is copied.
     let pg = Postgres::start();
     pg.app(
         "CREATE TABLE a (id int PRIMARY KEY, v text); CREATE TABLE b (id int PRIMARY KEY, w int);
@@ -304,11 +303,15 @@ fn a_table_added_to_the_declaration_later_is_copied_then_streamed() {
     pg.app("UPDATE a SET v = 'changed' WHERE id <= 10");
     sync::wait_applied(&server, "a", &pg.position());
 
-    assert_eq!(curl_full(&server, "DELETE", &format!("/api/v1/sources/{SOURCE}"), None).status, 204);
+    let before = sync::status(&server, SOURCE)["transactions"].clone();
     pg.app("DELETE FROM a WHERE id = 100; INSERT INTO b VALUES (1000, 0)");
     let both = json!([{"table": "public.a", "namespace": "a"}, {"table": "public.b", "namespace": "b"}]);
-    declare(&server, &declaration(&pg, both));
+    let body = declaration(&pg, both).to_string();
+    let response = curl_full(&server, "PUT", &format!("/api/v1/sources/{SOURCE}"), Some(body.as_bytes()));
+    assert_eq!(response.status, 200, "{}", response.body);
     let streaming = sync::wait_streaming(&server);
+    assert_eq!(streaming["tables"][0]["rows_copied"], 0, "a is not copied again: {streaming}");
+    assert!(before.is_u64());
     assert_eq!(streaming["tables"].as_array().map(Vec::len), Some(2), "{streaming}");
     assert_same(&server, &pg, "a", "a", &["id", "v"], &["id"]);
     assert_same(&server, &pg, "b", "b", &["id", "w"], &["id"]);

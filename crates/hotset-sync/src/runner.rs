@@ -68,8 +68,25 @@ pub struct TableStatus {
 pub struct LastError {
     /// What failed, naming the cause.
     pub message: String,
-    /// When, in Unix milliseconds.
-    pub at_ms: u64,
+    /// When, RFC 3339 in UTC (`2026-11-28T05:52:57.493Z`).
+    pub at: String,
+}
+
+/// Unix milliseconds as RFC 3339 text in UTC.
+fn rfc3339(ms: u64) -> String {
+    let (days, rest) = ((ms / 86_400_000) as i64, ms % 86_400_000);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, milli) = (rest / 3_600_000, rest / 60_000 % 60, rest / 1000 % 60, rest % 1000);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
 }
 
 /// A source's status.
@@ -168,7 +185,7 @@ impl Shared {
         tracing::warn!(source = %self.decl.name, "{}", error.message);
         let mut status = self.status.lock();
         status.state = state;
-        status.last_error = Some(LastError { message: error.message.clone(), at_ms: now_ms() });
+        status.last_error = Some(LastError { message: error.message.clone(), at: rfc3339(now_ms()) });
     }
 
     /// Notes the position applied: visible from now on.
@@ -312,23 +329,68 @@ impl Syncs {
         if self.sources.lock().contains_key(&decl.name) {
             return Err(refusal(ErrorCode::AlreadyExists, format!("source {} exists", decl.name)));
         }
+        self.check(&decl).await?;
+        let bytes = serde_json::to_vec(&decl).expect("a declaration serialises");
+        self.store_declaration(&decl.name, Some(bytes))?;
+        let name = decl.name.clone();
+        self.launch(decl, false);
+        Ok(self.status(&name).expect("just launched"))
+    }
+
+    /// Replaces a source's declaration (its URL, tables, options): tables it had keep their
+    /// copy and stream on; a table added is copied, then streamed, without disturbing the
+    /// others; a table left out is no longer followed (its namespace stays, writable).
+    pub async fn redeclare(self: &Arc<Self>, decl: Declaration) -> Result<Status, Refusal> {
+        let old = self.sources.lock().get(&decl.name).map(|running| running.shared.decl.clone());
+        let Some(old) = old else {
+            return Err(refusal(ErrorCode::NotFound, format!("source {} does not exist", decl.name)));
+        };
+        self.check(&decl).await?;
+        let running = self.sources.lock().remove(&decl.name);
+        if let Some(running) = running {
+            running.shared.stop.send_replace(true);
+            let _ = running.task.await;
+        }
+        let kept: Vec<String> = (0..decl.tables.len()).map(|i| decl.namespace(i)).collect();
+        for i in 0..old.tables.len() {
+            let namespace = old.namespace(i);
+            if !kept.contains(&namespace) {
+                self.db().set_owner(&namespace, None);
+            }
+        }
+        let bytes = serde_json::to_vec(&decl).expect("a declaration serialises");
+        self.store_declaration(&decl.name, Some(bytes))?;
+        let name = decl.name.clone();
+        self.launch(decl, false);
+        Ok(self.status(&name).expect("just launched"))
+    }
+
+    /// Checks a declaration against its source and the database: refused naming the cause
+    /// when it cannot work, or when a namespace it names is another's or already holds
+    /// documents of its own.
+    async fn check(&self, decl: &Declaration) -> Result<(), Refusal> {
+        check_name(&decl.name)?;
         if decl.tables.is_empty() {
             return Err(refusal(ErrorCode::BadRequest, format!("source {}: declare at least one table", decl.name)));
         }
         let bad = |e: SyncError| refusal(ErrorCode::BadRequest, e.message);
         let tables = match decl.kind().map_err(bad)? {
-            Kind::Postgres => pg::inspect(&decl).await,
-            Kind::MySql => mariadb::inspect(&decl).await,
+            Kind::Postgres => pg::inspect(decl).await,
+            Kind::MySql => mariadb::inspect(decl).await,
         }
         .map_err(bad)?;
         for table in &tables {
-            namespace_indexes(&decl, table).map_err(bad)?;
+            namespace_indexes(decl, table).map_err(bad)?;
             let namespace = decl.namespace(table.index);
-            if let Some(owner) = self.db().owner(&namespace) {
-                return Err(refusal(
-                    ErrorCode::AlreadyExists,
-                    format!("namespace {namespace} already follows source {owner}"),
-                ));
+            match self.db().owner(&namespace) {
+                Some(owner) if owner == decl.name => continue,
+                Some(owner) => {
+                    return Err(refusal(
+                        ErrorCode::AlreadyExists,
+                        format!("namespace {namespace} already follows source {owner}"),
+                    ));
+                }
+                None => {}
             }
             if self.db().describe(&namespace).is_ok() {
                 return Err(refusal(
@@ -340,11 +402,7 @@ impl Syncs {
                 ));
             }
         }
-        let bytes = serde_json::to_vec(&decl).expect("a declaration serialises");
-        self.store_declaration(&decl.name, Some(bytes))?;
-        let name = decl.name.clone();
-        self.launch(decl, false);
-        Ok(self.status(&name).expect("just launched"))
+        Ok(())
     }
 
     /// Stops a source, removes what Hotset created on it (slot, publication) and forgets
@@ -821,5 +879,8 @@ mod tests {
         assert_eq!(field_type("double precision"), FieldType::Double);
         assert_eq!(field_type("boolean"), FieldType::Bool);
         assert_eq!(field_type("numeric(12,2)"), FieldType::String);
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_000 + 3_723_004), "2000-02-29T01:02:03.004Z");
+        assert_eq!(rfc3339(1_795_845_177_493), "2026-11-28T05:52:57.493Z");
     }
 }

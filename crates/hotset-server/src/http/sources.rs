@@ -33,6 +33,19 @@ pub(super) async fn declare(State(state): AppState, body: Bytes) -> Result<(Stat
     Ok((StatusCode::CREATED, Json(json!(status))))
 }
 
+pub(super) async fn redeclare(
+    State(state): AppState,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let decl: Declaration =
+        serde_json::from_slice(&body).map_err(|e| bad_request(format!("the source declaration: {e}")))?;
+    if decl.name != name {
+        return Err(bad_request(format!("the declaration names source {}, the path {name}", decl.name)));
+    }
+    Ok(Json(json!(state.syncs.redeclare(decl).await?)))
+}
+
 pub(super) async fn list(State(state): AppState) -> ApiResult {
     Ok(Json(json!({"sources": state.syncs.statuses()})))
 }
