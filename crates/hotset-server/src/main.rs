@@ -16,6 +16,7 @@ mod auth;
 mod client;
 mod commands;
 mod config;
+mod freshness;
 mod http;
 mod metrics;
 mod resp;
@@ -48,6 +49,12 @@ enum Command {
     },
     /// Prints a running server's state (INFO: server, clients, memory, persistence, keyspaces).
     Status {
+        #[command(flatten)]
+        server: ServerAddr,
+    },
+    /// Prints the live-sync sources of a running server: a line each with its state,
+    /// position applied, lag and transactions (INFO sources).
+    Sources {
         #[command(flatten)]
         server: ServerAddr,
     },
@@ -272,6 +279,8 @@ fn main() {
         Command::Sql { text, server } => client::call(&server.target(SQL_TIMEOUT_SECONDS), &["DOC.SQL", &text])
             .and_then(|reply| print_reply(&format!("{reply}\n"))),
         Command::Status { server } => client::call(&server.target(STATUS_TIMEOUT_SECONDS), &["INFO"])
+            .and_then(|reply| print_reply(&reply.to_string())),
+        Command::Sources { server } => client::call(&server.target(STATUS_TIMEOUT_SECONDS), &["INFO", "sources"])
             .and_then(|reply| print_reply(&reply.to_string())),
         Command::Import { file, ns, create_pk, server } => {
             let job = transfer::Import { file: &file, namespace: &ns, create_pk: create_pk.as_deref() };

@@ -223,7 +223,63 @@ pub fn render(state: &ServerState) -> String {
     );
     stats.resp_latency.render(&mut out, "hotset_request_duration_seconds", "protocol=\"resp\",");
     stats.http_latency.render(&mut out, "hotset_request_duration_seconds", "protocol=\"http\",");
+    sources(&mut out, state);
     out
+}
+
+/// The live-sync sources: the figures of their status, per source (and table).
+fn sources(out: &mut String, state: &ServerState) {
+    let statuses = state.syncs.statuses();
+    let families: [(&str, &str, &str, fn(&hotset_sync::Status) -> Option<u64>); 3] = [
+        (
+            "hotset_source_lag_ms",
+            "Commit on the source to visible in Hotset, for the last transaction applied (ms).",
+            "gauge",
+            |status| status.lag_ms,
+        ),
+        ("hotset_source_pending_events", "Events received from the source, not applied yet.", "gauge", |status| {
+            Some(status.pending_events)
+        }),
+        ("hotset_source_transactions_total", "Source transactions applied since start.", "counter", |status| {
+            Some(status.transactions)
+        }),
+    ];
+    for (name, help, kind, value) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for status in &statuses {
+            if let Some(value) = value(status) {
+                let _ = writeln!(out, "{name}{{source=\"{}\"}} {value}", escape(&status.name));
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "# HELP hotset_source_state What each source is doing (1 for its state).\n# TYPE hotset_source_state gauge"
+    );
+    for status in &statuses {
+        let name = serde_json::to_value(status.state).ok().and_then(|v| v.as_str().map(str::to_string));
+        let _ = writeln!(
+            out,
+            "hotset_source_state{{source=\"{}\",state=\"{}\"}} 1",
+            escape(&status.name),
+            name.unwrap_or_default()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP hotset_source_rows_copied Rows of a table copied by its latest copy.\n# TYPE hotset_source_rows_copied gauge"
+    );
+    for status in &statuses {
+        for table in &status.tables {
+            let _ = writeln!(
+                out,
+                "hotset_source_rows_copied{{source=\"{}\",table=\"{}\"}} {}",
+                escape(&status.name),
+                escape(&table.table),
+                table.rows_copied
+            );
+        }
+    }
 }
 
 /// One unlabelled series with its HELP and TYPE lines.

@@ -281,10 +281,37 @@ fn run_query(cx: &Ctx<'_>, name: &str, a: &[&[u8]], explain: bool, r: &mut Reply
             return Err(Refusal::bad_request(message).into());
         }
     };
-    let body = decode::json(body, "the query", ErrorCode::BadQuery)?;
+    let mut body = decode::json(body, "the query", ErrorCode::BadQuery)?;
+    let after = crate::freshness::take_after(&mut body)?;
     let mut query = dsl::query_from_json(&body, namespace.as_deref()).map_err(Refusal::from)?;
     query.explain |= explain;
-    json_answer(cx.apply(Request::Query(query))?, r);
+    if !after.is_empty() {
+        // Waiting holds this connection (as any blocking request does), not the I/O thread.
+        let state = cx.state;
+        let limit = query.timeout;
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(crate::freshness::wait(state, &after, limit))
+        })?;
+    }
+    let mut namespaces = vec![query.namespace.as_str()];
+    namespaces.extend(query.joins.iter().map(|join| join.query.namespace.as_str()));
+    let positions = crate::freshness::positions(cx.state, Some(&namespaces));
+    let answer = cx.apply(Request::Query(query))?;
+    match (answer, positions.is_empty()) {
+        (Answer::Query(result), false) => {
+            // The answer's JSON with `"positions": {"app": "0/16B6C50"}` as its last field.
+            let mut out = Vec::with_capacity(256 + result.items.len() * 128);
+            dsl::write_result_json(&result, &mut out);
+            let positions: serde_json::Map<String, serde_json::Value> =
+                positions.into_iter().map(|(source, position)| (source, position.into())).collect();
+            out.pop();
+            out.extend_from_slice(b",\"positions\":");
+            out.extend_from_slice(serde_json::Value::Object(positions).to_string().as_bytes());
+            out.push(b'}');
+            r.bulk(&out);
+        }
+        (answer, _) => json_answer(answer, r),
+    }
     Ok(())
 }
 

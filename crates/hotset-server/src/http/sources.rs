@@ -7,6 +7,7 @@
 //! text. Never: sync semantics (`hotset_sync::Syncs` holds them).
 
 use super::{ApiError, ApiResult, AppState, bad_request};
+use crate::freshness;
 use crate::state::ServerState;
 use axum::Json;
 use axum::body::Bytes;
@@ -22,9 +23,6 @@ use std::time::Duration;
 /// The header naming, for each source an answer reflects, the position it reflects at
 /// least: `app=0/16B6C50`, several joined by `; ` (a GTID list has commas of its own).
 pub const POSITION_HEADER: &str = "hotset-source-position";
-
-/// How long a read waits for `after` when neither the query nor the server sets a limit.
-const WAIT_DEFAULT: Duration = Duration::from_secs(10);
 
 pub(super) async fn declare(State(state): AppState, body: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
     let decl: Declaration =
@@ -114,63 +112,32 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Takes `"after": {"app": "0/16B6C50"}` out of a query's JSON (the DSL proper does not
-/// know sources).
+/// `freshness::take_after` for an HTTP body.
 pub(super) fn take_after(body: &mut Value) -> Result<Vec<(String, Position)>, ApiError> {
-    let Some(after) = body.as_object_mut().and_then(|object| object.remove("after")) else { return Ok(Vec::new()) };
-    let Value::Object(after) = after else {
-        return Err(bad_request("after: an object of source names to positions, as {\"app\": \"0/16B6C50\"}"));
-    };
-    after
-        .into_iter()
-        .map(|(source, position)| match position.as_str().and_then(Position::parse) {
-            Some(position) => Ok((source, position)),
-            None => Err(bad_request(format!("after.{source}: {position} is no source position"))),
-        })
-        .collect()
+    Ok(freshness::take_after(body)?)
 }
 
-/// Waits until every source in `wanted` has applied its position; 504 past `limit` (the
-/// query's own limit, else the server's, else ten seconds).
+/// Waits until every source in `wanted` has applied its position; 504 past the limit.
 pub(super) async fn wait(
     state: &Arc<ServerState>,
     wanted: &[(String, Position)],
     limit: Option<Duration>,
 ) -> Result<(), ApiError> {
-    let limit = limit.or(state.config.query_time_limit()).unwrap_or(WAIT_DEFAULT);
-    for (source, position) in wanted {
-        if let Err(refusal) = state.syncs.wait_for(source, position, limit).await {
-            let mut error = ApiError::from(refusal);
-            if error.code == ErrorCode::Timeout {
-                error.status = StatusCode::GATEWAY_TIMEOUT;
-            }
-            return Err(error);
+    freshness::wait(state, wanted, limit).await.map_err(|refusal| {
+        let mut error = ApiError::from(refusal);
+        if error.code == ErrorCode::Timeout {
+            error.status = StatusCode::GATEWAY_TIMEOUT;
         }
-    }
-    Ok(())
+        error
+    })
 }
 
-/// The header for an answer over `namespaces` (`None`: any namespace, as for SQL text and
-/// searches, whose namespaces this layer does not read): every synced one's source with
-/// the position it has applied, read before the answer is computed.
+/// The header for an answer over `namespaces` (see `freshness::positions`).
 pub(super) fn freshness(state: &ServerState, namespaces: Option<&[&str]>) -> Option<HeaderValue> {
-    let mut pairs: Vec<String> = match namespaces {
-        Some(namespaces) => namespaces
-            .iter()
-            .filter_map(|namespace| state.syncs.freshness(namespace))
-            .filter_map(|(source, position)| Some(format!("{source}={}", position?)))
-            .collect(),
-        None => state
-            .syncs
-            .statuses()
-            .into_iter()
-            .filter_map(|status| Some(format!("{}={}", status.name, status.position?)))
-            .collect(),
-    };
-    pairs.sort();
-    pairs.dedup();
+    let pairs = freshness::positions(state, namespaces);
     if pairs.is_empty() {
         return None;
     }
-    HeaderValue::from_str(&pairs.join("; ")).ok()
+    let text: Vec<String> = pairs.iter().map(|(source, position)| format!("{source}={position}")).collect();
+    HeaderValue::from_str(&text.join("; ")).ok()
 }

@@ -1,0 +1,60 @@
+//! Freshness of answers from synced namespaces, shared by HTTP and RESP: which source
+//! positions an answer reflects, and waiting for a position before a read (`after`).
+//!
+//! Owns: reading `"after"` out of a query's JSON, the wait's time limit, and the list of
+//! (source, position) pairs an answer carries. Never: sync semantics (`hotset_sync::Syncs`).
+
+use crate::state::ServerState;
+use hotset_core::error::ErrorCode;
+use hotset_ops::Refusal;
+use hotset_sync::Position;
+use serde_json::Value;
+use std::time::Duration;
+
+/// How long a read waits for `after` when neither the query nor the server sets a limit.
+const WAIT_DEFAULT: Duration = Duration::from_secs(10);
+
+/// Takes `"after": {"app": "0/16B6C50"}` out of a query's JSON (the DSL proper does not
+/// know sources).
+pub fn take_after(body: &mut Value) -> Result<Vec<(String, Position)>, Refusal> {
+    let Some(after) = body.as_object_mut().and_then(|object| object.remove("after")) else { return Ok(Vec::new()) };
+    let bad = |message: String| Refusal::request(ErrorCode::BadRequest, message);
+    let Value::Object(after) = after else {
+        return Err(bad("after: an object of source names to positions, as {\"app\": \"0/16B6C50\"}".into()));
+    };
+    after
+        .into_iter()
+        .map(|(source, position)| match position.as_str().and_then(Position::parse) {
+            Some(position) => Ok((source, position)),
+            None => Err(bad(format!("after.{source}: {position} is no source position"))),
+        })
+        .collect()
+}
+
+/// Waits until every source in `wanted` has applied its position; a `timeout` refusal
+/// past `limit` (the query's own, else the server's query limit, else ten seconds).
+pub async fn wait(state: &ServerState, wanted: &[(String, Position)], limit: Option<Duration>) -> Result<(), Refusal> {
+    let limit = limit.or(state.config.query_time_limit()).unwrap_or(WAIT_DEFAULT);
+    for (source, position) in wanted {
+        state.syncs.wait_for(source, position, limit).await?;
+    }
+    Ok(())
+}
+
+/// For an answer over `namespaces` (`None`: any namespace, as for SQL text and searches,
+/// whose namespaces this layer does not read): each synced one's source with the position
+/// it has applied, read before the answer is computed, so a lower bound of what the answer
+/// reflects. Sorted by source.
+pub fn positions(state: &ServerState, namespaces: Option<&[&str]>) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = match namespaces {
+        Some(namespaces) => namespaces
+            .iter()
+            .filter_map(|namespace| state.syncs.freshness(namespace))
+            .filter_map(|(source, position)| Some((source, position?.to_string())))
+            .collect(),
+        None => state.syncs.statuses().into_iter().filter_map(|status| Some((status.name, status.position?))).collect(),
+    };
+    pairs.sort();
+    pairs.dedup();
+    pairs
+}
