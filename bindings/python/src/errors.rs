@@ -16,6 +16,7 @@
 //! ├── LimitError            limit           over a configured limit
 //! ├── QueryTimeoutError     timeout         past the query's time limit
 //! ├── StorageError          storage, bad_change: the log or a snapshot cannot write or read
+//! ├── ReadOnlyError         read_only       a write to a namespace a live-sync source keeps
 //! ├── ConnectionError       the server cannot be reached or broke the connection
 //! │   └── AuthError         auth            the server wants a password, or refused it
 //! └── ClosedError           the database was closed
@@ -48,6 +49,12 @@ create_exception!(
     Error,
     "The log or a snapshot could not write or read: the write was not acknowledged."
 );
+create_exception!(
+    hotset,
+    ReadOnlyError,
+    Error,
+    "A write to a namespace that a live-sync source keeps: change the rows in the source database."
+);
 create_exception!(hotset, ConnectionError, Error, "The server could not be reached, or the connection broke.");
 create_exception!(hotset, AuthError, ConnectionError, "The server wants a password, or refused the one given.");
 create_exception!(hotset, ClosedError, Error, "The database (or client) was closed.");
@@ -64,6 +71,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("LimitError", py.get_type::<LimitError>())?;
     module.add("QueryTimeoutError", py.get_type::<QueryTimeoutError>())?;
     module.add("StorageError", py.get_type::<StorageError>())?;
+    module.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
     module.add("ConnectionError", py.get_type::<ConnectionError>())?;
     module.add("AuthError", py.get_type::<AuthError>())?;
     module.add("ClosedError", py.get_type::<ClosedError>())?;
@@ -107,6 +115,7 @@ fn class_of(code: ErrorCode, message: String) -> PyErr {
         ErrorCode::Limit => LimitError::new_err(message),
         ErrorCode::Timeout => QueryTimeoutError::new_err(message),
         ErrorCode::Storage | ErrorCode::BadChange => StorageError::new_err(message),
+        ErrorCode::ReadOnly => ReadOnlyError::new_err(message),
         ErrorCode::Auth => AuthError::new_err(message),
         _ => Error::new_err(message),
     }
@@ -147,7 +156,8 @@ pub fn engine(error: EngineError) -> PyErr {
         EngineError::UnknownNamespace { namespace }
         | EngineError::NamespaceExists { namespace }
         | EngineError::NoPrimaryKey { namespace }
-        | EngineError::InvalidName { name: namespace, .. } => vec![("namespace", Text(namespace))],
+        | EngineError::InvalidName { name: namespace, .. }
+        | EngineError::ReadOnly { namespace, .. } => vec![("namespace", Text(namespace))],
         EngineError::UnknownIndex { namespace, index } | EngineError::IndexExists { namespace, index } => {
             vec![("namespace", Text(namespace)), ("index", Text(index))]
         }

@@ -12,6 +12,7 @@ CLASS_OF_CODE = {
     "timeout": hotset.QueryTimeoutError,
     "storage": hotset.StorageError,
     "bad_change": hotset.StorageError,
+    "read_only": hotset.ReadOnlyError,
     "auth": hotset.AuthError,
     "bad_request": hotset.Error,
 }

@@ -285,6 +285,20 @@ def test_lines_that_are_not_json_are_classified_by_their_code_word_alone():
     fake.close()
 
 
+def test_a_write_to_a_synced_namespace_raises_read_only_error():
+    # Only a server has live sync, so only a client meets read_only: the server's JSON line
+    # is rebuilt as the engine's error, with the namespace it names.
+    message = "namespace 'people' follows source 'app' and is read-only: change the rows in the source database"
+    line = ("-READ_ONLY {\"code\":\"read_only\",\"error\":\"" + message +
+            "\",\"kind\":\"ReadOnly\",\"namespace\":\"people\",\"owner\":\"app\"}")
+    fake = FakeServer("+OK", [line])
+    db = hotset.connect(fake.url, timeout=10)
+    with pytest.raises(hotset.ReadOnlyError) as e:
+        db.namespaces()
+    assert (str(e.value), e.value.code, e.value.namespace) == (message, "read_only", "people")
+    fake.close()
+
+
 def test_a_server_without_json_errors_is_refused_at_connect():
     fake = FakeServer("-ERR unknown command 'DOC.ERRORS', with args beginning with: 'JSON'", [])
     with pytest.raises(hotset.ConnectionError, match="does not know DOC.ERRORS"):

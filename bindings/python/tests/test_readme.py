@@ -142,7 +142,7 @@ def run_sh(session, block):
 
 # What an error reply starts with: Redis' words and the code words of `DOC.*` errors.
 ERROR_WORDS = ("ERR", "(error)", "MISCONF", "NOT_FOUND", "ALREADY_EXISTS", "BAD_DOCUMENT", "BAD_QUERY", "SCHEMA",
-               "LIMIT", "TIMEOUT", "STORAGE", "BAD_CHANGE", "BAD_REQUEST")
+               "LIMIT", "TIMEOUT", "STORAGE", "BAD_CHANGE", "BAD_REQUEST", "READ_ONLY")
 
 
 def run_redis(session, block):

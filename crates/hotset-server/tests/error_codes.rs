@@ -4,7 +4,9 @@
 //! HTTP body's `"code"`. Nothing here reads an error's words, so a reworded message
 //! cannot pass or fail it; a code that drifts apart on one interface fails it.
 //! (`timeout`, `storage` and `bad_change` need a slow query, a failing disk or a damaged
-//! log: `disk_full.rs`, the storage crate's tests and the engine's own cover those.)
+//! log: `disk_full.rs`, the storage crate's tests and the engine's own cover those;
+//! `read_only` needs a live-sync source: `sync_pg.rs` checks it over HTTP and RESP,
+//! `openapi.rs` on every HTTP write route.)
 
 mod common;
 

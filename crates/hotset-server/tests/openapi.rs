@@ -5,8 +5,15 @@
 //! every documented operation is called, and each real answer's status, content type and
 //! body must be documented for that operation; every documented status and content type is
 //! seen in a real answer or listed in `NOT_TRIGGERED` with the reason; request bodies the
-//! server takes fit the documented request schema, and the shapes it refuses do not.
+//! server takes fit the documented request schema, and the shapes it refuses do not. The
+//! `Hotset-Source-Position` header, when an answer has it, is documented for that answer
+//! and fits its schema, and every answer documented with it is seen with it.
 //! Never: change the document or the server (it reads one and calls the other over HTTP).
+//!
+//! The live-sync calls (the sources API, `after`, the freshness header, writes refused as
+//! `read_only`) run against a second server that follows a throwaway PostgreSQL
+//! (hotset-testkit's `Postgres`); they wait for the source by polling its status under a
+//! deadline (`common::sync`), never by sleeping.
 //!
 //! The schema checker is written here for the JSON Schema 2020-12 keywords the document
 //! uses; a keyword it does not know fails the test instead of being ignored, so the
@@ -15,6 +22,8 @@
 mod common;
 
 use common::Server;
+use common::sync::{self, SOURCE, Source};
+use hotset_testkit::postgres::Postgres;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -57,7 +66,13 @@ const LOG_ONLY_503: &[&str] = &[
     "post /api/v1/namespaces/{ns}/items",
     "delete /api/v1/namespaces/{ns}/items/{key}",
     "post /api/v1/namespaces/{ns}/transaction",
+    "post /api/v1/sources",
+    "put /api/v1/sources/{name}",
+    "delete /api/v1/sources/{name}",
 ];
+/// The one response header the document describes: how fresh an answer from synced
+/// namespaces is.
+const POSITION_HEADER: &str = "Hotset-Source-Position";
 
 /// Resolves a local `$ref` (`#/components/...`).
 fn resolve<'a>(root: &'a Value, reference: &str) -> Result<&'a Value, String> {
@@ -280,6 +295,8 @@ fn check_body(root: &Value, schema: &Value, media_type: &str, body: &[u8]) -> Re
 struct Answer {
     status: u16,
     content_type: String,
+    /// The `Hotset-Source-Position` header ("" when the answer has none).
+    position: String,
     body: Vec<u8>,
 }
 
@@ -293,6 +310,12 @@ fn conforms(root: &Value, route: &str, method: &str, answer: &Answer) -> Result<
         .get(status.to_string())
         .ok_or(format!("{method} {route} answered {status}, which is not documented for it: {text}"))?;
     let response = followed(root, response)?;
+    if !answer.position.is_empty() {
+        let header = documented_header(root, response, POSITION_HEADER)
+            .ok_or(format!("{method} {route} {status}: header {POSITION_HEADER} is not documented"))?;
+        check(root, &followed(root, header)?["schema"], &Value::String(answer.position.clone()), POSITION_HEADER)
+            .map_err(|e| format!("{method} {route} {status}: {e}"))?;
+    }
     if answer.body.is_empty() && answer.content_type.is_empty() && response.get("content").is_none() {
         return Ok(String::new());
     }
@@ -305,6 +328,12 @@ fn conforms(root: &Value, route: &str, method: &str, answer: &Answer) -> Result<
     Ok(documented.clone())
 }
 
+/// The header `name` of a response (header names are case-insensitive).
+fn documented_header<'a>(root: &'a Value, response: &'a Value, name: &str) -> Option<&'a Value> {
+    let headers = followed(root, response).ok()?["headers"].as_object()?;
+    headers.iter().find(|(documented, _)| documented.eq_ignore_ascii_case(name)).map(|(_, header)| header)
+}
+
 /// Checks a request body of `media_type` against the operation's documented request body.
 fn request_conforms(root: &Value, route: &str, method: &str, media_type: &str, body: &[u8]) -> Result<(), String> {
     let request = followed(root, &root["paths"][route][method]["requestBody"])?;
@@ -313,10 +342,11 @@ fn request_conforms(root: &Value, route: &str, method: &str, media_type: &str, b
     check_body(root, schema, media_type, body).map_err(|e| format!("{method} {route} request: {e}"))
 }
 
-/// Sends one request with curl; the answer with its content type.
+/// Sends one request with curl; the answer with its content type and position header.
 fn send(server: &Server, method: &str, path: &str, body: Option<(&str, &[u8])>) -> Answer {
     let mut command = Command::new("curl");
-    command.args(["-s", "-S", "-X", method, "-w", "\n%{content_type}\n%{http_code}"]);
+    let written = format!("\n%header{{{POSITION_HEADER}}}\n%{{content_type}}\n%{{http_code}}");
+    command.args(["-s", "-S", "-X", method, "-w", &written]);
     if let Some((media_type, _)) = body {
         command.args(["-H", &format!("content-type: {media_type}"), "--data-binary", "@-"]);
     }
@@ -338,7 +368,10 @@ fn send(server: &Server, method: &str, path: &str, body: Option<(&str, &[u8])>) 
     let type_at = out.iter().rposition(|b| *b == b'\n').unwrap();
     let content_type = String::from_utf8(out[type_at + 1..].to_vec()).unwrap();
     out.truncate(type_at);
-    Answer { status, content_type, body: out }
+    let position_at = out.iter().rposition(|b| *b == b'\n').unwrap();
+    let position = String::from_utf8(out[position_at + 1..].to_vec()).unwrap();
+    out.truncate(position_at);
+    Answer { status, content_type, position, body: out }
 }
 
 /// What the documented request schema must say of a call's body.
@@ -361,26 +394,55 @@ struct Call {
     body: Option<(&'static str, Vec<u8>)>,
     status: u16,
     shape: Shape,
+    /// The error code the answer's body must have, when the status alone does not tell.
+    code: Option<&'static str>,
+}
+
+impl Call {
+    /// This call, whose answer's body must carry error code `code`.
+    fn coded(self, code: &'static str) -> Call {
+        Call { code: Some(code), ..self }
+    }
 }
 
 fn no_body(method: &'static str, route: &'static str, path: &str, status: u16) -> Call {
-    Call { route, method, path: path.to_string(), body: None, status, shape: Shape::Unchecked }
+    Call { route, method, path: path.to_string(), body: None, status, shape: Shape::Unchecked, code: None }
 }
 
 fn json_call(route: &'static str, path: &str, body: impl ToString, status: u16, shape: Shape) -> Call {
+    json_call_as("post", route, path, body, status, shape)
+}
+
+fn json_call_as(
+    method: &'static str,
+    route: &'static str,
+    path: &str,
+    body: impl ToString,
+    status: u16,
+    shape: Shape,
+) -> Call {
     let body = Some(("application/json", body.to_string().into_bytes()));
-    Call { route, method: "post", path: path.to_string(), body, status, shape }
+    Call { route, method, path: path.to_string(), body, status, shape, code: None }
 }
 
 fn sql(text: &str, status: u16) -> Call {
+    sql_at("/api/v1/sql", text, status)
+}
+
+/// SQL `text` sent to `path` (the SQL route with a query string).
+fn sql_at(path: &str, text: &str, status: u16) -> Call {
     let body = Some(("text/plain", text.as_bytes().to_vec()));
-    Call { route: "/api/v1/sql", method: "post", path: "/api/v1/sql".into(), body, status, shape: Shape::Fits }
+    Call { route: "/api/v1/sql", method: "post", path: path.into(), body, status, shape: Shape::Fits, code: None }
 }
 
 /// A body over the test server's limit, sent to `route` at `path`.
 fn too_large(route: &'static str, path: &str) -> Call {
+    too_large_as("post", route, path)
+}
+
+fn too_large_as(method: &'static str, route: &'static str, path: &str) -> Call {
     let body = format!("{{\"pad\": \"{}\"}}", "x".repeat(BODY_BYTES_MAX));
-    json_call(route, path, body, 413, Shape::Unchecked)
+    json_call_as(method, route, path, body, 413, Shape::Unchecked)
 }
 
 /// `count` index definitions: a primary key and typed store-only columns.
@@ -477,6 +539,7 @@ fn document_calls() -> Vec<Call> {
             body: Some(("application/x-ndjson", ndjson.into_bytes())),
             status: 200,
             shape: Fits,
+            code: None,
         },
         write("", array, 200, Fits),
         write("?mode=update", json!({"id": 31, "year": 2031}), 200, Fits),
@@ -593,13 +656,13 @@ fn big_namespace_calls() -> Vec<Call> {
     let ndjson: String = (0..200).map(|i| format!("{{\"id\":{i},\"below\":-1}}\n")).collect();
     let body = Some(("application/x-ndjson", ndjson.into_bytes()));
     let path = "/api/v1/namespaces/few/items".to_string();
-    calls.push(Call { route: ITEMS, method: "post", path, body, status: 200, shape: Shape::Fits });
+    calls.push(Call { route: ITEMS, method: "post", path, body, status: 200, shape: Shape::Fits, code: None });
     for batch in 0..100 {
         let ndjson: String =
             (batch * 1000..(batch + 1) * 1000).map(|i| format!("{{\"id\":{i},\"first\":\"f{i}\"}}\n")).collect();
         let body = Some(("application/x-ndjson", ndjson.into_bytes()));
         let path = "/api/v1/namespaces/big/items".to_string();
-        calls.push(Call { route: ITEMS, method: "post", path, body, status: 200, shape: Shape::Fits });
+        calls.push(Call { route: ITEMS, method: "post", path, body, status: 200, shape: Shape::Fits, code: None });
     }
     calls
 }
@@ -690,6 +753,175 @@ fn final_calls() -> Vec<Call> {
         no_body("delete", NAMESPACE, "/api/v1/namespaces/items", 200),
         no_body("delete", NAMESPACE, "/api/v1/namespaces/items", 404),
         no_body("delete", NAMESPACE, "/api/v1/namespaces/%ff", 400),
+    ]
+}
+
+const SOURCES: &str = "/api/v1/sources";
+const SOURCE_ROUTE: &str = "/api/v1/sources/{name}";
+const RESYNC: &str = "/api/v1/sources/{name}/resync";
+/// A position no source reaches while the test runs: waiting for it times out.
+const NEVER: &str = "FFFFFFFF/0";
+
+/// The live-sync calls, against a second server following a throwaway PostgreSQL (with a
+/// query time limit of a second, so a read waiting for a position never reached ends
+/// soon): the sources API, reads that wait for a position and say how fresh they are,
+/// writes refused as read-only, and last the removals (the second one with the source
+/// stopped, so it cannot be cleaned).
+fn sync_calls(root: &Value, config: &std::path::Path, seen: &mut Seen) {
+    let mut pg = Postgres::start();
+    pg.app(
+        "CREATE TABLE people (id int PRIMARY KEY, name text, city text);
+         INSERT INTO people VALUES (1, 'ann', 'Oslo'), (2, 'bo', 'Lima');
+         CREATE TABLE extra (id int PRIMARY KEY, v text); INSERT INTO extra VALUES (1, 'x');
+         CREATE TABLE spare (id int PRIMARY KEY); CREATE TABLE loose (v text);",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let config = config.to_str().unwrap();
+    let server = Server::start(&dir.path().join("data"), &["--config", config, "--query-timeout-ms", "1000"]);
+    run(root, &server, &declare_calls(&pg.url()), seen);
+    sync::wait_streaming(&server);
+    run(root, &server, &redeclare_calls(&pg.url()), seen);
+    sync::wait_streaming(&server);
+    pg.app("INSERT INTO people VALUES (3, 'cy', 'Oslo')");
+    let position = pg.position();
+    sync::wait_applied(&server, "people", &position);
+    run(root, &server, &synced_read_calls(&position), seen);
+    run(root, &server, &read_only_calls(), seen);
+    let resync = [
+        no_body("post", RESYNC, "/api/v1/sources/app/resync", 202),
+        no_body("post", RESYNC, "/api/v1/sources/nope/resync", 404).coded("not_found"),
+        no_body("post", RESYNC, "/api/v1/sources/%ff/resync", 400),
+    ];
+    run(root, &server, &resync, seen);
+    sync::wait_streaming(&server);
+    let removals = [
+        no_body("delete", SOURCE_ROUTE, "/api/v1/sources/app", 204),
+        no_body("delete", SOURCE_ROUTE, "/api/v1/sources/app", 404).coded("not_found"),
+        no_body("delete", SOURCE_ROUTE, "/api/v1/sources/%ff", 400),
+    ];
+    run(root, &server, &removals, seen);
+    pg.stop();
+    run(root, &server, &[no_body("delete", SOURCE_ROUTE, "/api/v1/sources/spare", 200)], seen);
+    server.stop();
+}
+
+/// Table `people` as the calls declare it: some columns, an index of the client's.
+fn people_table() -> Value {
+    json!({"table": "public.people", "namespace": "people", "columns": ["id", "name", "city"],
+           "indexes": [{"field": "city", "type": "string", "index": "tree", "collate": "utf8_ci"}]})
+}
+
+/// Sources declared, refused, listed and described.
+fn declare_calls(url: &str) -> Vec<Call> {
+    use Shape::*;
+    let declare = |body: Value, status, shape| json_call(SOURCES, SOURCES, body, status, shape);
+    let app = json!({"name": SOURCE, "url": url, "tables": [people_table()],
+                     "options": {"numeric": "exact", "time": "rfc3339", "slot": null, "publication": null}});
+    let spare = json!({"name": "spare", "url": url, "tables": [{"table": "spare", "full_row_identity": false}]});
+    let other = |tables: Value| json!({"name": "other", "url": url, "tables": tables});
+    let extra = json!([{"table": "public.extra"}]);
+    vec![
+        json_call(NAMESPACES, NAMESPACES, json!({"name": "own", "indexes": index_definitions(1)}), 201, Fits),
+        declare(app.clone(), 201, Fits),
+        declare(app, 409, Fits).coded("already_exists"),
+        declare(spare, 201, Fits),
+        declare(other(json!([{"table": "public.extra", "namespace": "people"}])), 409, Fits).coded("already_exists"),
+        declare(other(json!([{"table": "public.extra", "namespace": "own"}])), 409, Fits).coded("already_exists"),
+        declare(other(json!([{"table": "public.missing"}])), 400, Fits).coded("bad_request"),
+        declare(other(json!([{"table": "public.loose"}])), 400, Fits).coded("bad_request"),
+        declare(json!({"name": "bad name", "url": url, "tables": extra}), 400, Fits),
+        declare(json!({"name": "other", "url": "http://127.0.0.1/appdb", "tables": extra}), 400, Fits),
+        declare(other(json!([])), 400, Refused),
+        declare(json!({"name": "other", "tables": extra}), 400, Refused),
+        declare(other(json!([{"table": "public.extra", "colums": ["id"]}])), 400, Refused),
+        declare(json!({"name": "other", "url": url, "tables": extra, "options": {"numeric": "float"}}), 400, Refused),
+        json_call(SOURCES, SOURCES, "{oops", 400, Unchecked),
+        too_large(SOURCES, SOURCES),
+        no_body("get", SOURCES, SOURCES, 200),
+        no_body("get", SOURCE_ROUTE, "/api/v1/sources/app", 200),
+        no_body("get", SOURCE_ROUTE, "/api/v1/sources/nope", 404),
+        no_body("get", SOURCE_ROUTE, "/api/v1/sources/%ff", 400),
+    ]
+}
+
+/// A source's declaration replaced (a table added), and the replacements refused.
+fn redeclare_calls(url: &str) -> Vec<Call> {
+    use Shape::*;
+    let put = |path: &str, body: Value, status, shape| json_call_as("put", SOURCE_ROUTE, path, body, status, shape);
+    let both = |namespace: &str| json!({"name": SOURCE, "url": url, "tables": [people_table(), {"table": "public.extra", "namespace": namespace}]});
+    let at = "/api/v1/sources/app";
+    vec![
+        put(at, both("extra"), 200, Fits),
+        put(at, both("own"), 409, Fits).coded("already_exists"),
+        put(at, json!({"name": "other", "url": url, "tables": [people_table()]}), 400, Fits),
+        put(at, json!({"name": SOURCE, "url": url, "tables": []}), 400, Refused),
+        put("/api/v1/sources/nope", json!({"name": "nope", "url": url, "tables": [people_table()]}), 404, Fits),
+        put("/api/v1/sources/%ff", both("extra"), 400, Fits),
+        json_call_as("put", SOURCE_ROUTE, at, "{oops", 400, Unchecked),
+        too_large_as("put", SOURCE_ROUTE, at),
+    ]
+}
+
+/// Reads of the synced namespace: fresh (with the header), after `position` (in the URL,
+/// repeated and joined, and in the DSL), past the time limit, after an unknown source,
+/// after something that is no position.
+fn synced_read_calls(position: &str) -> Vec<Call> {
+    use Shape::*;
+    let after = format!("after={SOURCE}:{position}");
+    let never = format!("after={SOURCE}:{NEVER}");
+    let item = |query: &str, status| no_body("get", ITEM, &format!("/api/v1/namespaces/people/items/3{query}"), status);
+    let at = |query: &str, body: Value, status, shape| {
+        json_call(NAMESPACE_QUERY, &format!("/api/v1/namespaces/people/query{query}"), body, status, shape)
+    };
+    let query =
+        |query: &str, body: Value, status, shape| json_call(QUERY, &format!("{QUERY}{query}"), body, status, shape);
+    let select =
+        |query: &str, status| sql_at(&format!("/api/v1/sql{query}"), "SELECT * FROM people WHERE id = 3", status);
+    vec![
+        item("", 200),
+        item(&format!("?{after}"), 200),
+        item(&format!("?{after};{SOURCE}:{position}"), 200),
+        item(&format!("?{never}"), 504).coded("timeout"),
+        item("?after=nope:0/0", 404).coded("not_found"),
+        item("?after=app", 400).coded("bad_request"),
+        at(&format!("?{after}&{after}"), json!({"filter": [{"field": "id", "value": 3}]}), 200, Fits),
+        at("", json!({"after": {SOURCE: position}, "sort": "id"}), 200, Fits),
+        at("", json!({"timeout_ms": 200, "after": {SOURCE: NEVER}}), 504, Fits).coded("timeout"),
+        at("?after=nope:0/0", json!({}), 404, Fits).coded("not_found"),
+        at("?after=app:zz", json!({}), 400, Fits).coded("bad_request"),
+        at("", json!({"after": {SOURCE: 16}}), 400, Refused),
+        query("", json!({"namespace": "people", "after": {SOURCE: position}, "total": true}), 200, Fits),
+        query(&format!("?{never}"), json!({"namespace": "people", "timeout_ms": 200}), 504, Fits).coded("timeout"),
+        query("", json!({"namespace": "people", "after": {"nope": "0/0"}}), 404, Fits).coded("not_found"),
+        query("", json!({"namespace": "people", "after": "app:0/0"}), 400, Refused),
+        query("", json!({"namespace": "people", "after": {SOURCE: "zz"}}), 400, Fits),
+        select("", 200),
+        select(&format!("?{after}"), 200),
+        select(&format!("?{never}"), 504).coded("timeout"),
+        select("?after=nope:0/0", 404).coded("not_found"),
+        select("?after=app:zz", 400).coded("bad_request"),
+    ]
+}
+
+/// A write to the synced namespace on every route that writes documents or drops them:
+/// 409 `read_only`. Its indexes stay the client's.
+fn read_only_calls() -> Vec<Call> {
+    use Shape::*;
+    let create = json!({"name": "people", "indexes": index_definitions(1)});
+    let transaction = json!([{"op": "delete", "key": 1}]);
+    let by_name = json!({"field": "name", "type": "string", "name": "by_name"});
+    vec![
+        json_call(NAMESPACES, NAMESPACES, create, 409, Fits).coded("read_only"),
+        no_body("delete", NAMESPACE, "/api/v1/namespaces/people", 409).coded("read_only"),
+        no_body("post", TRUNCATE, "/api/v1/namespaces/people/truncate", 409).coded("read_only"),
+        json_call(ITEMS, "/api/v1/namespaces/people/items", json!({"id": 9}), 409, Fits).coded("read_only"),
+        no_body("delete", ITEM, "/api/v1/namespaces/people/items/1", 409).coded("read_only"),
+        json_call(TRANSACTION, "/api/v1/namespaces/people/transaction", transaction, 409, Fits).coded("read_only"),
+        sql("INSERT INTO people (id, name) VALUES (9, 'own')", 409).coded("read_only"),
+        sql("DELETE FROM people WHERE id = 1", 409).coded("read_only"),
+        sql("DROP TABLE people", 409).coded("read_only"),
+        json_call(INDEXES, "/api/v1/namespaces/people/indexes", by_name, 201, Fits),
+        no_body("delete", INDEX, "/api/v1/namespaces/people/indexes/by_name", 200),
     ]
 }
 
@@ -800,6 +1032,28 @@ fn documented_answers(root: &Value) -> BTreeSet<(String, String, String, String)
     answers
 }
 
+/// The (route, method, status, header) of every answer documented with a header.
+fn documented_headers(root: &Value) -> BTreeSet<(String, String, String, String)> {
+    let mut headers = BTreeSet::new();
+    for (route, method) in documented_operations(root) {
+        for (status, response) in root["paths"][&route][&method]["responses"].as_object().unwrap() {
+            let response = followed(root, response).unwrap();
+            for name in response["headers"].as_object().into_iter().flat_map(|headers| headers.keys()) {
+                headers.insert((route.clone(), method.clone(), status.clone(), name.clone()));
+            }
+        }
+    }
+    headers
+}
+
+/// What the calls have seen: documented (route, method, status, media type) answers, and
+/// (route, method, status, header) for the documented headers.
+#[derive(Default)]
+struct Seen {
+    answers: BTreeSet<(String, String, String, String)>,
+    headers: BTreeSet<(String, String, String, String)>,
+}
+
 /// Whether a documented answer is one no call is expected to trigger.
 fn not_triggered(route: &str, method: &str, status: &str, media_type: &str) -> bool {
     NEVER_TRIGGERED.contains(&status)
@@ -808,10 +1062,9 @@ fn not_triggered(route: &str, method: &str, status: &str, media_type: &str) -> b
 }
 
 /// Runs `calls` against the server: each answer's status must be the one expected and
-/// documented, its content type and body as documented, and its request body as `shape`
-/// says. Returns the documented answers seen.
-fn run(root: &Value, server: &Server, calls: &[Call]) -> BTreeSet<(String, String, String, String)> {
-    let mut seen = BTreeSet::new();
+/// documented, its content type, body and position header as documented, its error code
+/// the one expected, and its request body as `shape` says. Adds what it saw to `seen`.
+fn run(root: &Value, server: &Server, calls: &[Call], seen: &mut Seen) {
     for call in calls {
         let (route, method, path) = (call.route, call.method, &call.path);
         let body = call.body.as_ref().map(|(media_type, bytes)| (*media_type, bytes.as_slice()));
@@ -819,7 +1072,16 @@ fn run(root: &Value, server: &Server, calls: &[Call]) -> BTreeSet<(String, Strin
         let text = String::from_utf8_lossy(&answer.body);
         assert_eq!(answer.status, call.status, "{method} {path}: {text}");
         let media_type = conforms(root, route, method, &answer).unwrap_or_else(|problem| panic!("{path}: {problem}"));
-        seen.insert((route.to_string(), method.to_string(), answer.status.to_string(), media_type));
+        let status = answer.status.to_string();
+        seen.answers.insert((route.to_string(), method.to_string(), status.clone(), media_type));
+        if !answer.position.is_empty() {
+            assert_positions(&answer.position);
+            seen.headers.insert((route.to_string(), method.to_string(), status, POSITION_HEADER.to_string()));
+        }
+        if let Some(code) = call.code {
+            let error: Value = serde_json::from_slice(&answer.body).unwrap();
+            assert_eq!(error["code"], code, "{method} {path}: {text}");
+        }
         if let Some((media_type, bytes)) = body {
             let taken = (200..300).contains(&answer.status);
             assert!(!taken || call.shape == Shape::Fits, "{method} {path}: a request the server takes must be checked");
@@ -834,7 +1096,14 @@ fn run(root: &Value, server: &Server, calls: &[Call]) -> BTreeSet<(String, Strin
             }
         }
     }
-    seen
+}
+
+/// A `Hotset-Source-Position` value: `source=position` pairs joined by `; `.
+fn assert_positions(header: &str) {
+    for pair in header.split("; ") {
+        let (source, position) = pair.split_once('=').unwrap_or_else(|| panic!("{POSITION_HEADER}: {header}"));
+        assert!(!source.is_empty() && !position.is_empty(), "{POSITION_HEADER}: {header}");
+    }
 }
 
 #[test]
@@ -862,12 +1131,24 @@ fn the_document_matches_the_router_and_the_real_answers() {
             .into_iter()
             .flatten()
             .collect();
-    let seen = run(&root, &server, &calls);
+    let mut seen = Seen::default();
+    run(&root, &server, &calls, &mut seen);
+    // What no operation documents: an unknown route, and a known path's missing method.
+    let unknown = send(&server, "GET", "/api/v1/nothing-here", None);
+    assert_eq!((unknown.status, unknown.content_type.as_str()), (404, "application/json"));
+    check_body(&root, &json!({"$ref": "#/components/schemas/Error"}), "application/json", &unknown.body).unwrap();
+    let missing_method = send(&server, "PUT", "/api/v1/namespaces", None);
+    assert_eq!((missing_method.status, missing_method.content_type.as_str()), (405, "application/json"));
+    check_body(&root, &json!({"$ref": "#/components/schemas/Error"}), "application/json", &missing_method.body)
+        .unwrap();
+    server.stop();
+
+    sync_calls(&root, &config, &mut seen);
     let documented = documented_answers(&root);
     for documented_answer in &documented {
         let (route, method, status, media_type) = documented_answer;
         let listed = not_triggered(route, method, status, media_type);
-        let triggered = seen.contains(documented_answer);
+        let triggered = seen.answers.contains(documented_answer);
         let answer = format!("{method} {route} {status} {media_type}");
         assert!(
             triggered || listed,
@@ -879,16 +1160,10 @@ fn the_document_matches_the_router_and_the_real_answers() {
         let answer = (route.to_string(), method.to_string(), status.to_string(), media_type.to_string());
         assert!(documented.contains(&answer), "NOT_TRIGGERED lists {answer:?}, which is not documented");
     }
-
-    // What no operation documents: an unknown route, and a known path's missing method.
-    let unknown = send(&server, "GET", "/api/v1/nothing-here", None);
-    assert_eq!((unknown.status, unknown.content_type.as_str()), (404, "application/json"));
-    check_body(&root, &json!({"$ref": "#/components/schemas/Error"}), "application/json", &unknown.body).unwrap();
-    let missing_method = send(&server, "PUT", "/api/v1/namespaces", None);
-    assert_eq!((missing_method.status, missing_method.content_type.as_str()), (405, "application/json"));
-    check_body(&root, &json!({"$ref": "#/components/schemas/Error"}), "application/json", &missing_method.body)
-        .unwrap();
-    server.stop();
+    for (route, method, status, header) in documented_headers(&root) {
+        let answer = (route.clone(), method.clone(), status.clone(), header.clone());
+        assert!(seen.headers.contains(&answer), "{method} {route} {status} documents header {header}, never seen");
+    }
 }
 
 #[test]
@@ -937,6 +1212,7 @@ fn the_checker_refuses_what_does_not_match() {
     let answer = |status: u16, content_type: &str, body: &str| Answer {
         status,
         content_type: content_type.to_string(),
+        position: String::new(),
         body: body.as_bytes().to_vec(),
     };
     let json_answer = |status, body: &str| answer(status, "application/json", body);
@@ -964,6 +1240,14 @@ fn the_checker_refuses_what_does_not_match() {
         let problem = conforms(&root, route, method, &answer).unwrap_err();
         assert!(problem.contains(expected), "{problem} should say {expected}");
     }
+    // The position header only where it is documented.
+    let fresh = |route: &str, method: &str, position: &str, body: &str| {
+        let answer = Answer { position: position.to_string(), ..json_answer(200, body) };
+        conforms(&root, route, method, &answer)
+    };
+    assert!(fresh(QUERY, "post", "app=0/16B6C50", r#"{"items": []}"#).is_ok());
+    let undocumented = fresh(NAMESPACES, "get", "app=0/16B6C50", r#"{"items": []}"#).unwrap_err();
+    assert!(undocumented.contains("header Hotset-Source-Position is not documented"), "{undocumented}");
     let unknown = check(&root, &json!({"type": "string", "pattern": "^a"}), &json!("a"), "$").unwrap_err();
     assert!(unknown.contains("does not know schema keyword pattern"), "{unknown}");
     let dangling = check(&root, &json!({"$ref": "#/components/schemas/Nope"}), &json!(1), "$").unwrap_err();

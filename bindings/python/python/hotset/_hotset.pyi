@@ -6,8 +6,8 @@ from typing import Any, Iterable, Iterator, Literal, Optional, Sequence, Tuple, 
 
 __all__ = [
     "AlreadyExistsError", "AuthError", "ClosedError", "ConnectionError", "Database", "DocumentError", "Error",
-    "LimitError", "ManualClock", "NotFoundError", "Query", "QueryError", "QueryTimeoutError", "Result",
-    "SchemaError", "StorageError", "Transaction", "connect", "open",
+    "LimitError", "ManualClock", "NotFoundError", "Query", "QueryError", "QueryTimeoutError", "ReadOnlyError",
+    "Result", "SchemaError", "StorageError", "Transaction", "connect", "open",
 ]
 
 _Document = dict[str, Any]
@@ -182,7 +182,7 @@ class Error(Exception):
 
     code: Optional[str]
     """The stable code: ``not_found``, ``already_exists``, ``bad_document``, ``bad_query``,
-    ``schema``, ``limit``, ``timeout``, ``storage``, ``bad_change``, ``bad_request``."""
+    ``schema``, ``limit``, ``timeout``, ``storage``, ``bad_change``, ``bad_request``, ``read_only``."""
     namespace: Optional[str]
     index: Optional[str]
     field: Optional[str]
@@ -203,6 +203,7 @@ class QueryError(Error): ...
 class LimitError(Error): ...
 class QueryTimeoutError(Error): ...
 class StorageError(Error): ...
+class ReadOnlyError(Error): ...
 class ConnectionError(Error): ...
 class AuthError(ConnectionError): ...
 class ClosedError(Error): ...
