@@ -417,12 +417,24 @@ impl Backend {
         }
     }
 
-    pub fn query(&self, query: &Query) -> Outcome<Answer> {
+    /// A query; `after`: live-sync positions the server waits for before running it.
+    pub fn query(&self, query: &Query, after: &[(String, String)]) -> Outcome<Answer> {
         match self.engine()? {
+            Some(_) if !after.is_empty() => Err(Failure::Coded(
+                hotset_core::error::ErrorCode::NotFound,
+                format!("source {} does not exist: an embedded database follows no source", after[0].0),
+            )),
             Some(engine) => Ok(Answer::Local(engine.query(query)?)),
             None => {
-                let json = dsl::query_to_json(query).to_string();
-                Ok(Answer::Wire(self.call_bulk(&[b"DOC.QUERY", json.as_bytes()])?))
+                let mut json = dsl::query_to_json(query);
+                if !after.is_empty() {
+                    let positions: serde_json::Map<String, Value> = after
+                        .iter()
+                        .map(|(source, position)| (source.clone(), Value::from(position.as_str())))
+                        .collect();
+                    json["after"] = Value::Object(positions);
+                }
+                Ok(Answer::Wire(self.call_bulk(&[b"DOC.QUERY", json.to_string().as_bytes()])?))
             }
         }
     }

@@ -29,11 +29,13 @@ use std::sync::Arc;
 pub struct Query {
     backend: Arc<Backend>,
     pub query: hotset_core::Query,
+    /// Live-sync positions to wait for before the query runs (`after`): source, position.
+    after: Vec<(String, String)>,
 }
 
 impl Query {
     pub fn new(backend: Arc<Backend>, namespace: &str) -> Query {
-        Query { backend, query: hotset_core::Query::new(namespace) }
+        Query { backend, query: hotset_core::Query::new(namespace), after: Vec::new() }
     }
 }
 
@@ -330,11 +332,21 @@ impl Query {
         Query::join(slf, other, on, alias, "inner")
     }
 
+    /// Waits, before the query runs, until live-sync source `source` has applied its
+    /// stream up to `position` (`0/16B6C50` for PostgreSQL, a GTID list for MariaDB): read
+    /// your writes after a commit to the source database. A server only (an embedded
+    /// database follows no source); past the query's time limit it raises
+    /// `QueryTimeoutError`.
+    fn after<'py>(mut slf: PyRefMut<'py, Self>, source: String, position: String) -> PyRefMut<'py, Self> {
+        slf.after.push((source, position));
+        slf
+    }
+
     /// Runs the query (without holding the GIL) and returns its `Result`.
     fn execute(&self, py: Python<'_>) -> PyResult<QueryResult> {
         let backend = &self.backend;
-        let query = &self.query;
-        let answer = py.detach(|| backend.query(query)).map_err(failure)?;
+        let (query, after) = (&self.query, &self.after);
+        let answer = py.detach(|| backend.query(query, after)).map_err(failure)?;
         QueryResult::from_answer(py, answer)
     }
 
@@ -343,7 +355,8 @@ impl Query {
         let mut query = self.query.clone();
         query.explain = true;
         let backend = &self.backend;
-        let answer = py.detach(|| backend.query(&query)).map_err(failure)?;
+        let after = &self.after;
+        let answer = py.detach(|| backend.query(&query, after)).map_err(failure)?;
         QueryResult::from_answer(py, answer)
     }
 

@@ -16,9 +16,13 @@ use pyo3::types::{PyDict, PyList};
 /// `_rank` and, when asked, `_highlight` and `_snippet`); `total` is the number of
 /// matches when the query asked for it; `aggregations` one dict per aggregation asked;
 /// `explain` the plan and step timings when asked; `affected` what a SQL write or DDL
-/// statement changed. A result is a sequence of its items.
+/// statement changed; `positions` the live-sync position of each source whose namespaces
+/// the answer read (`{"app": "0/16B6C50"}`; empty without sources). A result is a sequence
+/// of its items.
 #[pyclass(frozen, module = "hotset", name = "Result")]
 pub struct QueryResult {
+    #[pyo3(get)]
+    positions: Py<PyDict>,
     #[pyo3(get)]
     items: Py<PyList>,
     #[pyo3(get)]
@@ -48,6 +52,7 @@ impl QueryResult {
                     None => None,
                 };
                 Ok(QueryResult {
+                    positions: PyDict::new(py).unbind(),
                     items: items.unbind(),
                     total: result.total.map(|t| t as u64),
                     aggregations: aggregations.unbind(),
@@ -63,6 +68,7 @@ impl QueryResult {
                     items.append(doc)?;
                 }
                 Ok(QueryResult {
+                    positions: PyDict::new(py).unbind(),
                     items: items.unbind(),
                     total: Some(result.total as u64),
                     aggregations: PyList::empty(py).unbind(),
@@ -84,7 +90,12 @@ impl QueryResult {
                 let number = |key: &str| -> PyResult<Option<u64>> {
                     answer.get_item(key)?.map(|value| value.extract::<u64>()).transpose()
                 };
+                let positions = match answer.get_item("positions")? {
+                    Some(value) => value.cast_into::<PyDict>()?.unbind(),
+                    None => PyDict::new(py).unbind(),
+                };
                 Ok(QueryResult {
+                    positions,
                     items: list("items")?,
                     total: number("total")?,
                     aggregations: list("aggregations")?,

@@ -206,3 +206,25 @@ def test_a_call_waiting_inside_rust_lets_other_python_threads_run():
         db.close()
         server.join(timeout=60)
         listener.close()
+
+
+def test_after_names_a_source_and_results_carry_positions(server, tmp_path):
+    # Without live-sync sources: a result's positions are empty, and waiting for a source
+    # that does not exist is a NotFoundError, from a server and embedded alike (the wait
+    # itself, against a real PostgreSQL, is in crates/hotset-server/tests/sync_pg.rs).
+    db = hotset.connect(server.url)
+    db.create_namespace("plain", indexes=[{"field": "id", "type": "int", "index": "hash", "pk": True}])
+    try:
+        db.upsert("plain", {"id": 1})
+        assert db.query("plain").execute().positions == {}
+        with pytest.raises(hotset.NotFoundError, match="source app does not exist"):
+            db.query("plain").after("app", "0/16B6C50").execute()
+        with pytest.raises(hotset.Error, match="no source position"):
+            db.query("plain").after("app", "not a position").execute()
+    finally:
+        db.drop_namespace("plain")
+    embedded = hotset.open(tmp_path)
+    embedded.create_namespace("plain", indexes=[{"field": "id", "type": "int", "index": "hash", "pk": True}])
+    assert embedded.query("plain").execute().positions == {}
+    with pytest.raises(hotset.NotFoundError, match="source app does not exist"):
+        embedded.query("plain").after("app", "0/16B6C50").execute()

@@ -227,10 +227,13 @@ pub fn render(state: &ServerState) -> String {
     out
 }
 
+/// A per-source series: name, help, type, and its value in a status.
+type SourceFamily = (&'static str, &'static str, &'static str, fn(&hotset_sync::Status) -> Option<u64>);
+
 /// The live-sync sources: the figures of their status, per source (and table).
 fn sources(out: &mut String, state: &ServerState) {
     let statuses = state.syncs.statuses();
-    let families: [(&str, &str, &str, fn(&hotset_sync::Status) -> Option<u64>); 3] = [
+    let families: [SourceFamily; 3] = [
         (
             "hotset_source_lag_ms",
             "Commit on the source to visible in Hotset, for the last transaction applied (ms).",

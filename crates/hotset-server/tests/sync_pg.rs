@@ -177,6 +177,17 @@ fn status_headers_and_info_report_the_source() {
     }
     assert_eq!(reads[0].json()["name"], "anne");
 
+    // Over RESP, DOC.QUERY's answer carries the positions and its DSL takes "after".
+    pg.app("UPDATE people SET name = 'bob' WHERE id = 2");
+    let position = pg.position();
+    let query = json!({"after": {SOURCE: position}, "filter": {"field": "id", "op": "=", "value": 2}});
+    let answer: String =
+        redis::cmd("DOC.QUERY").arg("people").arg(query.to_string()).query(&mut server.client()).expect("DOC.QUERY");
+    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["items"][0]["name"], "bob", "the query waited for the update: {answer}");
+    let seen = answer["positions"][SOURCE].as_str().unwrap_or_else(|| panic!("no positions: {answer}"));
+    assert!(sync::reached(seen, &position), "{seen} before {position}");
+
     let info = redis_cli(&server, &["INFO", "sources"]);
     assert!(info.contains("# Sources"), "{info}");
     let line =

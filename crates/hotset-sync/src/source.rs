@@ -213,8 +213,9 @@ pub enum Event {
         /// Where the stream resumes after this transaction (PostgreSQL: the commit's end
         /// LSN; MariaDB: the GTID list with this transaction's GTID).
         position: Position,
-        /// The commit's time on the source, Unix milliseconds, when the protocol says.
-        commit_time_ms: Option<i64>,
+        /// The commit's time on the source, Unix microseconds, when the protocol says
+        /// (PostgreSQL: to the microsecond; MariaDB's binlog: to the second).
+        commit_time_us: Option<i64>,
     },
     /// The stream has passed `position` with nothing to apply (a keepalive, a transaction
     /// on other tables).

@@ -56,8 +56,8 @@ impl Follower {
         let mut progress = Vec::new();
         loop {
             match self.next().await {
-                Event::Transaction { changes, position, commit_time_ms } => {
-                    assert!(commit_time_ms.is_some_and(|ms| ms > 1_600_000_000_000), "{commit_time_ms:?}");
+                Event::Transaction { changes, position, commit_time_us } => {
+                    assert!(commit_time_us.is_some_and(|us| us > 1_600_000_000_000_000), "{commit_time_us:?}");
                     return (changes, position, progress);
                 }
                 Event::Progress { position } => progress.push(position),

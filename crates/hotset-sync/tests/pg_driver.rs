@@ -112,8 +112,8 @@ async fn the_copy_maps_every_type_and_the_stream_follows_it() {
         let (decl, tables, sender) = (decl.clone(), tables.clone(), sender.clone());
         async move { pg::stream(&decl, &tables, from, &sender, acked).await }
     });
-    let Event::Transaction { changes, position, commit_time_ms } = next_change(&mut events).await else { panic!() };
-    assert!(commit_time_ms.is_some());
+    let Event::Transaction { changes, position, commit_time_us } = next_change(&mut events).await else { panic!() };
+    assert!(commit_time_us.is_some());
     assert_eq!(changes.len(), 2);
     let ChangeKind::Insert(row) = &changes[0].kind else { panic!("{changes:?}") };
     assert_eq!((row["id"].clone(), row["name"].clone()), (json!(3), json!("third")));

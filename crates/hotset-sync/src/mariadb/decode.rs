@@ -98,7 +98,7 @@ impl<'a> Decoder<'a> {
             gtid::ANNOTATE_ROWS_EVENT | gtid::BINLOG_CHECKPOINT_EVENT => return Ok(Outcome::Nothing),
             _ => {}
         }
-        let commit_time_ms = Some(header.timestamp() as i64 * 1000);
+        let commit_time_us = Some(header.timestamp() as i64 * 1_000_000);
         match event.read_data().map_err(|e| self.corrupt(&e.to_string()))? {
             Some(EventData::TableMapEvent(tme)) => {
                 let mapped = self.map_table(&tme)?;
@@ -109,8 +109,8 @@ impl<'a> Decoder<'a> {
                 self.rows(&rows)?;
                 Ok(Outcome::Nothing)
             }
-            Some(EventData::QueryEvent(query)) => Ok(self.query(&query.query(), &query.schema(), commit_time_ms)),
-            Some(EventData::XidEvent(_)) => Ok(self.end(commit_time_ms)),
+            Some(EventData::QueryEvent(query)) => Ok(self.query(&query.query(), &query.schema(), commit_time_us)),
+            Some(EventData::XidEvent(_)) => Ok(self.end(commit_time_us)),
             _ => Ok(Outcome::Nothing),
         }
     }
@@ -121,12 +121,12 @@ impl<'a> Decoder<'a> {
 
     /// A query event: a group's boundary, a TRUNCATE or ALTER of a declared table, or
     /// (a standalone group's) statement that ends its group.
-    fn query(&mut self, query: &str, schema: &str, commit_time_ms: Option<i64>) -> Outcome {
+    fn query(&mut self, query: &str, schema: &str, commit_time_us: Option<i64>) -> Outcome {
         let Some(group) = self.group.as_mut() else { return Outcome::Nothing };
         let statement = statement::classify(query, schema);
         match &statement {
             Statement::Begin => return Outcome::Nothing,
-            Statement::End => return self.end(commit_time_ms),
+            Statement::End => return self.end(commit_time_us),
             Statement::Truncate(database, table) => {
                 if let Some(&at) = self.by_name.get(&(database.clone(), table.clone())) {
                     group.changes.push(RowChange { table: self.tables[at].index, kind: ChangeKind::Truncate });
@@ -139,18 +139,18 @@ impl<'a> Decoder<'a> {
             }
             Statement::Other => {}
         }
-        if group.gtid.standalone() { self.end(commit_time_ms) } else { Outcome::Nothing }
+        if group.gtid.standalone() { self.end(commit_time_us) } else { Outcome::Nothing }
     }
 
     /// The group ends: its transaction, or progress when it touched no declared table.
-    fn end(&mut self, commit_time_ms: Option<i64>) -> Outcome {
+    fn end(&mut self, commit_time_us: Option<i64>) -> Outcome {
         let Some(group) = self.group.take() else { return Outcome::Nothing };
         let position = self.position.with_gtid(group.gtid.gtid);
         self.position = position.clone();
         let event = if group.changes.is_empty() {
             Event::Progress { position }
         } else {
-            Event::Transaction { changes: group.changes, position, commit_time_ms }
+            Event::Transaction { changes: group.changes, position, commit_time_us }
         };
         if group.altered.is_empty() { Outcome::Emit(event) } else { Outcome::RefreshThenEmit(group.altered, event) }
     }

@@ -507,7 +507,7 @@ pub async fn stream(
                         let event = if changes.is_empty() {
                             Event::Progress { position }
                         } else {
-                            Event::Transaction { changes, position, commit_time_ms: Some((commit_time_micros + PG_EPOCH_MICROS) / 1000) }
+                            Event::Transaction { changes, position, commit_time_us: Some(commit_time_micros + PG_EPOCH_MICROS) }
                         };
                         events.send(event).await.map_err(|_| closed())?;
                     }
