@@ -11,6 +11,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 IS_ROOT = os.geteuid() == 0
@@ -96,8 +97,10 @@ class MariaDb:
             if time.time() > deadline:
                 raise SystemExit("MariaDB did not start")
             time.sleep(0.1)
-        self.sql("CREATE DATABASE appdb; CREATE USER hotset@'%' IDENTIFIED BY 'pw'; "
-                 "GRANT ALL ON appdb.* TO hotset@'%'; GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO hotset@'%';")
+        # The install's anonymous ''@localhost would shadow hotset@'%' for local logins.
+        self.sql("DROP USER IF EXISTS ''@'localhost'; DROP USER IF EXISTS ''@'%'; CREATE DATABASE appdb; "
+                 "CREATE USER hotset@'%' IDENTIFIED BY 'pw'; GRANT ALL ON appdb.* TO hotset@'%'; "
+                 "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO hotset@'%';")
         self.url = f"mysql://hotset:pw@127.0.0.1:{self.port}/appdb"
 
     def load_profiles(self, tsv):
@@ -126,8 +129,11 @@ class MariaDb:
 def http(method, url, body=None):
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
-    with urllib.request.urlopen(request, timeout=600) as response:
-        return json.loads(response.read() or b"null")
+    try:
+        with urllib.request.urlopen(request, timeout=600) as response:
+            return json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        raise SystemExit(f"{method} {url}: {error.code} {error.read().decode()}") from None
 
 
 

@@ -55,13 +55,13 @@ INDEXES = [
 ]
 
 
-def hotset_copy(binary, work, name, source):
+def hotset_copy(binary, work, name, source, indexes=INDEXES):
     """Seconds from declaring the source to its status saying streaming."""
     hotset = Hotset(binary, work)
     try:
         table = "public.profiles" if name == "pg" else "appdb.profiles"
         decl = {"name": name, "url": source.url, "tables": [{"table": table, "namespace": "profiles",
-                                                              "indexes": INDEXES}]}
+                                                              "indexes": indexes}]}
         started = time.perf_counter()
         hotset.call("POST", "/api/v1/sources", decl)
         status = hotset.wait_state(name, "streaming")
@@ -79,6 +79,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--hotset", default=os.path.join(ROOT, "target/release/hotset"))
+    parser.add_argument("--no-indexes", action="store_true", help="the primary key only (what the indexes cost)")
     args = parser.parse_args()
     load_before = os.getloadavg()
     work = tempfile.mkdtemp(prefix="sync_copy.")
@@ -96,11 +97,12 @@ def main():
         for run_number in range(args.runs):
             for name, source in sources.items():
                 times[f"{name}_export"].append(source.export())
-                times[f"{name}_hotset"].append(hotset_copy(args.hotset, work, name, source))
+                indexes = [] if args.no_indexes else INDEXES
+                times[f"{name}_hotset"].append(hotset_copy(args.hotset, work, name, source, indexes))
                 print(f"run {run_number + 1} {name}: export {times[name + '_export'][-1]:.2f} s, "
                       f"hotset {times[name + '_hotset'][-1]:.2f} s", file=sys.stderr)
         medians = {key: statistics.median(values) for key, values in times.items()}
-        result = {"rows": ROWS, "runs": args.runs, "load_before": load_before, "load_after": os.getloadavg(),
+        result = {"rows": ROWS, "runs": args.runs, "indexes": not args.no_indexes, "load_before": load_before, "load_after": os.getloadavg(),
                   "seconds": medians, "all": times}
         for name in sources:
             result[f"{name}_hotset_rows_per_s"] = round(ROWS / medians[f"{name}_hotset"])
