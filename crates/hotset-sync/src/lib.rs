@@ -7,6 +7,7 @@
 //! group per copied batch or source transaction, with the source's position in it), or
 //! move a source's acknowledged position past what Hotset's log holds durably.
 
+pub mod civil;
 pub mod mariadb;
 pub mod pg;
 pub mod position;

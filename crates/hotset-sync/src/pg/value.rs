@@ -9,6 +9,7 @@
 //! The sessions that produce the text are set to `DateStyle=ISO`, `TimeZone=UTC`,
 //! `extra_float_digits=3` and `bytea_output=hex`, which is what this reads.
 
+use crate::civil::days_from_civil;
 use crate::source::{NumericMode, Options, TimeMode};
 use serde_json::{Number, Value};
 
@@ -164,16 +165,6 @@ fn same_decimal(a: &str, b: &str) -> bool {
         (negative && !zero, int, frac)
     }
     !a.contains(['e', 'E']) && !b.contains(['e', 'E']) && normal(a) == normal(b)
-}
-
-/// Days from 1970-01-01 to a civil date (proleptic Gregorian).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year - era * 400;
-    let doy = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 fn parse_date(text: &str) -> Option<(i64, i64, i64)> {
