@@ -52,7 +52,7 @@ pub fn positions(state: &ServerState, namespaces: Option<&[&str]>) -> Vec<(Strin
             .filter_map(|namespace| state.syncs.freshness(namespace))
             .filter_map(|(source, position)| Some((source, position?.to_string())))
             .collect(),
-        None => state.syncs.statuses().into_iter().filter_map(|status| Some((status.name, status.position?))).collect(),
+        None => state.syncs.positions().into_iter().map(|(source, position)| (source, position.to_string())).collect(),
     };
     pairs.sort();
     pairs.dedup();

@@ -249,6 +249,16 @@ impl Shared {
         }
     }
 
+    /// The status as of now; its figures derived from the running state (the position from
+    /// the applied watch, the delays' summary from their histogram) are filled in here,
+    /// not on every event.
+    fn status(&self) -> Status {
+        let mut status = self.status.lock().clone();
+        status.position = self.applied.borrow().as_ref().map(Position::to_string);
+        status.visible_ms = status.visible.summary();
+        status
+    }
+
     fn set_state(&self, state: SourceState) {
         self.status.lock().state = state;
     }
@@ -269,7 +279,6 @@ impl Shared {
             }
             newer
         });
-        self.status.lock().position = Some(position.to_string());
     }
 }
 
@@ -514,12 +523,22 @@ impl Syncs {
 
     /// A source's status.
     pub fn status(&self, name: &str) -> Option<Status> {
-        self.sources.lock().get(name).map(|running| running.shared.status.lock().clone())
+        self.sources.lock().get(name).map(|running| running.shared.status())
     }
 
     /// Every source's status, by name.
     pub fn statuses(&self) -> Vec<Status> {
-        self.sources.lock().values().map(|running| running.shared.status.lock().clone()).collect()
+        self.sources.lock().values().map(|running| running.shared.status()).collect()
+    }
+
+    /// Every source with the position it has applied (none yet: left out), by name:
+    /// what an answer read after this call reflects at least, whatever it read.
+    pub fn positions(&self) -> Vec<(String, Position)> {
+        let sources = self.sources.lock();
+        sources
+            .iter()
+            .filter_map(|(name, running)| Some((name.clone(), running.shared.applied.borrow().clone()?)))
+            .collect()
     }
 
     /// The source that keeps `namespace` and the position it has applied (what an answer
@@ -838,7 +857,6 @@ fn apply_stream(
                         let lag_us = now_us().saturating_sub(at.max(0) as u64);
                         status.lag_ms = Some(lag_us / 1000);
                         status.visible.record(lag_us);
-                        status.visible_ms = status.visible.summary();
                     }
                     last = Some(position);
                     applied += 1;

@@ -71,9 +71,10 @@ pub(super) async fn resync(State(state): AppState, Path(name): Path<String>) -> 
 /// its pairs joined by `;`.
 pub(super) fn after_in_url(raw: Option<&str>) -> Result<Vec<(String, Position)>, ApiError> {
     let mut wanted = Vec::new();
-    for pair in raw.unwrap_or_default().split('&') {
-        let Some(value) = pair.strip_prefix("after=") else { continue };
-        let value = percent_decode(value);
+    for (key, value) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+        if key != "after" {
+            continue;
+        }
         for one in value.split(';').filter(|one| !one.is_empty()) {
             wanted.push(source_position(one)?);
         }
@@ -88,28 +89,6 @@ fn source_position(text: &str) -> Result<(String, Position), ApiError> {
     let position = Position::parse(position)
         .ok_or_else(|| bad_request(format!("after={text}: {position} is no source position")))?;
     Ok((source.to_string(), position))
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => match u8::from_str_radix(&text[i + 1..i + 3], 16) {
-                Ok(byte) => {
-                    out.push(byte);
-                    i += 3;
-                    continue;
-                }
-                Err(_) => out.push(b'%'),
-            },
-            b'+' => out.push(b' '),
-            byte => out.push(byte),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `freshness::take_after` for an HTTP body.

@@ -27,45 +27,14 @@ pub enum Shape {
     TimestampTz,
     /// Text kept as it is (text, varchar, uuid, enums, time, intervals, unknown types).
     Text,
-    /// An array whose elements have the given shape.
-    Array(Element),
-}
-
-/// An array element's shape (arrays do not nest types: a 2-D int4 array is `_int4` too).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Element {
-    Bool,
-    Int,
-    Float,
-    Numeric,
-    Json,
-    Bytea,
-    Date,
-    Timestamp,
-    TimestampTz,
-    Text,
-}
-
-impl Element {
-    fn shape(self) -> Shape {
-        match self {
-            Element::Bool => Shape::Bool,
-            Element::Int => Shape::Int,
-            Element::Float => Shape::Float,
-            Element::Numeric => Shape::Numeric,
-            Element::Json => Shape::Json,
-            Element::Bytea => Shape::Bytea,
-            Element::Date => Shape::Date,
-            Element::Timestamp => Shape::Timestamp,
-            Element::TimestampTz => Shape::TimestampTz,
-            Element::Text => Shape::Text,
-        }
-    }
+    /// An array whose elements have the given shape (never an array: arrays do not nest
+    /// types, a 2-D int4 array is `_int4` too).
+    Array(&'static Shape),
 }
 
 /// The shape of a built-in type by OID (`pg_type.oid`); anything else is text.
 pub fn shape(oid: u32) -> Shape {
-    use Element as E;
+    use Shape as E;
     match oid {
         16 => Shape::Bool,
         20 | 21 | 23 | 26 => Shape::Int,
@@ -76,17 +45,17 @@ pub fn shape(oid: u32) -> Shape {
         1082 => Shape::Date,
         1114 => Shape::Timestamp,
         1184 => Shape::TimestampTz,
-        1000 => Shape::Array(E::Bool),
-        1005 | 1007 | 1016 | 1028 => Shape::Array(E::Int),
-        1021 | 1022 => Shape::Array(E::Float),
-        1231 => Shape::Array(E::Numeric),
-        199 | 3807 => Shape::Array(E::Json),
-        1001 => Shape::Array(E::Bytea),
-        1182 => Shape::Array(E::Date),
-        1115 => Shape::Array(E::Timestamp),
-        1185 => Shape::Array(E::TimestampTz),
+        1000 => Shape::Array(&E::Bool),
+        1005 | 1007 | 1016 | 1028 => Shape::Array(&E::Int),
+        1021 | 1022 => Shape::Array(&E::Float),
+        1231 => Shape::Array(&E::Numeric),
+        199 | 3807 => Shape::Array(&E::Json),
+        1001 => Shape::Array(&E::Bytea),
+        1182 => Shape::Array(&E::Date),
+        1115 => Shape::Array(&E::Timestamp),
+        1185 => Shape::Array(&E::TimestampTz),
         // text, varchar, bpchar, name, uuid, time, timetz, interval... arrays
-        1009 | 1015 | 1014 | 1003 | 2951 | 1183 | 1270 | 1187 => Shape::Array(E::Text),
+        1009 | 1015 | 1014 | 1003 | 2951 | 1183 | 1270 | 1187 => Shape::Array(&E::Text),
         _ => Shape::Text,
     }
 }
@@ -117,7 +86,7 @@ pub fn to_json(text: &str, shape: Shape, options: &Options, key: bool) -> Value 
         Shape::Timestamp | Shape::TimestampTz => timestamp(text, options.time),
         Shape::Text => Value::String(text.to_string()),
         Shape::Array(element) => match parse_array(text) {
-            Some(items) => array_json(items, element.shape(), options),
+            Some(items) => array_json(items, *element, options),
             None => Value::String(text.to_string()),
         },
     }
