@@ -199,3 +199,51 @@ fn an_owned_namespace_is_read_only_to_every_other_writer() {
     db.set_owner("orders", None);
     db.insert("orders", &json!({"id": 4})).unwrap();
 }
+
+#[test]
+fn stored_documents_are_kept_as_given_checked_and_logged_like_any_write() {
+    let db = Database::with_limits(hotset_core::Limits { document_bytes_max: 64, ..Default::default() });
+    let journal = Arc::new(MemJournal::default());
+    db.attach_journal(journal.clone());
+    db.create_namespace(
+        "lines",
+        vec![IndexDef::hash("id", FieldType::Int).pk(), IndexDef::tree("order", FieldType::Int)],
+    )
+    .unwrap();
+    let stored = |text: &str| -> Arc<[u8]> { Arc::from(text.as_bytes()) };
+
+    let mut group = db.group();
+    group.upsert_stored("lines", stored(r#"{"id":10,"order":1,"note":"a\"b"}"#)).unwrap();
+    group.upsert_stored("lines", stored(r#"{"id":11,"order":2}"#)).unwrap();
+    // An upsert: the same key again replaces the document.
+    group.upsert_stored("lines", stored(r#"{"id":11,"order":1}"#)).unwrap();
+    assert_eq!(group.commit().unwrap(), 3);
+    assert_eq!(count(&db, "lines"), 2);
+    let doc = db.get("lines", &json!(10)).unwrap().expect("stored");
+    assert_eq!(&doc[..], br#"{"id":10,"order":1,"note":"a\"b"}"#, "kept byte for byte");
+    let order_one = Query::new("lines").where_("order", Op::Eq, json!(1));
+    assert_eq!(db.query(&order_one).unwrap().items.len(), 2, "indexed like any write");
+
+    // Each refusal names its cause and leaves nothing of its group applied.
+    let refused = |text: &str| {
+        let mut group = db.group();
+        group.upsert_stored("lines", stored(r#"{"id":12,"order":3}"#)).unwrap();
+        group.upsert_stored("lines", stored(text)).unwrap();
+        let failure = group.commit().expect_err(text);
+        assert_eq!(failure.at, Some(("lines".to_string(), 1)), "{text}");
+        assert!(db.get("lines", &json!(12)).unwrap().is_none(), "{text}: rolled back");
+        failure.error
+    };
+    assert!(matches!(refused(r#"{"id":13,"order":"#), Error::InvalidJson { .. }));
+    assert!(matches!(refused("[1,2]"), Error::NotAnObject { .. }));
+    assert!(matches!(refused(r#"{"id":13,"order":"three"}"#), Error::WrongType { .. }));
+    let large = format!(r#"{{"id":13,"order":3,"note":"{}"}}"#, "x".repeat(64));
+    assert!(matches!(refused(&large), Error::LimitExceeded { what: "document_bytes_max", .. }));
+
+    // Logged like any write: replayed, the log gives the same namespace.
+    let replica = Database::new();
+    for (_, payload) in journal.records_from(0) {
+        replica.apply_change(&payload, Format::CURRENT, Replay::Exact).unwrap();
+    }
+    assert_eq!(dump(&replica), dump(&db));
+}

@@ -28,6 +28,55 @@ use serde_json::Value;
 /// A row (or document) as a driver maps it: column name to JSON value.
 pub type Row = serde_json::Map<String, Value>;
 
+/// A copied row as the document it becomes, in the engine's stored form (minified JSON of
+/// one object, the columns in the table's order: what `Group::upsert_stored` takes). The
+/// copy builds these straight from the source's rows: no `Row` tree per row, and nothing
+/// for the apply to encode.
+pub type Document = std::sync::Arc<[u8]>;
+
+/// Builds a copy's documents one row at a time: the column names are written as JSON keys
+/// once per table; each row's values are appended in column order.
+pub(crate) struct DocumentWriter {
+    keys: Vec<Vec<u8>>,
+    buffer: Vec<u8>,
+    next: usize,
+}
+
+impl DocumentWriter {
+    pub(crate) fn new<'a>(names: impl IntoIterator<Item = &'a str>) -> DocumentWriter {
+        let keys = names
+            .into_iter()
+            .map(|name| {
+                let mut key = serde_json::to_vec(name).expect("a string serialises");
+                key.push(b':');
+                key
+            })
+            .collect();
+        DocumentWriter { keys, buffer: vec![b'{'], next: 0 }
+    }
+
+    /// Starts the next column's value: the text after it must be one JSON value.
+    pub(crate) fn field(&mut self) -> &mut Vec<u8> {
+        assert!(self.next < self.keys.len(), "a row has no more columns than the table");
+        if self.next > 0 {
+            self.buffer.push(b',');
+        }
+        self.buffer.extend_from_slice(&self.keys[self.next]);
+        self.next += 1;
+        &mut self.buffer
+    }
+
+    /// Ends the row (every column written) and returns its document.
+    pub(crate) fn finish(&mut self) -> Document {
+        assert_eq!(self.next, self.keys.len(), "a row has every column of the table");
+        self.buffer.push(b'}');
+        let document = Document::from(&self.buffer[..]);
+        self.buffer.truncate(1);
+        self.next = 0;
+        document
+    }
+}
+
 /// A source as the user declares it (`[[sources]]` in the config, `POST /api/v1/sources`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -198,8 +247,8 @@ pub enum Event {
     Rows {
         /// The table's index in the declaration.
         table: usize,
-        /// The rows, mapped.
-        rows: Vec<Row>,
+        /// The rows, mapped, as documents in their stored form.
+        docs: Vec<Document>,
     },
     /// Every row of the table has been sent.
     CopyDone {

@@ -32,6 +32,8 @@ enum Operation {
     /// then holds its documents in their compact form, not as trees several times their
     /// size (a client library collecting 100k documents holds 50 MB, not 130).
     WriteJson(Vec<u8>, WriteMode),
+    /// An upsert of a document in its stored form (`NamespaceData::upsert_shared`).
+    UpsertStored(std::sync::Arc<[u8]>),
     Delete(Value),
     /// An insert that, when the key is already stored, does what the conflict action says.
     InsertOr(Value, OnConflict),
@@ -150,6 +152,7 @@ fn apply_all(
             Operation::WriteJson(json, mode) => {
                 crate::doc::parse_object(json).and_then(|doc| data.write(&doc, *mode)).map(Some)
             }
+            Operation::UpsertStored(stored) => data.upsert_shared(stored.clone()).map(Some),
             Operation::Delete(key) => data.delete_key(key),
             Operation::InsertOr(doc, conflict) => data.insert_or(doc, conflict).inspect(|undo| {
                 ignored += usize::from(undo.is_none());
@@ -238,6 +241,13 @@ impl<'a> Group<'a> {
     /// Adds a write of a document given as JSON text (an object).
     pub fn write_json(&mut self, namespace: &str, json: Vec<u8>, mode: WriteMode) -> Result<()> {
         self.push(namespace, Operation::WriteJson(json, mode))
+    }
+    /// Adds an upsert of a document in its stored form: minified JSON of one object, as
+    /// `doc::encode` writes it (checked as JSON, an object and within the size limit, then
+    /// kept as given: not parsed whole nor encoded again, which is what makes a bulk copy
+    /// cheap).
+    pub fn upsert_stored(&mut self, namespace: &str, stored: std::sync::Arc<[u8]>) -> Result<()> {
+        self.push(namespace, Operation::UpsertStored(stored))
     }
     /// Adds a delete by key (a missing key is no error).
     pub fn delete(&mut self, namespace: &str, key: Value) -> Result<()> {

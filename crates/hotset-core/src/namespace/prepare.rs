@@ -58,6 +58,11 @@ impl NamespaceData {
 
     /// Prepares a stored document against this namespace's schema in place.
     pub(crate) fn prepare_stored(&self, stored: &[u8]) -> Result<Prepared> {
+        self.prepare_shared(Arc::from(stored))
+    }
+
+    /// `prepare_stored` of bytes already shared: kept as they are, not copied.
+    pub(crate) fn prepare_shared(&self, stored: Arc<[u8]>) -> Result<Prepared> {
         let pk = self.pk();
         let owner = |column: usize| self.column_owner(column);
         let schema = Schema {
@@ -79,6 +84,7 @@ impl NamespaceData {
 impl Extractor {
     /// Prepares a stored document against the schema copied into this extractor.
     pub(crate) fn prepare(&self, stored: &[u8]) -> Result<Prepared> {
+        let stored: Arc<[u8]> = Arc::from(stored);
         let owner = |column: usize| self.owners[column].clone();
         let schema = Schema {
             namespace: &self.namespace,
@@ -96,15 +102,15 @@ impl Extractor {
 ///
 /// Only the top-level fields some index reads are built (`doc::parse_fields`): an upsert
 /// needs nothing else from the parsed document.
-fn prepare<S: SpecSlot>(schema: &Schema<'_, S>, stored: &[u8]) -> Result<Prepared> {
+fn prepare<S: SpecSlot>(schema: &Schema<'_, S>, stored: Arc<[u8]>) -> Result<Prepared> {
     let columns = schema.columns;
     let indexed = |name: &str| columns.iter().filter_map(SpecSlot::spec).any(|c| c.path.parts()[0].as_ref() == name);
-    let values = match doc::parse_fields(stored, &indexed) {
+    let values = match doc::parse_fields(&stored, &indexed) {
         Some(fields) => extract(&fields, columns, schema.owner)?,
         // Not one object: the full parse names what is wrong.
         None => {
             let doc: Value =
-                serde_json::from_slice(stored).map_err(|e| Error::InvalidJson { reason: e.to_string() })?;
+                serde_json::from_slice(&stored).map_err(|e| Error::InvalidJson { reason: e.to_string() })?;
             if !doc.is_object() {
                 return Err(Error::NotAnObject { found: crate::error::json_kind(&doc) });
             }
@@ -112,5 +118,5 @@ fn prepare<S: SpecSlot>(schema: &Schema<'_, S>, stored: &[u8]) -> Result<Prepare
         }
     };
     let key = pk_key_of(schema.namespace, schema.pk_columns, schema.pk_fields, &values)?;
-    Ok(Prepared { bytes: Arc::from(stored), values, key })
+    Ok(Prepared { bytes: stored, values, key })
 }

@@ -91,6 +91,22 @@ impl NamespaceData {
         Ok(self.upsert_prepared(prepared))
     }
 
+    /// Upserts a document already in its stored form and shared (a live-sync copy builds
+    /// it so): `write_stored` without the copy, and with the size limit a client's
+    /// document meets. The bytes must be minified JSON of one object, as `doc::encode`
+    /// writes it; they are checked as JSON and kept as given.
+    pub fn upsert_shared(&mut self, stored: Arc<[u8]>) -> Result<Undo> {
+        if stored.len() > self.document_bytes_max {
+            return Err(Error::LimitExceeded {
+                what: "document_bytes_max",
+                limit: self.document_bytes_max as u64,
+                actual: stored.len() as u64,
+            });
+        }
+        let prepared = self.prepare_shared(stored)?;
+        Ok(self.upsert_prepared(prepared))
+    }
+
     /// The writing half of `write_stored`, on this namespace's schema as it was when
     /// `prepared` was made.
     pub(crate) fn upsert_prepared(&mut self, prepared: Prepared) -> Undo {

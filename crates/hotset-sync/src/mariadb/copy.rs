@@ -10,7 +10,7 @@ use super::connect::{classify, connect, identifier};
 use super::inspect::qualified_name;
 use super::value::{ValueKind, to_json};
 use crate::position::Position;
-use crate::source::{Declaration, Event, Row, SyncError, TableInfo};
+use crate::source::{Declaration, DocumentWriter, Event, SyncError, TableInfo};
 use futures_util::StreamExt;
 use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
@@ -90,11 +90,11 @@ async fn copy_table(
     let mut result = conn.exec_iter(sql.as_str(), ()).await.map_err(failed)?;
     let mut stream = result.stream::<mysql_async::Row>().await.map_err(failed)?;
     let mut batch = Vec::with_capacity(COPY_BATCH_ROWS);
+    let mut writer = DocumentWriter::new(names.iter().map(String::as_str));
     if let Some(stream) = stream.as_mut() {
         while let Some(row) = stream.next().await {
             let values = row.map_err(failed)?.unwrap();
             assert_eq!(values.len(), names.len(), "a row has the columns selected");
-            let mut document = Row::new();
             for ((value, kind), name) in values.into_iter().zip(&kinds).zip(&names) {
                 let json = to_json(value, kind, &decl.options).map_err(|error| {
                     SyncError::declaration(format!(
@@ -102,19 +102,20 @@ async fn copy_table(
                         decl.name, info.table
                     ))
                 })?;
-                document.insert(name.clone(), json);
+                serde_json::to_writer(writer.field(), &json).expect("writing JSON to memory");
             }
+            let document = writer.finish();
             batch.push(document);
             if batch.len() == COPY_BATCH_ROWS {
                 let rows = std::mem::replace(&mut batch, Vec::with_capacity(COPY_BATCH_ROWS));
-                send(decl, events, Event::Rows { table, rows }).await?;
+                send(decl, events, Event::Rows { table, docs: rows }).await?;
             }
         }
     }
     drop(stream);
     drop(result);
     if !batch.is_empty() {
-        send(decl, events, Event::Rows { table, rows: batch }).await?;
+        send(decl, events, Event::Rows { table, docs: batch }).await?;
     }
     send(decl, events, Event::CopyDone { table }).await
 }

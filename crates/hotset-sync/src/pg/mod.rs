@@ -12,7 +12,9 @@ pub mod pgoutput;
 pub mod value;
 
 use crate::position::Position;
-use crate::source::{ChangeKind, Column, Declaration, Event, Row, RowChange, SyncError, TableInfo};
+use crate::source::{
+    ChangeKind, Column, Declaration, Document, DocumentWriter, Event, Row, RowChange, SyncError, TableInfo,
+};
 use futures_util::StreamExt;
 use pgoutput::{Datum, Message, Relation};
 use pgwire_replication::{Lsn, ReplicationClient, ReplicationConfig, ReplicationEvent};
@@ -422,7 +424,8 @@ async fn copy_table(
     let stream = client.copy_out(sql.as_str()).await.map_err(|e| classify(decl, "copying", e))?;
     let mut stream = std::pin::pin!(stream);
     let mut pending: Vec<u8> = Vec::new();
-    let mut rows: Vec<Row> = Vec::with_capacity(COPY_BATCH);
+    let mut docs: Vec<Document> = Vec::with_capacity(COPY_BATCH);
+    let mut writer = DocumentWriter::new(shapes.iter().map(|(name, _, _)| name.as_str()));
     let options = &decl.options;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| classify(decl, "copying", e))?;
@@ -431,21 +434,24 @@ async fn copy_table(
         while let Some(end) = pending[start..].iter().position(|&b| b == b'\n') {
             let line = &pending[start..start + end];
             start += end + 1;
-            let mut row = Row::with_capacity(shapes.len());
-            for ((name, shape, key), field) in shapes.iter().zip(value::copy_fields(line)) {
-                let json = field.map_or(serde_json::Value::Null, |text| value::to_json(&text, *shape, options, *key));
-                row.insert(name.clone(), json);
+            let mut fields = value::copy_fields(line);
+            for (_, shape, key) in &shapes {
+                let out = writer.field();
+                match fields.next().flatten() {
+                    Some(text) => value::write_json(out, &text, *shape, options, *key),
+                    None => out.extend_from_slice(b"null"),
+                }
             }
-            rows.push(row);
-            if rows.len() == COPY_BATCH {
-                let batch = std::mem::replace(&mut rows, Vec::with_capacity(COPY_BATCH));
-                events.send(Event::Rows { table: index, rows: batch }).await.map_err(|_| closed())?;
+            docs.push(writer.finish());
+            if docs.len() == COPY_BATCH {
+                let batch = std::mem::replace(&mut docs, Vec::with_capacity(COPY_BATCH));
+                events.send(Event::Rows { table: index, docs: batch }).await.map_err(|_| closed())?;
             }
         }
         pending.drain(..start);
     }
-    if !rows.is_empty() {
-        events.send(Event::Rows { table: index, rows }).await.map_err(|_| closed())?;
+    if !docs.is_empty() {
+        events.send(Event::Rows { table: index, docs }).await.map_err(|_| closed())?;
     }
     events.send(Event::CopyDone { table: index }).await.map_err(|_| closed())
 }

@@ -12,6 +12,7 @@
 use crate::civil::days_from_civil;
 use crate::source::{NumericMode, Options, TimeMode};
 use serde_json::{Number, Value};
+use std::borrow::Cow;
 
 /// What a type's text is read as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,70 +269,87 @@ fn array_json(items: Vec<Item>, shape: Shape, options: &Options) -> Value {
 }
 
 /// Splits one line of COPY's text format into its fields, unescaped; `None` is NULL (`\N`).
-pub fn copy_fields(line: &[u8]) -> Vec<Option<String>> {
-    let mut fields = Vec::new();
-    for raw in line.split(|&b| b == b'\t') {
-        if raw == b"\\N" {
-            fields.push(None);
+/// A field without escapes is borrowed from the line.
+pub fn copy_fields(line: &[u8]) -> impl Iterator<Item = Option<Cow<'_, str>>> {
+    line.split(|&b| b == b'\t').map(|raw| match raw {
+        b"\\N" => None,
+        raw if !raw.contains(&b'\\') => Some(String::from_utf8_lossy(raw)),
+        raw => Some(Cow::Owned(String::from_utf8_lossy(&unescape(raw)).into_owned())),
+    })
+}
+
+/// One field of COPY's text format without its backslash escapes.
+fn unescape(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let b = raw[i];
+        i += 1;
+        if b != b'\\' || i == raw.len() {
+            out.push(b);
             continue;
         }
-        if !raw.contains(&b'\\') {
-            fields.push(Some(String::from_utf8_lossy(raw).into_owned()));
-            continue;
-        }
-        let mut out = Vec::with_capacity(raw.len());
-        let mut i = 0;
-        while i < raw.len() {
-            let b = raw[i];
-            i += 1;
-            if b != b'\\' || i == raw.len() {
-                out.push(b);
-                continue;
-            }
-            let c = raw[i];
-            i += 1;
-            match c {
-                b'b' => out.push(8),
-                b'f' => out.push(12),
-                b'n' => out.push(b'\n'),
-                b'r' => out.push(b'\r'),
-                b't' => out.push(b'\t'),
-                b'v' => out.push(11),
-                b'0'..=b'7' => {
-                    let mut value = (c - b'0') as u32;
-                    for _ in 0..2 {
-                        match raw.get(i) {
-                            Some(&d @ b'0'..=b'7') => {
-                                value = value * 8 + (d - b'0') as u32;
-                                i += 1;
-                            }
-                            _ => break,
+        let c = raw[i];
+        i += 1;
+        match c {
+            b'b' => out.push(8),
+            b'f' => out.push(12),
+            b'n' => out.push(b'\n'),
+            b'r' => out.push(b'\r'),
+            b't' => out.push(b'\t'),
+            b'v' => out.push(11),
+            b'0'..=b'7' => {
+                let mut value = (c - b'0') as u32;
+                for _ in 0..2 {
+                    match raw.get(i) {
+                        Some(&d @ b'0'..=b'7') => {
+                            value = value * 8 + (d - b'0') as u32;
+                            i += 1;
                         }
+                        _ => break,
                     }
+                }
+                out.push(value as u8);
+            }
+            b'x' => {
+                let mut value = 0u32;
+                let mut digits = 0;
+                while digits < 2
+                    && let Some(d) = raw.get(i).and_then(|d| (*d as char).to_digit(16))
+                {
+                    value = value * 16 + d;
+                    i += 1;
+                    digits += 1;
+                }
+                if digits == 0 {
+                    out.push(b'x');
+                } else {
                     out.push(value as u8);
                 }
-                b'x' => {
-                    let mut value = 0u32;
-                    let mut digits = 0;
-                    while digits < 2
-                        && let Some(d) = raw.get(i).and_then(|d| (*d as char).to_digit(16))
-                    {
-                        value = value * 16 + d;
-                        i += 1;
-                        digits += 1;
-                    }
-                    if digits == 0 {
-                        out.push(b'x');
-                    } else {
-                        out.push(value as u8);
-                    }
-                }
-                other => out.push(other),
             }
+            other => out.push(other),
         }
-        fields.push(Some(String::from_utf8_lossy(&out).into_owned()));
     }
-    fields
+    out
+}
+
+/// Writes one value's text as `to_json` maps it, straight into JSON text (a copied row's
+/// document): booleans, integers and text without building a `Value`, the rest through
+/// `to_json`, so both give the same JSON.
+pub fn write_json(out: &mut Vec<u8>, text: &str, shape: Shape, options: &Options, key: bool) {
+    let written = match shape {
+        Shape::Bool => {
+            out.extend_from_slice(if text == "t" || text == "true" { b"true" } else { b"false" });
+            Ok(())
+        }
+        Shape::Int => match text.parse::<i64>() {
+            Ok(int) => serde_json::to_writer(&mut *out, &int),
+            Err(_) => serde_json::to_writer(&mut *out, text),
+        },
+        Shape::Text => serde_json::to_writer(&mut *out, text),
+        _ => serde_json::to_writer(&mut *out, &to_json(text, shape, options, key)),
+    };
+    written.expect("writing JSON to memory");
 }
 
 #[cfg(test)]
@@ -392,9 +410,10 @@ mod tests {
 
     #[test]
     fn copy_text_format() {
-        assert_eq!(copy_fields(b"1\t\\N\tx"), vec![Some("1".into()), None, Some("x".into())]);
-        assert_eq!(copy_fields(b"a\\tb\\nc\\\\d"), vec![Some("a\tb\nc\\d".into())]);
-        assert_eq!(copy_fields(b"\\101\\x42\\x4"), vec![Some("AB\x04".into())]);
-        assert_eq!(copy_fields(b""), vec![Some(String::new())]);
+        let fields = |line: &'static [u8]| copy_fields(line).map(|f| f.map(Cow::into_owned)).collect::<Vec<_>>();
+        assert_eq!(fields(b"1\t\\N\tx"), vec![Some("1".into()), None, Some("x".into())]);
+        assert_eq!(fields(b"a\\tb\\nc\\\\d"), vec![Some("a\tb\nc\\d".into())]);
+        assert_eq!(fields(b"\\101\\x42\\x4"), vec![Some("AB\x04".into())]);
+        assert_eq!(fields(b""), vec![Some(String::new())]);
     }
 }
