@@ -300,6 +300,31 @@ fn added_dropped_and_renamed_columns_follow_in_documents_written_after() {
 }
 
 #[test]
+fn a_type_change_an_index_cannot_take_fails_the_source_naming_it_and_keeps_what_was_applied() {
+    let pg = Postgres::start();
+    pg.app("CREATE TABLE scores (id int PRIMARY KEY, score int); INSERT INTO scores VALUES (1, 10), (2, 20);");
+    let (_dir, server) = start_server();
+    let tables = json!([{"table": "public.scores", "indexes": [{"field": "score", "type": "int", "index": "tree"}]}]);
+    declare(&server, &declaration(&pg, tables));
+    sync::wait_streaming(&server);
+    pg.app("UPDATE scores SET score = 11 WHERE id = 1");
+    sync::wait_applied(&server, "scores", &pg.position());
+
+    // The column becomes text: the next change's value no longer fits the int index.
+    pg.app("ALTER TABLE scores ALTER COLUMN score TYPE text; UPDATE scores SET score = 'high' WHERE id = 2");
+    let failed = sync::wait_status(&server, "the source failing", |s| s["state"] == "failed");
+    let message = failed["last_error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("namespace scores") && message.contains("resync"), "{failed}");
+    assert!(failed["last_error"]["at"].is_string(), "{failed}");
+    // What was applied stays, readable; the change that failed is not half there.
+    let docs = by_id(sync::documents(&server, "scores"));
+    assert_eq!(docs, vec![json!({"id": 1, "score": 11}), json!({"id": 2, "score": 20})]);
+    let answer = curl_full(&server, "POST", "/api/v1/sql", Some(b"SELECT * FROM scores WHERE score > 15"));
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.json()["items"], json!([{"id": 2, "score": 20}]));
+}
+
+#[test]
 fn a_table_added_to_the_declaration_later_is_copied_then_streamed() {
     // PUT replaces the declaration: table a keeps its copy and streams on, b is copied.
     let pg = Postgres::start();

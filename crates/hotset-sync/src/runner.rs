@@ -33,8 +33,12 @@ const ACK_BATCH: usize = 256;
 /// group's rows enter its ordered indexes sorted and merged in one pass (the engine's tree
 /// batch) instead of one tree search per row, and growing with it, the merges cost about
 /// as much as sorting the whole table once.
+/// A group write also goes once it holds this many bytes of documents, which bounds the
+/// memory a copy holds and how long one group keeps the namespace's readers waiting
+/// (beyond about 16 times this, rows enter the indexes one by one again: slower, the same).
 const COPY_APPLY_MIN: u64 = 4096;
 const COPY_GROWTH: u64 = 4;
+const COPY_APPLY_BYTES_MAX: usize = 64 << 20;
 /// Retry delays after a transient failure.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -769,10 +773,10 @@ fn apply_copy(
     let acks = Acks::default();
     let writes = db.writes(Durability::Collect(&acks)).as_owner(&decl.name);
     let mut point: Option<Position> = None;
-    // Documents held for the next group write: (table, documents).
-    let mut pending: Option<(usize, Vec<Document>)> = None;
-    let flush = |pending: &mut Option<(usize, Vec<Document>)>| -> Result<(), SyncError> {
-        let Some((table, docs)) = pending.take() else { return Ok(()) };
+    // Documents held for the next group write: (table, documents, their bytes).
+    let mut pending: Option<(usize, Vec<Document>, usize)> = None;
+    let flush = |pending: &mut Option<(usize, Vec<Document>, usize)>| -> Result<(), SyncError> {
+        let Some((table, docs, _)) = pending.take() else { return Ok(()) };
         let namespace = decl.namespace(table);
         let count = docs.len() as u64;
         let mut group = writes.group();
@@ -808,13 +812,14 @@ fn apply_copy(
                 status.tables[table].estimated_rows = estimated_rows;
             }
             Event::Rows { table, docs } => {
-                if pending.as_ref().is_some_and(|(held, _)| *held != table) {
+                if pending.as_ref().is_some_and(|(held, _, _)| *held != table) {
                     flush(&mut pending)?;
                 }
-                let held = &mut pending.get_or_insert_with(|| (table, Vec::new())).1;
+                let (_, held, bytes) = pending.get_or_insert_with(|| (table, Vec::new(), 0));
+                *bytes += docs.iter().map(|doc| doc.len()).sum::<usize>();
                 held.extend(docs);
                 let copied = shared.status.lock().tables[table].rows_copied;
-                if held.len() as u64 >= COPY_APPLY_MIN.max(copied / COPY_GROWTH) {
+                if held.len() as u64 >= COPY_APPLY_MIN.max(copied / COPY_GROWTH) || *bytes >= COPY_APPLY_BYTES_MAX {
                     flush(&mut pending)?;
                 }
             }
@@ -861,7 +866,16 @@ fn apply_stream(
 ) -> Result<(), SyncError> {
     let decl = &shared.decl;
     let db = engine.database();
-    let copied: Vec<Option<Position>> = decl.tables.iter().map(|t| state.copied_at(&t.table)).collect();
+    let targets: Vec<Option<Target>> = (0..decl.tables.len())
+        .map(|i| {
+            let info = tables.iter().find(|t| t.index == i)?;
+            Some(Target {
+                namespace: decl.namespace(i),
+                key: info.key.clone(),
+                copied_at: state.copied_at(&decl.tables[i].table),
+            })
+        })
+        .collect();
     while let Some(first) = events.blocking_recv() {
         let acks = Acks::default();
         let mut last = None;
@@ -871,7 +885,7 @@ fn apply_stream(
             match event {
                 Event::Transaction { changes, position, commit_time_us } => {
                     state.position = Some(position.to_string());
-                    apply_transaction(db, decl, tables, &copied, &acks, changes, &position, &state)?;
+                    apply_transaction(db, decl, &targets, &acks, changes, &position, &state)?;
                     shared.applied(&position);
                     let mut status = shared.status.lock();
                     status.transactions += 1;
@@ -908,13 +922,21 @@ fn apply_stream(
     Ok(())
 }
 
-/// One source transaction as one group, the source's state in it.
-#[allow(clippy::too_many_arguments)]
+/// Where a declared table's changes go, worked out once for the stream.
+struct Target {
+    namespace: String,
+    /// The table's key columns.
+    key: Vec<String>,
+    /// The position of the table's copy: changes it reached are in the copy already.
+    copied_at: Option<Position>,
+}
+
+/// One source transaction as one group, the source's state in it. `targets`: by the
+/// table's index in the declaration (`None`: a table the source did not find).
 fn apply_transaction(
     db: &Database,
     decl: &Declaration,
-    tables: &[TableInfo],
-    copied: &[Option<Position>],
+    targets: &[Option<Target>],
     acks: &Acks,
     changes: Vec<RowChange>,
     position: &Position,
@@ -927,27 +949,26 @@ fn apply_transaction(
     let mut written: HashMap<(usize, String), Row> = HashMap::new();
     let bad = |e: hotset_core::Error| SyncError::lost(format!("source {}: {e}", decl.name));
     for RowChange { table, kind } in changes {
+        let Some(Target { namespace, key: key_columns, copied_at }) = &targets[table] else { continue };
         // A change the table's copy already holds (the copy was taken after it).
-        if copied[table].as_ref().is_some_and(|at| at.reached(position)) {
+        if copied_at.as_ref().is_some_and(|at| at.reached(position)) {
             continue;
         }
-        let Some(info) = tables.iter().find(|t| t.index == table) else { continue };
-        let namespace = decl.namespace(table);
         match kind {
             ChangeKind::Insert(row) => {
-                let key = key_of(&row, &info.key);
-                group.write(&namespace, Value::Object(row.clone()), WriteMode::Upsert).map_err(bad)?;
+                let key = key_of(&row, key_columns);
+                group.write(namespace, Value::Object(row.clone()), WriteMode::Upsert).map_err(bad)?;
                 written.insert((table, key.to_string()), row);
             }
             ChangeKind::Update { old_key, mut row, unchanged } => {
-                let key = key_of(&row, &info.key);
-                let old = old_key.map(|old| key_of(&old, &info.key)).filter(|old| *old != key);
+                let key = key_of(&row, key_columns);
+                let old = old_key.map(|old| key_of(&old, key_columns)).filter(|old| *old != key);
                 if !unchanged.is_empty() {
                     let before = old.as_ref().unwrap_or(&key);
                     let stored = match written.get(&(table, before.to_string())) {
                         Some(row) => Some(row.clone()),
                         None => db
-                            .get(&namespace, before)
+                            .get(namespace, before)
                             .ok()
                             .flatten()
                             .and_then(|doc| serde_json::from_slice::<Row>(&doc).ok()),
@@ -960,19 +981,19 @@ fn apply_transaction(
                 }
                 if let Some(old) = old {
                     written.remove(&(table, old.to_string()));
-                    group.delete(&namespace, old).map_err(bad)?;
+                    group.delete(namespace, old).map_err(bad)?;
                 }
-                group.write(&namespace, Value::Object(row.clone()), WriteMode::Upsert).map_err(bad)?;
+                group.write(namespace, Value::Object(row.clone()), WriteMode::Upsert).map_err(bad)?;
                 written.insert((table, key.to_string()), row);
             }
             ChangeKind::Delete(row) => {
-                let key = key_of(&row, &info.key);
+                let key = key_of(&row, key_columns);
                 written.remove(&(table, key.to_string()));
-                group.delete(&namespace, key).map_err(bad)?;
+                group.delete(namespace, key).map_err(bad)?;
             }
             ChangeKind::Truncate => {
                 written.retain(|(t, _), _| *t != table);
-                group.delete_all(&namespace).map_err(bad)?;
+                group.delete_all(namespace).map_err(bad)?;
             }
         }
     }
