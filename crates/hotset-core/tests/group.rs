@@ -247,3 +247,39 @@ fn stored_documents_are_kept_as_given_checked_and_logged_like_any_write() {
     }
     assert_eq!(dump(&replica), dump(&db));
 }
+
+#[test]
+fn a_large_group_of_stored_documents_prepared_beside_its_apply_fails_at_the_right_one() {
+    // Enough documents that part of them is parsed on a helper thread while the
+    // committing thread applies (`prepare::apply_prepared`): the result must not depend on
+    // which thread prepared what.
+    let (db, journal) = shop();
+    let doc = |id: usize| -> Arc<[u8]> { Arc::from(format!(r#"{{"id":{id},"order":{}}}"#, id % 7).as_bytes()) };
+    let mut group = db.group();
+    for id in 0..2000 {
+        group.upsert_stored("lines", doc(id)).unwrap();
+    }
+    assert_eq!(group.commit().unwrap(), 2000);
+    assert_eq!(count(&db, "lines"), 2000);
+    let order_three = Query::new("lines").where_("order", Op::Eq, json!(3)).limit(10_000);
+    assert_eq!(db.query(&order_three).unwrap().items.len(), (0..2000).filter(|id| id % 7 == 3).count());
+
+    // A bad document late in a large group (in the helper's share): the failure names it,
+    // and nothing of the group stays.
+    for bad_at in [3, 1500, 2999] {
+        let mut group = db.group();
+        for id in 0..3000 {
+            let stored = if id == bad_at { Arc::from(&br#"{"id":1,"order":"x"}"#[..]) } else { doc(10_000 + id) };
+            group.upsert_stored("lines", stored).unwrap();
+        }
+        let failure = group.commit().expect_err("a document does not fit");
+        assert_eq!(failure.at, Some(("lines".to_string(), bad_at)));
+        assert!(matches!(failure.error, Error::WrongType { .. }), "{:?}", failure.error);
+        assert_eq!(count(&db, "lines"), 2000, "bad at {bad_at}: rolled back");
+    }
+    let replica = Database::new();
+    for (_, payload) in journal.records_from(0) {
+        replica.apply_change(&payload, Format::CURRENT, Replay::Exact).unwrap();
+    }
+    assert_eq!(dump(&replica), dump(&db));
+}

@@ -187,6 +187,24 @@ fn status_headers_and_info_report_the_source() {
     assert_eq!(answer["items"][0]["name"], "bob", "the query waited for the update: {answer}");
     let seen = answer["positions"][SOURCE].as_str().unwrap_or_else(|| panic!("no positions: {answer}"));
     assert!(sync::reached(seen, &position), "{seen} before {position}");
+    // DOC.SQL's and DOC.SEARCH's answers carry them too (what Python's sql() and search()
+    // hand back as Result.positions).
+    let answer: String =
+        redis::cmd("DOC.SQL").arg("SELECT * FROM people").query(&mut server.client()).expect("DOC.SQL");
+    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["items"].as_array().map(Vec::len), Some(2), "{answer}");
+    let seen = answer["positions"][SOURCE].as_str().unwrap_or_else(|| panic!("no positions: {answer}"));
+    assert!(sync::reached(seen, &position), "{seen} before {position}");
+    let index = br#"{"name": "words", "field": "name", "index": "text"}"#;
+    let added = curl_full(&server, "POST", "/api/v1/namespaces/people/indexes", Some(index));
+    assert!(added.status == 200 || added.status == 201, "a client may index a synced namespace: {}", added.body);
+    let search = json!({"query": "bob", "namespaces": ["people"]});
+    let answer: String =
+        redis::cmd("DOC.SEARCH").arg(search.to_string()).query(&mut server.client()).expect("DOC.SEARCH");
+    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["items"][0]["id"], 2, "{answer}");
+    let seen = answer["positions"][SOURCE].as_str().unwrap_or_else(|| panic!("no positions: {answer}"));
+    assert!(sync::reached(seen, &position), "{seen} before {position}");
 
     let info = redis_cli(&server, &["INFO", "sources"]);
     assert!(info.contains("# Sources"), "{info}");

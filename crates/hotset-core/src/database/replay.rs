@@ -16,7 +16,7 @@
 use super::Database;
 use crate::change::{Change, DocChange, Format, KvChange};
 use crate::error::{Error, Result};
-use crate::namespace::{Namespace, NamespaceData, Prepared};
+use crate::namespace::{Namespace, NamespaceData, Prepared, prepare};
 use std::sync::Arc;
 
 /// How strictly `apply_change` treats a change that does not apply.
@@ -192,24 +192,10 @@ impl Database {
     }
 }
 
-/// Documents in one change from which a second thread helps prepare them (a snapshot
-/// block holds up to 1,024; a log record usually one).
-const PARALLEL_PUTS_MIN: usize = 256;
-
-/// Share of a large change's documents the helper thread prepares; this thread prepares
-/// the rest and applies them all. Chosen by measurement: on the 1M-profile recovery 3/5
-/// finished the snapshot load about 8% sooner than 3/4 (median of 7 interleaved runs).
-const HELPER_SHARE: (usize, usize) = (3, 5);
-
-/// Documents the helper hands over at a time, so applying starts before it is done.
-const HANDOVER_DOCS: usize = 64;
-
 /// Applies a change's document operations in order. Large changes (recovery's snapshot
-/// blocks) are prepared partly on a second thread, with a copy of the schema
-/// (`Extractor`), while this thread applies: parsing and extracting change nothing, so
-/// they can run beside the thread that holds the namespace. `failed` counts the
-/// operations that failed under `Replay::Fuzzy`; `done` the operations handled (on an
-/// error, the position of the one that failed).
+/// blocks) are prepared partly on a second thread (`prepare::apply_prepared`) while this
+/// thread applies. `failed` counts the operations that failed under `Replay::Fuzzy`;
+/// `done` the operations handled (on an error, the position of the one that failed).
 fn apply_docs(
     data: &mut NamespaceData,
     ops: &[DocChange<'_>],
@@ -217,55 +203,19 @@ fn apply_docs(
     failed: &mut u64,
     done: &mut usize,
 ) -> Result<()> {
-    let mut apply = |data: &mut NamespaceData, op: &DocChange<'_>, prepared: Option<Result<Prepared>>| {
-        match apply_doc(data, op, prepared) {
+    let extractor = (ops.len() >= prepare::PARALLEL_PUTS_MIN).then(|| data.extractor());
+    let prepare = |op: &DocChange<'_>| match (op, &extractor) {
+        (DocChange::Put(bytes), Some(extractor)) => Some(extractor.prepare(bytes)),
+        _ => None,
+    };
+    prepare::apply_prepared(ops, prepare, |op, prepared| {
+        match apply_doc(data, op, prepared.flatten()) {
             Err(error) if mode == Replay::Exact => return Err(error),
             Err(_) => *failed += 1,
             Ok(()) => {}
         }
         *done += 1;
         Ok(())
-    };
-    if ops.len() < PARALLEL_PUTS_MIN || !crate::several_cores() {
-        return ops.iter().try_for_each(|op| apply(data, op, None));
-    }
-    let extractor = data.extractor();
-    let prepare = |ops: &[DocChange<'_>]| -> Vec<Option<Result<Prepared>>> {
-        ops.iter()
-            .map(|op| match op {
-                DocChange::Put(bytes) => Some(extractor.prepare(bytes)),
-                DocChange::Delete(_) => None,
-            })
-            .collect()
-    };
-    let prepare = &prepare;
-    let (mine, theirs) = ops.split_at(ops.len() - ops.len() * HELPER_SHARE.0 / HELPER_SHARE.1);
-    std::thread::scope(|scope| {
-        let (handover, arrivals) = std::sync::mpsc::sync_channel(theirs.len().div_ceil(HANDOVER_DOCS));
-        let helper = scope.spawn(move || {
-            for chunk in theirs.chunks(HANDOVER_DOCS) {
-                // The receiver only goes away when applying failed; then stop early.
-                if handover.send(prepare(chunk)).is_err() {
-                    return;
-                }
-            }
-        });
-        let applied = (|| {
-            for (op, prepared) in mine.iter().zip(prepare(mine)) {
-                apply(data, op, prepared)?;
-            }
-            let mut rest = theirs.iter();
-            for chunk in arrivals.iter() {
-                // The chunk first: zip stops when it ends without taking one more op.
-                for (prepared, op) in chunk.into_iter().zip(rest.by_ref()) {
-                    apply(data, op, prepared)?;
-                }
-            }
-            Ok(())
-        })();
-        drop(arrivals);
-        helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        applied
     })
 }
 

@@ -12,7 +12,7 @@ use super::log::{self, Logged};
 use crate::change::{Change, encode_group};
 use crate::error::{Error, Result};
 use crate::namespace::write::WriteMode;
-use crate::namespace::{NamespaceData, OnConflict, Undo};
+use crate::namespace::{NamespaceData, OnConflict, Undo, prepare};
 use serde_json::Value;
 
 /// Operations from which a commit posts text-index hits in one batch (`begin_text_batch`).
@@ -144,15 +144,23 @@ fn apply_all(
         data.begin_text_batch(operations.len());
     }
     data.begin_tree_batch(operations.len());
-    let mut failure = None;
     let mut ignored = 0;
-    for (position, operation) in operations.iter().enumerate() {
+    // Documents given in their stored form are parsed and extracted partly on a second
+    // thread while this one applies (`prepare::apply_prepared`): a live-sync copy's groups.
+    let stored = operations.iter().filter(|op| matches!(op, Operation::UpsertStored(_))).count();
+    let extractor = (stored >= prepare::PARALLEL_PUTS_MIN).then(|| data.extractor());
+    let prepare = |operation: &Operation| match (operation, &extractor) {
+        (Operation::UpsertStored(stored), Some(extractor)) => Some(extractor.prepare_shared(stored.clone())),
+        _ => None,
+    };
+    let mut position = 0;
+    let applied = prepare::apply_prepared(operations, prepare, |operation, prepared| {
         let applied = match operation {
             Operation::Write(doc, mode) => data.write(doc, *mode).map(Some),
             Operation::WriteJson(json, mode) => {
                 crate::doc::parse_object(json).and_then(|doc| data.write(&doc, *mode)).map(Some)
             }
-            Operation::UpsertStored(stored) => data.upsert_shared(stored.clone()).map(Some),
+            Operation::UpsertStored(stored) => data.upsert_shared(stored.clone(), prepared.flatten()).map(Some),
             Operation::Delete(key) => data.delete_key(key),
             Operation::InsertOr(doc, conflict) => data.insert_or(doc, conflict).inspect(|undo| {
                 ignored += usize::from(undo.is_none());
@@ -163,17 +171,18 @@ fn apply_all(
             }
         };
         match applied {
-            Ok(record) => undo.extend(record),
-            Err(error) => {
-                failure = Some((position, error));
-                break;
+            Ok(record) => {
+                undo.extend(record);
+                position += 1;
+                Ok(())
             }
+            Err(error) => Err((position, error)),
         }
-    }
+    });
     if batch {
         data.end_text_batch();
     }
-    if let Some(failure) = failure {
+    if let Err(failure) = applied {
         data.rollback(undo.split_off(before));
         data.end_tree_batch();
         return Err(failure);

@@ -2,7 +2,10 @@
 //! extracting their index values with an owned copy of the schema.
 //!
 //! Owns: `Extractor` (the column specs, pk columns and index names one namespace's
-//! extraction needs, copied out of it) and `Prepared` (a document ready to upsert).
+//! extraction needs, copied out of it), `Prepared` (a document ready to upsert), and
+//! `apply_prepared` (a large write's documents prepared partly on a helper thread while
+//! the thread holding the namespace applies them: recovery's snapshot blocks, a live-sync
+//! copy's groups).
 //! Never: touch a namespace's data, so a thread preparing documents runs while another
 //! thread holds the namespace to apply earlier ones (recovery does exactly that).
 
@@ -84,7 +87,11 @@ impl NamespaceData {
 impl Extractor {
     /// Prepares a stored document against the schema copied into this extractor.
     pub(crate) fn prepare(&self, stored: &[u8]) -> Result<Prepared> {
-        let stored: Arc<[u8]> = Arc::from(stored);
+        self.prepare_shared(Arc::from(stored))
+    }
+
+    /// `prepare` of bytes already shared: kept as they are, not copied.
+    pub(crate) fn prepare_shared(&self, stored: Arc<[u8]>) -> Result<Prepared> {
         let owner = |column: usize| self.owners[column].clone();
         let schema = Schema {
             namespace: &self.namespace,
@@ -119,4 +126,61 @@ fn prepare<S: SpecSlot>(schema: &Schema<'_, S>, stored: Arc<[u8]>) -> Result<Pre
     };
     let key = pk_key_of(schema.namespace, schema.pk_columns, schema.pk_fields, &values)?;
     Ok(Prepared { bytes: stored, values, key })
+}
+
+/// Items in one write from which a second thread helps prepare their documents (a
+/// snapshot block holds up to 1,024; a log record or a client's write usually one).
+pub(crate) const PARALLEL_PUTS_MIN: usize = 256;
+
+/// Share of a large write's items the helper thread prepares; this thread prepares the
+/// rest and applies them all. Chosen by measurement: on the 1M-profile recovery 3/5
+/// finished the snapshot load about 8% sooner than 3/4 (median of 7 interleaved runs).
+const HELPER_SHARE: (usize, usize) = (3, 5);
+
+/// Items the helper hands over at a time, so applying starts before it is done.
+const HANDOVER_ITEMS: usize = 64;
+
+/// Applies `items` in order with `apply`, each with what `prepare` made of it. On one core,
+/// or for fewer than `PARALLEL_PUTS_MIN` items, `apply` gets `None` and prepares for
+/// itself; otherwise a helper thread prepares the later share of the items (with a copy of
+/// the schema: preparing changes nothing, so it runs beside the thread that holds the
+/// namespace) while this thread prepares the first share and applies everything. Stops at
+/// the first error `apply` returns (the helper stops soon after).
+pub(crate) fn apply_prepared<T: Sync, P: Send, E>(
+    items: &[T],
+    prepare: impl Fn(&T) -> P + Sync,
+    mut apply: impl FnMut(&T, Option<P>) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    if items.len() < PARALLEL_PUTS_MIN || !crate::several_cores() {
+        return items.iter().try_for_each(|item| apply(item, None));
+    }
+    let prepare = &prepare;
+    let (mine, theirs) = items.split_at(items.len() - items.len() * HELPER_SHARE.0 / HELPER_SHARE.1);
+    std::thread::scope(|scope| {
+        let (handover, arrivals) = std::sync::mpsc::sync_channel(theirs.len().div_ceil(HANDOVER_ITEMS));
+        let helper = scope.spawn(move || {
+            for chunk in theirs.chunks(HANDOVER_ITEMS) {
+                // The receiver only goes away when applying failed; then stop early.
+                if handover.send(chunk.iter().map(prepare).collect::<Vec<P>>()).is_err() {
+                    return;
+                }
+            }
+        });
+        let applied = (|| {
+            for item in mine {
+                apply(item, Some(prepare(item)))?;
+            }
+            let mut rest = theirs.iter();
+            for chunk in arrivals.iter() {
+                // The chunk first: zip stops when it ends without taking one more item.
+                for (prepared, item) in chunk.into_iter().zip(rest.by_ref()) {
+                    apply(item, Some(prepared))?;
+                }
+            }
+            Ok(())
+        })();
+        drop(arrivals);
+        helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        applied
+    })
 }

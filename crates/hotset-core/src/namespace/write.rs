@@ -95,7 +95,8 @@ impl NamespaceData {
     /// it so): `write_stored` without the copy, and with the size limit a client's
     /// document meets. The bytes must be minified JSON of one object, as `doc::encode`
     /// writes it; they are checked as JSON and kept as given.
-    pub fn upsert_shared(&mut self, stored: Arc<[u8]>) -> Result<Undo> {
+    /// `prepared`: what `Extractor::prepare_shared` made of it under this schema, if it ran.
+    pub(crate) fn upsert_shared(&mut self, stored: Arc<[u8]>, prepared: Option<Result<Prepared>>) -> Result<Undo> {
         if stored.len() > self.document_bytes_max {
             return Err(Error::LimitExceeded {
                 what: "document_bytes_max",
@@ -103,7 +104,10 @@ impl NamespaceData {
                 actual: stored.len() as u64,
             });
         }
-        let prepared = self.prepare_shared(stored)?;
+        let prepared = match prepared {
+            Some(prepared) => prepared?,
+            None => self.prepare_shared(stored)?,
+        };
         Ok(self.upsert_prepared(prepared))
     }
 

@@ -21,11 +21,15 @@
 //! | `DOC.GET ns key` | the document, or null (`key` is JSON text when it parses) |
 //! | `DOC.DEL ns key` | 1 or 0 |
 //! | `DOC.SCAN ns cursor [COUNT n]` | `[next-cursor, [documents]]`, like SCAN (`Database::scan`; COUNT defaults to 100) |
-//! | `DOC.QUERY query-json` / `DOC.QUERY ns query-json` | JSON result: items, total, aggregations |
+//! | `DOC.QUERY query-json` / `DOC.QUERY ns query-json` | JSON result: items, total, aggregations (and `positions`, below) |
 //! | `DOC.EXPLAIN query-json` | the same, with `explain` |
 //! | `DOC.SQL text` | the statement's JSON answer (`hotset_sql`) |
 //! | `DOC.SEARCH search-json` | full-text search across namespaces (`hotset_core::Search`): items with `_namespace` and `_rank`, total |
 //! | `DOC.ERRORS [JSON\|TEXT]` | `+OK`; without an argument, the connection's error form |
+//!
+//! With live-sync sources, the JSON answers of DOC.QUERY, DOC.EXPLAIN, DOC.SQL and
+//! DOC.SEARCH end with `"positions": {"app": "0/16B6C50"}`: each source's applied position
+//! (of the namespaces read; every source for SQL), read before the answer is computed.
 //!
 //! Errors come in one of two forms, chosen per connection by `DOC.ERRORS` (TEXT until a
 //! client asks, and again after `RESET`): TEXT is a plain Redis line, `-<CODE> message`
@@ -296,49 +300,52 @@ fn run_query(cx: &Ctx<'_>, name: &str, a: &[&[u8]], explain: bool, r: &mut Reply
     let mut namespaces = vec![query.namespace.as_str()];
     namespaces.extend(query.joins.iter().map(|join| join.query.namespace.as_str()));
     let positions = crate::freshness::positions(cx.state, Some(&namespaces));
-    let answer = cx.apply(Request::Query(query))?;
-    match (answer, positions.is_empty()) {
-        (Answer::Query(result), false) => {
-            // The answer's JSON with `"positions": {"app": "0/16B6C50"}` as its last field.
-            let mut out = Vec::with_capacity(256 + result.items.len() * 128);
-            dsl::write_result_json(&result, &mut out);
-            let positions: serde_json::Map<String, serde_json::Value> =
-                positions.into_iter().map(|(source, position)| (source, position.into())).collect();
-            out.pop();
-            out.extend_from_slice(b",\"positions\":");
-            out.extend_from_slice(serde_json::Value::Object(positions).to_string().as_bytes());
-            out.push(b'}');
-            r.bulk(&out);
-        }
-        (answer, _) => json_answer(answer, r),
-    }
+    json_answer(cx.apply(Request::Query(query))?, &positions, r);
     Ok(())
 }
 
 fn search(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let search = decode::json(a[1], "the search", ErrorCode::BadQuery)?;
     let search = hotset_core::Search::from_json(&search).map_err(Refusal::from)?;
-    json_answer(cx.apply(Request::Search(search))?, r);
+    let namespaces: Vec<&str> = search.targets.iter().map(|target| target.namespace.as_str()).collect();
+    let positions = crate::freshness::positions(cx.state, Some(&namespaces));
+    json_answer(cx.apply(Request::Search(search))?, &positions, r);
     Ok(())
 }
 
 fn sql(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    json_answer(cx.apply(Request::Sql(decode::name(a[1])?))?, r);
+    let text = decode::name(a[1])?;
+    let positions = crate::freshness::positions(cx.state, None);
+    json_answer(cx.apply(Request::Sql(text))?, &positions, r);
     Ok(())
 }
 
-/// A query's, search's or SQL statement's answer as one bulk string of JSON.
-fn json_answer(answer: Answer, r: &mut Reply<'_>) {
-    match answer {
+/// A query's, search's or SQL statement's answer as one bulk string of JSON; with the
+/// live-sync `positions` it reflects (when there are any) as its last field,
+/// `"positions": {"app": "0/16B6C50"}`.
+fn json_answer(answer: Answer, positions: &[(String, String)], r: &mut Reply<'_>) {
+    let mut out = match answer {
         Answer::Query(result) => {
             let mut out = Vec::with_capacity(256 + result.items.len() * 128);
             dsl::write_result_json(&result, &mut out);
-            r.bulk(&out);
+            out
         }
-        Answer::Search(result) => r.bulk(result.to_json().to_string().as_bytes()),
-        Answer::Json(out) => r.bulk(&out),
+        Answer::Search(result) => result.to_json().to_string().into_bytes(),
+        Answer::Json(out) => out,
         other => unreachable!("a query, search or statement does not answer {other:?}"),
+    };
+    if !positions.is_empty() && out.last() == Some(&b'}') {
+        let positions: serde_json::Map<String, serde_json::Value> =
+            positions.iter().map(|(source, position)| (source.clone(), position.as_str().into())).collect();
+        out.pop();
+        if out.last() != Some(&b'{') {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"positions\":");
+        out.extend_from_slice(serde_json::Value::Object(positions).to_string().as_bytes());
+        out.push(b'}');
     }
+    r.bulk(&out);
 }
 
 /// `DOC.SCAN ns cursor [COUNT n]`.
