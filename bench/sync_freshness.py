@@ -48,6 +48,17 @@ COMMIT;
 """
 
 
+def growth(samples):
+    """From the (lag_ms, pending_events) status samples taken every second: the mean lag
+    of the first and of the last third (growth shows there) and the most events queued."""
+    third = max(1, len(samples) // 3)
+    return {
+        "lag_ms_first_third": statistics.mean(s[0] for s in samples[:third]),
+        "lag_ms_last_third": statistics.mean(s[0] for s in samples[-third:]),
+        "pending_max": max(s[1] for s in samples),
+    }
+
+
 def one_run(args, work, pg):
     pg.sql("DROP TABLE IF EXISTS events, accounts", db="appdb", user="hotset")
     pg.sql("CREATE TABLE accounts (id int PRIMARY KEY, balance bigint, touched timestamptz);"
@@ -80,16 +91,12 @@ def one_run(args, work, pg):
         status = hotset.call("GET", "/api/v1/sources/load")
         rows = int(pg.sql("SELECT count(*) FROM events", db="appdb").strip())
         tps = next((line.split()[2] for line in output.splitlines() if line.startswith("tps =")), "?")
-        third = max(1, len(samples) // 3)
         return {
             "visible_ms": status["visible_ms"],
             "transactions": status["transactions"],
             "pgbench_tps": float(tps) if tps != "?" else None,
             "rows_inserted": rows,
-            # The mean lag of the first and last third of the samples: growth shows here.
-            "lag_ms_first_third": statistics.mean(s[0] for s in samples[:third]),
-            "lag_ms_last_third": statistics.mean(s[0] for s in samples[-third:]),
-            "pending_max": max(s[1] for s in samples),
+            **growth(samples),
         }
     finally:
         hotset.stop()
@@ -192,15 +199,12 @@ def maria_run(args, work, maria):
         if polling.is_alive():
             raise SystemExit(f"the reader saw {len(delays)} of {rows} rows in 120 s")
         ms = sorted(d * 1000 for d in delays)
-        third = max(1, len(samples) // 3)
         return {
             "visible_ms": {"p50": round(ms[len(ms) // 2], 2), "p99": round(ms[int(len(ms) * 0.99)], 2),
                            "max": round(ms[-1], 2), "count": len(ms)},
             "transactions_s": round(committed[0] / elapsed), "rows_s": round(committed[1] / elapsed),
             "rows_inserted": rows,
-            "lag_ms_first_third": statistics.mean(s[0] for s in samples[:third]),
-            "lag_ms_last_third": statistics.mean(s[0] for s in samples[-third:]),
-            "pending_max": max(s[1] for s in samples),
+            **growth(samples),
         }
     finally:
         hotset.stop()
