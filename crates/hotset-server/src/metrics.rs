@@ -233,7 +233,7 @@ type SourceFamily = (&'static str, &'static str, &'static str, fn(&hotset_sync::
 /// The live-sync sources: the figures of their status, per source (and table).
 fn sources(out: &mut String, state: &ServerState) {
     let statuses = state.syncs.statuses();
-    let families: [SourceFamily; 3] = [
+    let families: [SourceFamily; 4] = [
         (
             "hotset_source_lag_ms",
             "Commit on the source to visible in Hotset, for the last transaction applied (ms).",
@@ -243,6 +243,12 @@ fn sources(out: &mut String, state: &ServerState) {
         ("hotset_source_pending_events", "Events received from the source, not applied yet.", "gauge", |status| {
             Some(status.pending_events)
         }),
+        (
+            "hotset_source_lag_bytes",
+            "Bytes of the source's log past the position applied (PostgreSQL).",
+            "gauge",
+            |status| status.lag_bytes,
+        ),
         ("hotset_source_transactions_total", "Source transactions applied since start.", "counter", |status| {
             Some(status.transactions)
         }),

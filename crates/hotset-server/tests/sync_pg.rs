@@ -148,6 +148,7 @@ fn status_headers_and_info_report_the_source() {
     assert!(sync::reached(at, &position), "status position {at} before {position}");
     assert!(status["lag_ms"].is_u64() || status["lag_ms"].is_null(), "{status}");
     assert!(status["pending_events"].is_u64(), "{status}");
+    assert!(status["lag_bytes"].is_u64(), "PostgreSQL reports its WAL end: {status}");
     assert!(status["transactions"].as_u64().is_some_and(|n| n >= 1), "{status}");
     assert!(status["last_error"].is_null(), "{status}");
     let tables = status["tables"].as_array().unwrap();
@@ -206,11 +207,20 @@ fn status_headers_and_info_report_the_source() {
     let seen = answer["positions"][SOURCE].as_str().unwrap_or_else(|| panic!("no positions: {answer}"));
     assert!(sync::reached(seen, &position), "{seen} before {position}");
 
+    // The same figures on /metrics, labelled by source.
+    let metrics = curl_full(&server, "GET", "/metrics", None);
+    assert_eq!(metrics.status, 200);
+    for family in ["hotset_source_lag_bytes", "hotset_source_pending_events", "hotset_source_transactions_total"] {
+        let line = format!("{family}{{source=\"{SOURCE}\"}} ");
+        assert!(metrics.body.lines().any(|l| l.starts_with(&line)), "no {line}in /metrics: {}", metrics.body);
+    }
+    assert!(metrics.body.contains(&format!("hotset_source_state{{source=\"{SOURCE}\",state=\"streaming\"}} 1")));
+
     let info = redis_cli(&server, &["INFO", "sources"]);
     assert!(info.contains("# Sources"), "{info}");
     let line =
         info.lines().find(|l| l.starts_with("source_app:")).unwrap_or_else(|| panic!("no source_app line: {info}"));
-    for field in ["state=streaming", "position=", "lag_ms=", "transactions="] {
+    for field in ["state=streaming", "position=", "lag_ms=", "lag_bytes=", "transactions="] {
         assert!(line.contains(field), "{field} not in {line}");
     }
 }

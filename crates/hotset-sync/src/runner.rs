@@ -105,6 +105,11 @@ pub struct Status {
     pub visible_ms: Visibility,
     /// Events received from the source and not applied yet.
     pub pending_events: u64,
+    /// Bytes of the source's log past the position applied (PostgreSQL: the WAL its
+    /// sender last reported the end of; `null` where the source does not say, MariaDB).
+    pub lag_bytes: Option<u64>,
+    #[serde(skip)]
+    source_end: Option<Position>,
     /// Source transactions applied since the server started.
     pub transactions: u64,
     /// Per table, its copy.
@@ -246,6 +251,8 @@ impl Shared {
             lag_ms: None,
             visible_ms: Visibility::default(),
             pending_events: 0,
+            lag_bytes: None,
+            source_end: None,
             transactions: 0,
             tables,
             last_error: None,
@@ -265,7 +272,12 @@ impl Shared {
     /// not on every event.
     fn status(&self) -> Status {
         let mut status = self.status.lock().clone();
-        status.position = self.applied.borrow().as_ref().map(Position::to_string);
+        let applied = self.applied.borrow().clone();
+        status.position = applied.as_ref().map(Position::to_string);
+        status.lag_bytes = match (&status.source_end, &applied) {
+            (Some(Position::Lsn(end)), Some(Position::Lsn(at))) => Some(end.saturating_sub(*at)),
+            _ => None,
+        };
         status.visible_ms = status.visible.summary();
         status
     }
@@ -901,6 +913,7 @@ fn apply_stream(
                     shared.applied(&position);
                     last = Some(position);
                 }
+                Event::SourceEnd { position } => shared.status.lock().source_end = Some(position),
                 other => return Err(SyncError::transient(format!("source {}: the stream sent {other:?}", decl.name))),
             }
             if applied < ACK_BATCH {

@@ -272,6 +272,12 @@ pub enum Event {
         /// The position passed.
         position: Position,
     },
+    /// How far the source's own log reaches (PostgreSQL: the WAL end its sender reports),
+    /// what the lag in bytes is measured against. Sent now and then, not per change.
+    SourceEnd {
+        /// The end of the source's log.
+        position: Position,
+    },
 }
 
 /// One row change of a transaction.

@@ -20,13 +20,18 @@ async fn next(events: &mut mpsc::Receiver<Event>) -> Event {
         .expect("the channel is open")
 }
 
-/// The next event that is not a `Progress`.
+/// The next event that is not a `Progress` (or a `SourceEnd`: the sender's WAL end, which
+/// must never be behind a position already streamed).
 async fn next_change(events: &mut mpsc::Receiver<Event>) -> Event {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut passed = 0;
     loop {
         let event = tokio::time::timeout_at(deadline, events.recv()).await.expect("a change in time");
         match event.expect("the channel is open") {
-            Event::Progress { .. } => continue,
+            Event::Progress { position: Position::Lsn(at) } => passed = passed.max(at),
+            Event::SourceEnd { position: Position::Lsn(end) } => {
+                assert!(end >= passed, "the WAL end {end:X} is behind a position passed, {passed:X}")
+            }
             event => return event,
         }
     }

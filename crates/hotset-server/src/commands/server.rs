@@ -505,11 +505,12 @@ fn info_text(state: &ServerState, section: Option<&[u8]>) -> String {
             let state_name = serde_json::to_value(status.state).ok().and_then(|v| v.as_str().map(str::to_string));
             let _ = write!(
                 text,
-                "source_{}:state={},position={},lag_ms={},pending_events={},transactions={}\r\n",
+                "source_{}:state={},position={},lag_ms={},lag_bytes={},pending_events={},transactions={}\r\n",
                 status.name,
                 state_name.unwrap_or_default(),
                 status.position.as_deref().unwrap_or("-"),
                 status.lag_ms.map_or("-".to_string(), |lag| lag.to_string()),
+                status.lag_bytes.map_or("-".to_string(), |lag| lag.to_string()),
                 status.pending_events,
                 status.transactions,
             );

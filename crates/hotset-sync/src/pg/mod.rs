@@ -488,6 +488,8 @@ pub async fn stream(
     let closed = || SyncError::transient("the sync stopped");
     let mut relations: HashMap<u32, Known> = HashMap::new();
     let mut transaction: Option<Vec<RowChange>> = None;
+    // The sender's WAL end, passed on at most every SOURCE_END_EVERY (the lag in bytes).
+    let mut source_end = SourceEnd::default();
     loop {
         tokio::select! {
             event = client.recv() => {
@@ -496,7 +498,8 @@ pub async fn stream(
                 };
                 match event {
                     ReplicationEvent::Begin { .. } => transaction = Some(Vec::new()),
-                    ReplicationEvent::XLogData { data, .. } => {
+                    ReplicationEvent::XLogData { data, wal_end, .. } => {
+                        source_end.send(events, wal_end.0).await?;
                         let message = pgoutput::decode(&data).map_err(|e| SyncError::transient(format!("source {}: {e}", decl.name)))?;
                         if let Message::Relation(relation) = message {
                             let name = format!("{}.{}", relation.schema, relation.name);
@@ -518,6 +521,7 @@ pub async fn stream(
                         events.send(event).await.map_err(|_| closed())?;
                     }
                     ReplicationEvent::KeepAlive { wal_end, .. } => {
+                        source_end.send(events, wal_end.0).await?;
                         // Between transactions, a keepalive says the sender has read the
                         // log up to there: nothing before it is still coming.
                         if transaction.is_none() && wal_end.0 >= start {
@@ -537,6 +541,28 @@ pub async fn stream(
                 }
             }
         }
+    }
+}
+
+/// How often the stream passes the sender's WAL end on at most.
+const SOURCE_END_EVERY: Duration = Duration::from_millis(100);
+
+/// The sender's WAL end, as last passed on (`Event::SourceEnd`).
+#[derive(Default)]
+struct SourceEnd {
+    sent: Option<(u64, std::time::Instant)>,
+}
+
+impl SourceEnd {
+    /// Passes `wal_end` on when it moved and the last one is older than `SOURCE_END_EVERY`.
+    async fn send(&mut self, events: &mpsc::Sender<Event>, wal_end: u64) -> Result<(), SyncError> {
+        let due = self.sent.is_none_or(|(end, at)| wal_end > end && at.elapsed() >= SOURCE_END_EVERY);
+        if due && wal_end > 0 {
+            self.sent = Some((wal_end, std::time::Instant::now()));
+            let event = Event::SourceEnd { position: Position::Lsn(wal_end) };
+            events.send(event).await.map_err(|_| SyncError::transient("the sync stopped"))?;
+        }
+        Ok(())
     }
 }
 
