@@ -183,3 +183,26 @@ fn bad_declarations_are_refused_naming_the_cause_and_create_nothing() {
     assert_eq!(again.status, 409, "a name taken: {}", again.body);
     sync::wait_streaming(&server);
 }
+
+#[test]
+fn a_followed_table_dropped_or_renamed_fails_the_source_naming_it_and_keeps_what_was_applied() {
+    let db = MariaDb::start();
+    db.sql("CREATE TABLE kept (id INT PRIMARY KEY, v INT); INSERT INTO kept VALUES (1, 1), (2, 2);");
+    let (_dir, server) = start_server();
+    declare(&server, &declaration(&db, table("kept")));
+    sync::wait_streaming(&server);
+    db.sql("UPDATE kept SET v = 10 WHERE id = 1");
+    sync::wait_applied(&server, "kept", &db.position());
+    // A table nobody follows may come and go.
+    db.sql("CREATE TABLE other (id INT PRIMARY KEY); DROP TABLE other; CREATE TABLE t2 (id INT PRIMARY KEY)");
+    db.sql("RENAME TABLE t2 TO t3");
+    sync::wait_applied(&server, "kept", &db.position());
+    assert_eq!(sync::status(&server, SOURCE)["state"], "streaming");
+
+    db.sql("RENAME TABLE kept TO kept_old");
+    let failed = sync::wait_status(&server, "the source failing", |s| s["state"] == "failed");
+    let message = failed["last_error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("kept") && message.contains("dropped or renamed"), "{failed}");
+    let docs = by_id(sync::documents(&server, "kept"));
+    assert_eq!(docs, vec![json!({"id": 1, "v": 10}), json!({"id": 2, "v": 2})], "what was applied stays");
+}

@@ -109,7 +109,7 @@ impl<'a> Decoder<'a> {
                 self.rows(&rows)?;
                 Ok(Outcome::Nothing)
             }
-            Some(EventData::QueryEvent(query)) => Ok(self.query(&query.query(), &query.schema(), commit_time_us)),
+            Some(EventData::QueryEvent(query)) => self.query(&query.query(), &query.schema(), commit_time_us),
             Some(EventData::XidEvent(_)) => Ok(self.end(commit_time_us)),
             _ => Ok(Outcome::Nothing),
         }
@@ -121,12 +121,14 @@ impl<'a> Decoder<'a> {
 
     /// A query event: a group's boundary, a TRUNCATE or ALTER of a declared table, or
     /// (a standalone group's) statement that ends its group.
-    fn query(&mut self, query: &str, schema: &str, commit_time_us: Option<i64>) -> Outcome {
-        let Some(group) = self.group.as_mut() else { return Outcome::Nothing };
+    /// A followed table dropped or renamed fails the stream: what comes after is not that
+    /// table's (never a silent gap or a namespace quietly left behind).
+    fn query(&mut self, query: &str, schema: &str, commit_time_us: Option<i64>) -> Result<Outcome, SyncError> {
+        let Some(group) = self.group.as_mut() else { return Ok(Outcome::Nothing) };
         let statement = statement::classify(query, schema);
         match &statement {
-            Statement::Begin => return Outcome::Nothing,
-            Statement::End => return self.end(commit_time_us),
+            Statement::Begin => return Ok(Outcome::Nothing),
+            Statement::End => return Ok(self.end(commit_time_us)),
             Statement::Truncate(database, table) => {
                 if let Some(&at) = self.by_name.get(&(database.clone(), table.clone())) {
                     group.changes.push(RowChange { table: self.tables[at].index, kind: ChangeKind::Truncate });
@@ -137,9 +139,20 @@ impl<'a> Decoder<'a> {
                     group.altered.push(self.tables[at].index);
                 }
             }
+            Statement::Gone(names) => {
+                if let Some((database, table)) = names.iter().find(|name| self.by_name.contains_key(name)) {
+                    return Err(SyncError::lost(format!(
+                        "source {}: table {database}.{table} was dropped or renamed on the source ({}); \
+                         declare the tables again (PUT /api/v1/sources/{}) or resync",
+                        self.decl.name,
+                        query.trim().chars().take(200).collect::<String>(),
+                        self.decl.name
+                    )));
+                }
+            }
             Statement::Other => {}
         }
-        if group.gtid.standalone() { self.end(commit_time_us) } else { Outcome::Nothing }
+        Ok(if group.gtid.standalone() { self.end(commit_time_us) } else { Outcome::Nothing })
     }
 
     /// The group ends: its transaction, or progress when it touched no declared table.
