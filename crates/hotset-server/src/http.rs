@@ -488,9 +488,13 @@ async fn run_query(
 }
 
 /// Full-text search across namespaces, merged by rank (`hotset_core::Search`).
-async fn search(State(state): AppState, body: Bytes) -> Result<Response, ApiError> {
+/// With live-sync sources: `?after=` waits, and `Hotset-Source-Position` says how fresh.
+async fn search(State(state): AppState, RawQuery(raw): RawQuery, body: Bytes) -> Result<Response, ApiError> {
     let search = hotset_core::Search::from_json(&json_body(&body, "the search", ErrorCode::BadQuery)?)?;
-    json_answer(apply(&state, Request::Search(search)).await?)
+    sources::wait(&state, &sources::after_in_url(raw.as_deref())?, None).await?;
+    let namespaces: Vec<&str> = search.targets.iter().map(|target| target.namespace.as_str()).collect();
+    let fresh = sources::freshness(&state, Some(&namespaces));
+    Ok(with_freshness(json_answer(apply(&state, Request::Search(search)).await?)?, fresh))
 }
 
 /// SQL text in, the statement's JSON answer out. A statement that cannot be parsed or is

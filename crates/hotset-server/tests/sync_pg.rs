@@ -206,6 +206,12 @@ fn status_headers_and_info_report_the_source() {
     assert_eq!(answer["items"][0]["id"], 2, "{answer}");
     let seen = answer["positions"][SOURCE].as_str().unwrap_or_else(|| panic!("no positions: {answer}"));
     assert!(sync::reached(seen, &position), "{seen} before {position}");
+    // Over HTTP, the same search says how fresh in its header.
+    let path = format!("/api/v1/search?after={SOURCE}:{position}");
+    let searched = curl_full(&server, "POST", &path, Some(search.to_string().as_bytes()));
+    assert_eq!(searched.status, 200, "{}", searched.body);
+    let seen = header_position(&searched, SOURCE).unwrap_or_else(|| panic!("no header: {:?}", searched.headers));
+    assert!(sync::reached(&seen, &position), "{seen} before {position}");
 
     // The same figures on /metrics, labelled by source.
     let metrics = curl_full(&server, "GET", "/metrics", None);
