@@ -1,39 +1,5 @@
-//! The JSON query DSL (`query_from_json`) and the search request (`Search::from_json`)
-//! on any JSON value, and every query they accept run on the fixture database.
-//!
-//! Checks: Ok or Err, never a panic; `query_to_json` of an accepted query reads back as
-//! the same query; running it returns Ok or Err and its answer is JSON.
+//! libFuzzer entry of the `dsl` target: its checks are `hotset_fuzz::targets::dsl`
+//! (crates/hotset-fuzz), which the workspace's tests also replay on the committed corpus.
 #![no_main]
 
-use hotset_core::query::dsl;
-use hotset_core::{Database, Search};
-use hotset_fuzz::{check_dsl_round_trip, check_json_answer, fixture};
-use libfuzzer_sys::fuzz_target;
-use serde_json::Value;
-use std::sync::OnceLock;
-
-/// Queries only read, so one fixture serves every input.
-fn database() -> &'static Database {
-    static DATABASE: OnceLock<Database> = OnceLock::new();
-    DATABASE.get_or_init(fixture)
-}
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(value) = serde_json::from_slice::<Value>(data) else { return };
-    let db = database();
-    if let Ok(query) = dsl::query_from_json(&value, None) {
-        check_dsl_round_trip(&query, "DSL");
-        if let Ok(result) = db.query(&query) {
-            let mut answer = Vec::new();
-            dsl::write_result_json(&result, &mut answer);
-            check_json_answer(&answer, "DSL query");
-        }
-    }
-    // The same object under a route that names the namespace.
-    if let Ok(query) = dsl::query_from_json(&value, Some(hotset_fuzz::ITEMS)) {
-        check_dsl_round_trip(&query, "DSL with the namespace given");
-    }
-    if let Ok(search) = Search::from_json(&value) {
-        let _ = db.search(&search);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| hotset_fuzz::targets::dsl::run(data));

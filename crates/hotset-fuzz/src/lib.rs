@@ -1,14 +1,20 @@
-//! What the fuzz targets share: the fixture database they write into and query, a
-//! `Disk` kept in memory (so the storage decoders read fuzzer bytes as files without
-//! touching the file system), and the way one input is split into several records.
+//! What each fuzz target checks, and what the targets share: the fixture database they
+//! write into and query, a `Disk` kept in memory (so the storage decoders read fuzzer bytes
+//! as files without touching the file system), and the way one input is split into several
+//! records.
 //!
-//! Owns: nothing the product uses; this crate is built only by `cargo fuzz` (and the
-//! `make_seeds` example). Never: hide a failure of the code under test. A helper here
-//! either returns what the engine returned or panics with the input's story, which is
-//! what libFuzzer records as a crash.
+//! Owns: nothing the product uses. The libFuzzer binaries of `fuzz/` (cargo-fuzz, nightly,
+//! AddressSanitizer) are one line each around `targets::*::run`; this crate's test
+//! `tests/corpus.rs` replays every committed corpus input through the same
+//! functions on the stable toolchain, so the workspace's test run checks them without
+//! cargo-fuzz. Never: hide a failure of the code under test. A helper here either returns
+//! what the engine returned or panics with the input's story, which is what libFuzzer
+//! records as a crash.
 //!
 //! Invariants: every fixture is deterministic (a manual clock, fixed documents), so a
 //! crash input replays the same way on any machine.
+
+pub mod targets;
 
 use hotset_core::clock::ManualClock;
 use hotset_core::kv::{KvOps, SetOptions};
