@@ -8,7 +8,9 @@ Starts a throwaway PostgreSQL and MariaDB (temporary folders, free ports; Postgr
 shape: birth date from the age, about from the interests), then, RUNS times interleaved:
 
 - the source's own export: PostgreSQL `COPY profiles TO '/dev/null'` (server side, as the
-  superuser); MariaDB `mariadb -e 'SELECT * FROM profiles' > /dev/null` (through a client);
+  superuser), and the same through a client (`psql -c 'COPY profiles TO STDOUT' >
+  /dev/null`, reported beside it); MariaDB `mariadb -e 'SELECT * FROM profiles' >
+  /dev/null` (through a client);
 - Hotset: a fresh `hotset serve` on a new data folder, the source declared over HTTP with
   the task's indexes (first_name and last_name tree utf8_ci, their composite), the clock
   stopped when its status says `streaming` (every row copied, indexes built, logged).
@@ -93,10 +95,12 @@ def main():
         sources["maria"] = MariaDb(work)
         for source in sources.values():
             source.load_profiles(tsv)
-        times = {key: [] for key in ["pg_export", "pg_hotset", "maria_export", "maria_hotset"]}
+        times = {key: [] for key in ["pg_export", "pg_client_export", "pg_hotset", "maria_export", "maria_hotset"]}
         for run_number in range(args.runs):
             for name, source in sources.items():
                 times[f"{name}_export"].append(source.export())
+                if name == "pg":
+                    times["pg_client_export"].append(source.export_client())
                 indexes = [] if args.no_indexes else INDEXES
                 times[f"{name}_hotset"].append(hotset_copy(args.hotset, work, name, source, indexes))
                 print(f"run {run_number + 1} {name}: export {times[name + '_export'][-1]:.2f} s, "
@@ -107,10 +111,13 @@ def main():
         for name in sources:
             result[f"{name}_hotset_rows_per_s"] = round(ROWS / medians[f"{name}_hotset"])
             result[f"{name}_ratio_to_export"] = round(medians[f"{name}_hotset"] / medians[f"{name}_export"], 2)
+        result["pg_ratio_to_client_export"] = round(medians["pg_hotset"] / medians["pg_client_export"], 2)
         print(f"{'source':8} {'export s':>9} {'hotset s':>9} {'rows/s':>9} {'hotset/export':>14}")
         for name in sources:
             print(f"{name:8} {medians[name + '_export']:9.2f} {medians[name + '_hotset']:9.2f} "
                   f"{result[name + '_hotset_rows_per_s']:9} {result[name + '_ratio_to_export']:14}")
+        print(f"pg through a client: export {medians['pg_client_export']:.2f} s, "
+              f"hotset/export {result['pg_ratio_to_client_export']}")
         print(json.dumps(result))
     finally:
         for source in sources.values():

@@ -28,17 +28,14 @@ use tokio::sync::{mpsc, watch};
 const QUEUE: usize = 1024;
 /// Transactions applied before one wait for the log (more are applied when they queue up).
 const ACK_BATCH: usize = 256;
-/// A copy's group writes hold at least this many rows, and at least a `COPY_GROWTH`th of
-/// the rows already copied into the table's namespace: large against the namespace, each
-/// group's rows enter its ordered indexes sorted and merged in one pass (the engine's tree
-/// batch) instead of one tree search per row, and growing with it, the merges cost about
-/// as much as sorting the whole table once.
-/// A group write also goes once it holds this many bytes of documents, which bounds the
-/// memory a copy holds and how long one group keeps the namespace's readers waiting
-/// (beyond about 16 times this, rows enter the indexes one by one again: slower, the same).
-const COPY_APPLY_MIN: u64 = 4096;
-const COPY_GROWTH: u64 = 4;
-const COPY_APPLY_BYTES_MAX: usize = 64 << 20;
+/// A copy's rows are written in groups of this many rows, or fewer once they hold this
+/// many bytes of documents: large enough that a group's documents are parsed on a second
+/// thread while the first applies them (`prepare::apply_prepared`) and the log takes few
+/// records, small enough that a group holds little memory and keeps the namespace's
+/// readers waiting only a few milliseconds. (The ordered indexes take no part: a table's
+/// copy builds them once, at its end: `TreeLoad`.)
+const COPY_GROUP_ROWS: usize = 16_384;
+const COPY_GROUP_BYTES: usize = 16 << 20;
 /// Retry delays after a transient failure.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -773,6 +770,29 @@ fn settle(acks: &Acks, decl: &Declaration) -> Result<(), SyncError> {
 }
 
 /// Applies a copy's events; returns the state with the copied tables noted.
+/// A table's namespace during its copy: its ordered indexes are built once, sorted, when
+/// the copy ends (`Database::begin_tree_load`), instead of merging every group's keys into
+/// them, and readers meanwhile get their answers from scans. Built on drop, so a copy
+/// that stops half way (an error, the source gone) leaves usable indexes over the rows it
+/// wrote, which the next attempt replaces anyway.
+struct TreeLoad {
+    db: Arc<Database>,
+    namespace: String,
+}
+
+impl TreeLoad {
+    fn begin(db: &Arc<Database>, namespace: &str) -> hotset_core::Result<TreeLoad> {
+        db.begin_tree_load(namespace)?;
+        Ok(TreeLoad { db: db.clone(), namespace: namespace.to_string() })
+    }
+}
+
+impl Drop for TreeLoad {
+    fn drop(&mut self) {
+        self.db.finish_tree_load(&self.namespace);
+    }
+}
+
 fn apply_copy(
     engine: &Engine,
     shared: &Shared,
@@ -787,6 +807,8 @@ fn apply_copy(
     let mut point: Option<Position> = None;
     // Documents held for the next group write: (table, documents, their bytes).
     let mut pending: Option<(usize, Vec<Document>, usize)> = None;
+    // Tables being copied, by index: their namespaces' ordered indexes wait for the end.
+    let mut loads: HashMap<usize, TreeLoad> = HashMap::new();
     let flush = |pending: &mut Option<(usize, Vec<Document>, usize)>| -> Result<(), SyncError> {
         let Some((table, docs, _)) = pending.take() else { return Ok(()) };
         let namespace = decl.namespace(table);
@@ -818,6 +840,10 @@ fn apply_copy(
                 writes.truncate(&namespace).map_err(|e| {
                     SyncError::lost(format!("source {}: emptying namespace {namespace} for its copy: {e}", decl.name))
                 })?;
+                let load = TreeLoad::begin(db, &namespace).map_err(|e| {
+                    SyncError::lost(format!("source {}: loading namespace {namespace} for its copy: {e}", decl.name))
+                })?;
+                loads.insert(table, load);
                 let mut status = shared.status.lock();
                 status.tables[table].state = "copying";
                 status.tables[table].rows_copied = 0;
@@ -830,13 +856,14 @@ fn apply_copy(
                 let (_, held, bytes) = pending.get_or_insert_with(|| (table, Vec::new(), 0));
                 *bytes += docs.iter().map(|doc| doc.len()).sum::<usize>();
                 held.extend(docs);
-                let copied = shared.status.lock().tables[table].rows_copied;
-                if held.len() as u64 >= COPY_APPLY_MIN.max(copied / COPY_GROWTH) || *bytes >= COPY_APPLY_BYTES_MAX {
+                if held.len() >= COPY_GROUP_ROWS || *bytes >= COPY_GROUP_BYTES {
                     flush(&mut pending)?;
                 }
             }
             Event::CopyDone { table } => {
                 flush(&mut pending)?;
+                // The ordered indexes are built before the table counts as copied.
+                drop(loads.remove(&table));
                 let point = point.as_ref().ok_or_else(|| {
                     SyncError::transient(format!("source {}: a copy without its snapshot's position", decl.name))
                 })?;

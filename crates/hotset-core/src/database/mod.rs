@@ -121,6 +121,24 @@ impl Database {
         }
     }
 
+    /// Starts a load of many rows into a namespace that stays open to readers (live sync's
+    /// copy of a table; `NamespaceData::begin_tree_load`): its ordered secondary indexes
+    /// are built once by `finish_tree_load` instead of taking every write, and meanwhile
+    /// queries answer their conditions from columns. Not logged: the indexes hold the same
+    /// rows either way.
+    pub fn begin_tree_load(&self, name: &str) -> Result<()> {
+        self.namespace(name)?.data.write().begin_tree_load();
+        Ok(())
+    }
+
+    /// Ends `begin_tree_load`: builds the namespace's deferred indexes (a no-op when none
+    /// wait, or the namespace is gone).
+    pub fn finish_tree_load(&self, name: &str) {
+        if let Ok(namespace) = self.namespace(name) {
+            namespace.data.write().finish_tree_load();
+        }
+    }
+
     /// Checks every namespace's indexes against its documents (`NamespaceData::verify_indexes`).
     pub fn verify_indexes(&self) -> std::result::Result<(), String> {
         let namespaces: Vec<Arc<Namespace>> = self.namespaces.read().values().cloned().collect();

@@ -90,6 +90,10 @@ pub struct Index {
     /// The map from keys to rows; its variant follows the definition's kind.
     pub lookup: Lookup,
     key_bytes: usize,
+    /// False while a tree index waits to be built in bulk by a load that readers can see
+    /// (`NamespaceData::begin_tree_load`): it is then empty, and `has_lookup` says no, so
+    /// the planner answers its conditions from columns instead.
+    built: bool,
 }
 
 impl Index {
@@ -110,7 +114,7 @@ impl Index {
                 Lookup::Text(Box::new(TextIndex::new(def.fields.clone(), config)))
             }
         };
-        Index { def, columns, lookup, key_bytes: 0 }
+        Index { def, columns, lookup, key_bytes: 0, built: true }
     }
 
     /// The keys `row` is indexed under, read from its columns (none for a text index,
@@ -188,6 +192,7 @@ impl Index {
         };
         self.lookup = Lookup::Tree(OrderedMap::from_layouts(layouts));
         self.key_bytes = key_bytes;
+        self.built = true;
     }
 
     /// Adds the keys of `rows` (ascending; none of them in the index yet) to a tree
@@ -432,15 +437,25 @@ impl Index {
         }
     }
 
-    /// Whether the index keeps keys in order (a tree index), so it serves ranges and
-    /// sorts.
+    /// Whether the index keeps keys in order (a tree index, built), so it serves ranges
+    /// and sorts.
     pub fn is_ordered(&self) -> bool {
-        matches!(self.lookup, Lookup::Tree(_))
+        self.built && matches!(self.lookup, Lookup::Tree(_))
     }
 
-    /// Whether the index maps keys to rows (store-only and text indexes do not).
+    /// Whether the index maps keys to rows (store-only and text indexes do not, nor a tree
+    /// index waiting for its bulk build).
     pub fn has_lookup(&self) -> bool {
-        !matches!(self.lookup, Lookup::Store | Lookup::Text(_))
+        self.built && !matches!(self.lookup, Lookup::Store | Lookup::Text(_))
+    }
+
+    /// Empties a deferrable index until `rebuild_tree` builds it: meanwhile it answers
+    /// nothing (`has_lookup` is false), so no reader is given its missing rows.
+    pub fn set_unbuilt(&mut self) {
+        assert!(self.deferrable(), "only deferrable indexes wait for a bulk build");
+        self.lookup = Lookup::Tree(OrderedMap::new());
+        self.key_bytes = 0;
+        self.built = false;
     }
 
     /// The text index, for a text index.

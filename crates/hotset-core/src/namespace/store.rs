@@ -36,6 +36,10 @@ pub struct NamespaceData {
     /// While set (recovery), deferrable indexes are left empty and built once, in bulk,
     /// by `finish_bulk_load`; nothing may query the namespace meanwhile.
     pub(crate) bulk_loading: bool,
+    /// While set (live sync's copy of a table: `begin_tree_load`), deferrable indexes are
+    /// left empty and unused by the planner, and built once by `finish_tree_load`; readers
+    /// meanwhile see every row, found by scans.
+    pub(crate) trees_deferred: bool,
     /// During a large batch (`begin_tree_batch`): the rows whose keys deferrable indexes
     /// have not taken yet. Their keys are read from the columns, sorted and merged in at
     /// `end_tree_batch`, one pass over each index instead of a search and a shift per key.
@@ -61,6 +65,7 @@ impl NamespaceData {
             document_bytes: 0,
             document_bytes_max: usize::MAX,
             bulk_loading: false,
+            trees_deferred: false,
             deferred_rows: None,
             text_workers: Default::default(),
         };

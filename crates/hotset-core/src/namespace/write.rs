@@ -257,7 +257,7 @@ impl NamespaceData {
                 column.set(row, values);
             }
         }
-        let defer = self.bulk_loading || self.deferred_rows.is_some();
+        let defer = self.bulk_loading || self.trees_deferred || self.deferred_rows.is_some();
         if let Some(pending) = &mut self.deferred_rows {
             pending.insert(row);
         }
@@ -282,7 +282,9 @@ impl NamespaceData {
         // A row whose keys wait in a tree batch is not in the deferrable indexes: its
         // current keys are taken at the end (an update removes a row's keys before it
         // adds the new ones, so a row is pending only after its old keys are gone).
-        let defer = self.bulk_loading || self.deferred_rows.as_ref().is_some_and(|pending| pending.contains(row));
+        let defer = self.bulk_loading
+            || self.trees_deferred
+            || self.deferred_rows.as_ref().is_some_and(|pending| pending.contains(row));
         for index in self.indexes.iter_mut().filter(|i| !(defer && i.deferrable())) {
             for key in index.row_keys(&self.columns, row) {
                 index.remove(&key, row);
@@ -296,11 +298,14 @@ impl NamespaceData {
     /// Removes every document, keeping the schema.
     pub fn truncate(&mut self) {
         let defs = self.index_defs();
-        let (limit, bulk_loading) = (self.document_bytes_max, self.bulk_loading);
+        let (limit, bulk_loading, trees_deferred) = (self.document_bytes_max, self.bulk_loading, self.trees_deferred);
         *self = NamespaceData::new(&self.name, defs).expect("the current schema is valid");
         self.document_bytes_max = limit;
         if bulk_loading {
             self.begin_bulk_load();
+        }
+        if trees_deferred {
+            self.begin_tree_load();
         }
     }
 
@@ -336,7 +341,8 @@ impl NamespaceData {
     /// pass; otherwise nothing changes.
     pub fn begin_tree_batch(&mut self, rows: usize) {
         let worth_it = rows >= TREE_BATCH_ROWS_MIN && rows * TREE_BATCH_SHARE_MAX >= self.live.len() as usize;
-        if worth_it && !self.bulk_loading && self.indexes.iter().any(|index| index.deferrable()) {
+        let deferring = self.bulk_loading || self.trees_deferred;
+        if worth_it && !deferring && self.indexes.iter().any(|index| index.deferrable()) {
             self.deferred_rows = Some(RoaringBitmap::new());
         }
     }
@@ -362,11 +368,38 @@ impl NamespaceData {
         }
     }
 
+    /// Starts a load of many rows into a namespace readers can see (live sync's copy of a
+    /// table): deferrable indexes are emptied and stop being kept up to date, and until
+    /// `finish_tree_load` the planner does not use them, so every answer stays right (its
+    /// conditions are checked on columns) while the load skips a merge into each ordered
+    /// index per batch. Text indexes and the primary key are kept as usual.
+    pub fn begin_tree_load(&mut self) {
+        if std::mem::replace(&mut self.trees_deferred, true) {
+            return;
+        }
+        self.indexes.iter_mut().filter(|index| index.deferrable()).for_each(|index| index.set_unbuilt());
+    }
+
+    /// Ends a tree load: builds each deferrable index from the live rows in one sort, and
+    /// the planner may use it again.
+    pub fn finish_tree_load(&mut self) {
+        if !std::mem::replace(&mut self.trees_deferred, false) {
+            return;
+        }
+        debug_assert!(self.deferred_rows.is_none(), "a tree load ends outside a tree batch");
+        let rows: Vec<u32> = self.live.iter().collect();
+        for index in self.indexes.iter_mut().filter(|index| index.deferrable()) {
+            index.rebuild_tree(&self.columns, &rows);
+        }
+    }
+
     /// Ends a bulk load: builds every deferrable index from the live rows in one sort.
     pub fn finish_bulk_load(&mut self) {
         if !std::mem::replace(&mut self.bulk_loading, false) {
             return;
         }
+        // A tree load would leave its indexes marked built but missing later rows.
+        assert!(!self.trees_deferred, "a bulk load ends inside a tree load");
         for text in self.indexes.iter_mut().filter_map(|i| i.text_mut()) {
             text.end_batch();
             text.finish_load();

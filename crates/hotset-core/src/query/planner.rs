@@ -16,7 +16,6 @@ use crate::collate::prefix_successor;
 use crate::error::{Error, Result};
 use crate::index::{Index, Key, bound_for_type, key_for_type};
 use crate::namespace::NamespaceData;
-use crate::schema::IndexKind;
 use crate::value::Scalar;
 use std::ops::{Bound, Range};
 use std::sync::Arc;
@@ -558,7 +557,7 @@ fn choose_walk(
     }
     let mut best: Option<WalkCandidate> = None;
     for (id, index) in data.indexes.iter().enumerate() {
-        if index.def.kind != IndexKind::Tree || index.def.sparse || index.def.array {
+        if !index.is_ordered() || index.def.sparse || index.def.array {
             continue;
         }
         let (fixed_at, values) = equality_prefix(data, index, conjuncts);
@@ -656,7 +655,7 @@ fn merge_walk(
 ) -> Option<(Walk, Vec<Conjunct>)> {
     let first = sort.first()?;
     for (id, index) in data.indexes.iter().enumerate() {
-        if index.columns.len() < 2 || index.def.kind != IndexKind::Tree || index.def.sparse || index.def.array {
+        if index.columns.len() < 2 || !index.is_ordered() || index.def.sparse || index.def.array {
             continue;
         }
         let (mut taken, prefix) = equality_prefix(data, index, conjuncts);
