@@ -99,6 +99,14 @@ pub enum Request {
         /// The operations, in order.
         ops: Vec<Op>,
     },
+    /// Operations on several namespaces, each naming its own, applied together or not at
+    /// all: one log record (the engine's `Group`), which readers of those namespaces see
+    /// whole or not at all. Answers how many were applied; a refused operation is named by
+    /// its place among them (`Refusal::at`).
+    Transaction {
+        /// (namespace, operation), in order.
+        ops: Vec<(String, Op)>,
+    },
     /// A document by primary key.
     Get {
         /// The namespace.

@@ -371,7 +371,9 @@ async fn write_items(
 
 /// A transaction's operations from its JSON body; an operation that is not one is named
 /// by its place, as the engine names one it refuses.
-fn operations(body: &[u8]) -> Result<Vec<Op>, ApiError> {
+/// The operations of a transaction body, each with the namespace it names (`None`: the
+/// route's).
+fn operations(body: &[u8]) -> Result<Vec<(Option<String>, Op)>, ApiError> {
     let Value::Array(items) = json_body(body, "the operations", ErrorCode::BadRequest)? else {
         return Err(bad_request("expected a JSON array of operations"));
     };
@@ -393,22 +395,35 @@ fn operations(body: &[u8]) -> Result<Vec<Op>, ApiError> {
                 None => return Err(refused(at, "\"op\" must be upsert, insert, update or delete".into())),
             };
             let argument = item.remove(field).ok_or_else(|| refused(at, format!("\"{field}\" is required")))?;
+            let namespace = match item.remove("namespace") {
+                None => None,
+                Some(Value::String(namespace)) => Some(namespace),
+                Some(_) => return Err(refused(at, "\"namespace\" must be a string".into())),
+            };
             if let Some(extra) = item.keys().next() {
-                return Err(refused(at, format!("unknown key '{extra}' (expected op, {field})")));
+                return Err(refused(at, format!("unknown key '{extra}' (expected op, {field}, namespace)")));
             }
-            Ok(match mode {
+            let op = match mode {
                 Some(mode) => Op::Write(mode, Doc::Value(argument)),
                 None => Op::Delete(argument),
-            })
+            };
+            Ok((namespace, op))
         })
         .collect()
 }
 
-/// Mixed operations on one namespace, all or nothing (`DOC.TXN` over HTTP).
+/// Mixed operations, all or nothing (`DOC.TXN` over HTTP): on the route's namespace, or
+/// on the one an operation names (`"namespace"`), all of them in one commit.
 async fn transaction(State(state): AppState, Path(namespace): Path<String>, body: Bytes) -> ApiResult {
-    let ops = operations(&body)?;
+    let ops: Vec<(String, Op)> =
+        operations(&body)?.into_iter().map(|(named, op)| (named.unwrap_or_else(|| namespace.clone()), op)).collect();
+    let request = if ops.iter().all(|(other, _)| *other == namespace) {
+        Request::Write { namespace, ops: ops.into_iter().map(|(_, op)| op).collect() }
+    } else {
+        Request::Transaction { ops }
+    };
     // A write blocks (`Request::blocks`): on the blocking pool, keeping the refusal's place.
-    match blocking(move || Ok(state.engine.apply(Request::Write { namespace, ops }))).await? {
+    match blocking(move || Ok(state.engine.apply(request))).await? {
         Ok(Answer::Count(count)) => Ok(Json(json!({"count": count}))),
         Ok(other) => Err(unexpected(&other)),
         Err(refused) => Err(named(refused, |at| format!("operation {}", at + 1))),

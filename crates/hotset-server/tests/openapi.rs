@@ -575,6 +575,9 @@ fn document_calls() -> Vec<Call> {
         txn(json!([{"op": "delete"}]), 400, Refused),
         txn(json!([{"op": "upsert", "doc": {"id": 154}, "key": 154}]), 400, Refused),
         txn(json!({"op": "upsert", "doc": {"id": 155}}), 400, Refused),
+        txn(json!([{"op": "upsert", "doc": {"id": 156}, "namespace": "items"}]), 200, Fits),
+        txn(json!([{"op": "upsert", "doc": {"id": 157}}, {"op": "delete", "key": 1, "namespace": "nope"}]), 404, Fits),
+        txn(json!([{"op": "upsert", "doc": {"id": 158}, "namespace": 5}]), 400, Refused),
         json_call(TRANSACTION, "/api/v1/namespaces/items/transaction", "[{\"op\":", 400, Unchecked),
         json_call(TRANSACTION, "/api/v1/namespaces/nope/transaction", json!([]), 404, Fits),
         json_call(TRANSACTION, "/api/v1/namespaces/%ff/transaction", json!([]), 400, Fits),
@@ -862,9 +865,10 @@ fn redeclare_calls(url: &str) -> Vec<Call> {
     ]
 }
 
-/// Reads of the synced namespace: fresh (with the header), after `position` (in the URL,
-/// repeated and joined, and in the DSL), past the time limit, after an unknown source,
-/// after something that is no position.
+/// Reads of the synced namespace (gets, queries, SQL, and searches through a text index the
+/// client adds): fresh (with the header), after `position` (in the URL, repeated and
+/// joined, and in the DSL), past the time limit, after an unknown source, after something
+/// that is no position.
 fn synced_read_calls(position: &str) -> Vec<Call> {
     use Shape::*;
     let after = format!("after={SOURCE}:{position}");
@@ -877,6 +881,10 @@ fn synced_read_calls(position: &str) -> Vec<Call> {
         |query: &str, body: Value, status, shape| json_call(QUERY, &format!("{QUERY}{query}"), body, status, shape);
     let select =
         |query: &str, status| sql_at(&format!("/api/v1/sql{query}"), "SELECT * FROM people WHERE id = 3", status);
+    let words = json!({"name": "words", "field": ["name", "city"], "index": "text"});
+    let search = |query: &str, status| {
+        json_call(SEARCH, &format!("{SEARCH}{query}"), json!({"query": "oslo", "namespaces": ["people"]}), status, Fits)
+    };
     vec![
         item("", 200),
         item(&format!("?{after}"), 200),
@@ -900,6 +908,13 @@ fn synced_read_calls(position: &str) -> Vec<Call> {
         select(&format!("?{never}"), 504).coded("timeout"),
         select("?after=nope:0/0", 404).coded("not_found"),
         select("?after=app:zz", 400).coded("bad_request"),
+        // A text index of the client's own on the synced namespace, then searches.
+        json_call(INDEXES, "/api/v1/namespaces/people/indexes", words, 201, Fits),
+        search("", 200),
+        search(&format!("?{after}"), 200),
+        search(&format!("?{never}"), 504).coded("timeout"),
+        search("?after=nope:0/0", 404).coded("not_found"),
+        search("?after=app:zz", 400).coded("bad_request"),
     ]
 }
 

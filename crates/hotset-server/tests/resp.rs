@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Server, exchange, redis_cli};
+use common::{Server, curl, exchange, redis_cli};
 use redis::{Commands, RedisResult, cmd};
 use std::process::Command;
 
@@ -566,6 +566,98 @@ fn document_commands_over_resp() {
     let doc: String = cmd("DOC.GET").arg("books").arg("3").query(&mut c).unwrap();
     assert!(doc.contains("\"title\":\"c\""), "{doc}");
     server.stop();
+}
+
+#[test]
+fn a_transaction_over_several_namespaces_is_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let mut c = server.client();
+    let pk = r#"[{"field": "id", "type": "int", "index": "hash", "pk": true}]"#;
+    for namespace in ["orders", "lines"] {
+        let _: () = cmd("DOC.NSCREATE").arg(namespace).arg(pk).query(&mut c).unwrap();
+    }
+    let get = |c: &mut redis::Connection, namespace: &str, id: i64| {
+        cmd("DOC.GET").arg(namespace).arg(id).query::<Option<String>>(c).unwrap()
+    };
+    // An order and its lines in one transaction: NS turns to the namespace of what follows.
+    let applied: i64 = cmd("DOC.TXN")
+        .arg("orders")
+        .arg("INSERT")
+        .arg(r#"{"id": 1, "total": 30}"#)
+        .arg("NS")
+        .arg("lines")
+        .arg("INSERT")
+        .arg(r#"{"id": 10, "order": 1, "amount": 10}"#)
+        .arg("INSERT")
+        .arg(r#"{"id": 11, "order": 1, "amount": 20}"#)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(applied, 3);
+    assert!(
+        get(&mut c, "orders", 1).is_some() && get(&mut c, "lines", 10).is_some() && get(&mut c, "lines", 11).is_some()
+    );
+    // A refused line refuses the order too; the operation is named as the client counted
+    // its pairs (the NS pair counts).
+    let failed = error_text(
+        cmd("DOC.TXN")
+            .arg("orders")
+            .arg("UPSERT")
+            .arg(r#"{"id": 2, "total": 5}"#)
+            .arg("ns")
+            .arg("lines")
+            .arg("DELETE")
+            .arg("10")
+            .arg("INSERT")
+            .arg(r#"{"id": 11, "order": 2, "amount": 5}"#)
+            .query::<i64>(&mut c),
+    );
+    assert!(failed.starts_with("ALREADY_EXISTS operation 4: "), "{failed}");
+    assert_eq!(get(&mut c, "orders", 2), None);
+    assert!(get(&mut c, "lines", 10).is_some(), "the delete before the refused insert was rolled back");
+    // Back and forth between namespaces, and a namespace that does not exist.
+    let applied: i64 = cmd("DOC.TXN")
+        .arg("lines")
+        .arg("DELETE")
+        .arg("11")
+        .arg("NS")
+        .arg("orders")
+        .arg("UPDATE")
+        .arg(r#"{"id": 1, "total": 10}"#)
+        .arg("NS")
+        .arg("lines")
+        .arg("UPSERT")
+        .arg(r#"{"id": 12, "order": 1, "amount": 0}"#)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(applied, 3);
+    assert_eq!(get(&mut c, "lines", 11), None);
+    assert!(get(&mut c, "orders", 1).unwrap().contains(r#""total":10"#));
+    let unknown = error_text(
+        cmd("DOC.TXN")
+            .arg("orders")
+            .arg("DELETE")
+            .arg("1")
+            .arg("NS")
+            .arg("nope")
+            .arg("DELETE")
+            .arg("1")
+            .query::<i64>(&mut c),
+    );
+    assert!(unknown.starts_with("NOT_FOUND ") && unknown.contains("nope"), "{unknown}");
+    assert!(get(&mut c, "orders", 1).is_some());
+    // The same over HTTP: an operation names its namespace, the route's is the default.
+    let body = r#"[{"op": "upsert", "doc": {"id": 3, "total": 1}},
+                   {"op": "upsert", "doc": {"id": 30, "order": 3, "amount": 1}, "namespace": "lines"}]"#;
+    let (status, answer) = curl(&server, "POST", "/api/v1/namespaces/orders/transaction", Some(body.as_bytes()));
+    assert_eq!((status, answer.as_str()), (200, r#"{"count":2}"#));
+    assert!(get(&mut c, "orders", 3).is_some() && get(&mut c, "lines", 30).is_some());
+    let body = r#"[{"op": "upsert", "doc": {"id": 4, "total": 1}},
+                   {"op": "insert", "doc": {"id": 30, "order": 4, "amount": 1}, "namespace": "lines"}]"#;
+    let (status, answer) = curl(&server, "POST", "/api/v1/namespaces/orders/transaction", Some(body.as_bytes()));
+    assert_eq!(status, 409, "{answer}");
+    assert!(answer.contains("operation 2: "), "{answer}");
+    assert_eq!(get(&mut c, "orders", 4), None);
 }
 
 #[test]

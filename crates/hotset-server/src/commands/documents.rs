@@ -17,7 +17,7 @@
 //! | `DOC.NSINFO ns` | JSON: indexes, documents, memory |
 //! | `DOC.INDEXADD ns index-json` / `DOC.INDEXDROP ns index` | `+OK` |
 //! | `DOC.UPSERT ns json [json ...]` (also `DOC.INSERT`, `DOC.UPDATE`) | count written, all or nothing |
-//! | `DOC.TXN ns op arg [op arg ...]` (`op`: UPSERT, INSERT, UPDATE doc-json; DELETE key) | operations applied, all or nothing |
+//! | `DOC.TXN ns op arg [op arg ...]` (`op`: UPSERT, INSERT, UPDATE doc-json; DELETE key; NS name: the namespace of the operations after it) | operations applied, all or nothing, in every namespace named |
 //! | `DOC.GET ns key` | the document, or null (`key` is JSON text when it parses) |
 //! | `DOC.DEL ns key` | 1 or 0 |
 //! | `DOC.SCAN ns cursor [COUNT n]` | `[next-cursor, [documents]]`, like SCAN (`Database::scan`; COUNT defaults to 100) |
@@ -208,31 +208,52 @@ fn write(cx: &Ctx<'_>, mode: WriteMode, a: &[&[u8]], r: &mut Reply<'_>) -> Resul
 }
 
 /// `DOC.TXN ns op arg [op arg ...]`: mixed operations, all or none; how many applied.
+/// `NS name` among the pairs turns to another namespace for the operations after it: one
+/// transaction over several namespaces, logged as one record and seen whole by readers.
+/// Operations are numbered by their pair (an `NS` pair counts), as the client wrote them.
 fn transaction(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let operations = &a[2..];
     if !operations.len().is_multiple_of(2) {
         return Err(Refusal::bad_request("DOC.TXN takes pairs of an operation and its argument").into());
     }
-    let ops = operations
-        .chunks(2)
-        .enumerate()
-        .map(|(i, pair)| {
-            let op = match pair[0].to_ascii_uppercase().as_slice() {
-                b"DELETE" => return Ok(Op::Delete(decode::key(pair[1]))),
-                b"UPSERT" => WriteMode::Upsert,
-                b"INSERT" => WriteMode::Insert,
-                b"UPDATE" => WriteMode::Update,
-                _ => {
-                    let op = String::from_utf8_lossy(pair[0]);
-                    return Err(
-                        Refused::from(Refusal::bad_request(format!("unknown operation '{op}'"))).placed(i, "operation")
-                    );
-                }
-            };
-            Ok(Op::Write(op, Doc::Value(document(pair[1]).map_err(|e| e.placed(i, "operation"))?)))
-        })
-        .collect::<Result<Vec<_>, Refused>>()?;
-    count(cx, Request::Write { namespace: decode::name(a[1])?, ops }, "operation", r)
+    let mut namespace = decode::name(a[1])?;
+    // Each operation with its namespace, and the pair it was written as.
+    let mut ops: Vec<(String, Op)> = Vec::with_capacity(operations.len() / 2);
+    let mut pairs: Vec<usize> = Vec::with_capacity(operations.len() / 2);
+    for (i, pair) in operations.chunks(2).enumerate() {
+        let mode = match pair[0].to_ascii_uppercase().as_slice() {
+            b"NS" => {
+                namespace = decode::name(pair[1]).map_err(|e| Refused::from(e).placed(i, "operation"))?;
+                continue;
+            }
+            b"DELETE" => None,
+            b"UPSERT" => Some(WriteMode::Upsert),
+            b"INSERT" => Some(WriteMode::Insert),
+            b"UPDATE" => Some(WriteMode::Update),
+            _ => {
+                let op = String::from_utf8_lossy(pair[0]);
+                let refusal = Refusal::bad_request(format!("unknown operation '{op}'"));
+                return Err(Refused::from(refusal).placed(i, "operation"));
+            }
+        };
+        let op = match mode {
+            None => Op::Delete(decode::key(pair[1])),
+            Some(mode) => Op::Write(mode, Doc::Value(document(pair[1]).map_err(|e| e.placed(i, "operation"))?)),
+        };
+        ops.push((namespace.clone(), op));
+        pairs.push(i);
+    }
+    // One namespace (the usual case) takes the single-namespace transaction.
+    let first = ops.first().map_or(namespace, |(first, _)| first.clone());
+    let request = if ops.iter().all(|(other, _)| *other == first) {
+        Request::Write { namespace: first, ops: ops.into_iter().map(|(_, op)| op).collect() }
+    } else {
+        Request::Transaction { ops }
+    };
+    count(cx, request, "operation", r).map_err(|mut refused| {
+        refused.refusal.at = refused.refusal.at.and_then(|at| pairs.get(at).copied());
+        refused
+    })
 }
 
 /// A document argument, parsed here so a bad one is named by the command's words.

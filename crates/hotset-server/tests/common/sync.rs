@@ -304,6 +304,19 @@ pub fn wait_status(server: &Server, what: &str, condition: impl Fn(&Value) -> bo
     })
 }
 
+/// `wait_status` at a tight interval (5 ms), for a state that lasts only a moment.
+pub fn poll_status(server: &Server, what: &str, condition: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + WAIT_MAX;
+    loop {
+        let status = status(server, SOURCE);
+        if condition(&status) {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "waited {WAIT_MAX:?} for {what}; last: {status}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Whether a status is `streaming` with every table copied.
 pub fn is_streaming(status: &Value) -> bool {
     status["state"] == "streaming"
@@ -823,7 +836,8 @@ pub fn crash_during_copy(source: &dyn Source, rows: u64, cycles: usize) {
         let reader = scope.spawn(|| watch_versions_until(&address, 200, &stop_reader));
         for cycle in 0..cycles {
             let target = rng.below(rows);
-            let seen = wait_status(&server, &format!("cycle {cycle}: the copy at row {target} or done"), |status| {
+            // Polled often: the whole copy takes a few hundred milliseconds.
+            let seen = poll_status(&server, &format!("cycle {cycle}: the copy at row {target} or done"), |status| {
                 // Not while it starts or retries: a kill then would not be during the copy.
                 let copied = status["tables"][0]["rows_copied"].as_u64().unwrap_or(0);
                 match status["state"].as_str() {
