@@ -10,6 +10,7 @@
 use hotset_core::kv::{KvOps, SetOptions};
 use hotset_core::query::dsl;
 use hotset_core::{Aggregation, Cond, Database, FieldType, IndexDef, Op, Query, Replay};
+use hotset_fuzz::targets::resp_frame::encode_multibulk;
 use hotset_fuzz::{ITEMS, MAKERS, MemDisk, fixture, item_documents, join_records, maker_documents};
 use hotset_storage::snapshot;
 use hotset_testkit::durable::MemJournal;
@@ -48,16 +49,6 @@ fn texts(items: &[&str]) -> Vec<Vec<u8>> {
     items.iter().map(|s| s.as_bytes().to_vec()).collect()
 }
 
-fn multibulk(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for arg in args {
-        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
-
 fn resp_frames() -> Vec<Vec<u8>> {
     let commands: [&[&[u8]]; 12] = [
         &[b"PING"],
@@ -73,8 +64,8 @@ fn resp_frames() -> Vec<Vec<u8>> {
         &[b""],
         &[],
     ];
-    let mut seeds: Vec<Vec<u8>> = commands.iter().map(|args| multibulk(args)).collect();
-    let pipeline: Vec<u8> = commands[..4].iter().flat_map(|args| multibulk(args)).collect();
+    let mut seeds: Vec<Vec<u8>> = commands.iter().map(|args| encode_multibulk(args)).collect();
+    let pipeline: Vec<u8> = commands[..4].iter().flat_map(|args| encode_multibulk(args)).collect();
     seeds.push(pipeline);
     seeds.extend(texts(&[
         "PING\r\n",

@@ -66,8 +66,9 @@ fn check_request(buf: &[u8], used: usize, args: &[&[u8]], limits: &FrameLimits) 
     assert_eq!(decoded, args, "re-encoded request parses to other arguments");
 }
 
-/// `*<count>\r\n` then `$<len>\r\n<bytes>\r\n` per argument, as every client writes.
-fn encode_multibulk(args: &[&[u8]]) -> Vec<u8> {
+/// `*<count>\r\n` then `$<len>\r\n<bytes>\r\n` per argument, as every client writes (the
+/// seeds are written this way too).
+pub fn encode_multibulk(args: &[&[u8]]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
     for arg in args {
         out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
