@@ -92,6 +92,16 @@ pub enum TxOp {
     Delete(Value),
 }
 
+impl TxOp {
+    /// The operation layer's form.
+    fn into_request(self) -> Op {
+        match self {
+            TxOp::Write(mode, doc) => Op::Write(mode, Doc::Json(doc)),
+            TxOp::Delete(key) => Op::Delete(key),
+        }
+    }
+}
+
 pub enum Backend {
     Embedded(Box<Embedded>),
     Remote(Remote),
@@ -367,18 +377,54 @@ impl Backend {
         }
     }
 
+    /// Applies operations that each name their namespace all together or not at all: on
+    /// one namespace, `transaction`; across several, one commit (embedded: the operation
+    /// layer's `Request::Transaction`; as a client: `DOC.TXN` with `NS` pairs). Operations
+    /// are numbered in the order given either way.
+    pub fn transaction_across(&self, namespace: &str, ops: Vec<(String, TxOp)>) -> Outcome<usize> {
+        let first = ops.first().map_or(namespace, |(first, _)| first.as_str()).to_string();
+        if ops.iter().all(|(other, _)| *other == first) {
+            return self.transaction(&first, ops.into_iter().map(|(_, op)| op).collect());
+        }
+        match self.engine()? {
+            Some(engine) => {
+                let _give_back = (ops.len() >= LARGE_TRANSACTION).then_some(GiveBackFreeMemory);
+                let ops = ops.into_iter().map(|(namespace, op)| (namespace, op.into_request())).collect();
+                match engine.apply(Request::Transaction { ops })? {
+                    hotset_ops::Answer::Count(count) => Ok(count),
+                    other => Err(unexpected_answer(&other)),
+                }
+            }
+            None => {
+                let mut args: Vec<Vec<u8>> = vec![b"DOC.TXN".to_vec(), first.clone().into_bytes()];
+                let mut current = first;
+                for (namespace, op) in ops {
+                    if namespace != current {
+                        args.push(b"NS".to_vec());
+                        args.push(namespace.clone().into_bytes());
+                        current = namespace;
+                    }
+                    let (name, text): (&[u8], Vec<u8>) = match op {
+                        TxOp::Write(WriteMode::Insert, doc) => (b"INSERT", doc),
+                        TxOp::Write(WriteMode::Update, doc) => (b"UPDATE", doc),
+                        TxOp::Write(WriteMode::Upsert, doc) => (b"UPSERT", doc),
+                        TxOp::Delete(key) => (b"DELETE", key.to_string().into_bytes()),
+                    };
+                    args.push(name.to_vec());
+                    args.push(text);
+                }
+                let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+                Ok(self.call_int(&args)? as usize)
+            }
+        }
+    }
+
     /// Applies the operations to one namespace all together or not at all.
     pub fn transaction(&self, namespace: &str, ops: Vec<TxOp>) -> Outcome<usize> {
         match self.engine()? {
             Some(engine) => {
                 let _give_back = (ops.len() >= LARGE_TRANSACTION).then_some(GiveBackFreeMemory);
-                let ops = ops
-                    .into_iter()
-                    .map(|op| match op {
-                        TxOp::Write(mode, doc) => Op::Write(mode, Doc::Json(doc)),
-                        TxOp::Delete(key) => Op::Delete(key),
-                    })
-                    .collect();
+                let ops = ops.into_iter().map(TxOp::into_request).collect();
                 match engine.apply(Request::Write { namespace: namespace.to_string(), ops })? {
                     hotset_ops::Answer::Count(count) => Ok(count),
                     other => Err(unexpected_answer(&other)),

@@ -1,5 +1,6 @@
-//! `hotset.Transaction`: writes to one namespace collected, then applied all together or
-//! not at all; a context manager that commits when its block ends normally and rolls back
+//! `hotset.Transaction`: writes collected (to the transaction's namespace, or to another one
+//! an operation names), then applied all together or not at all, in every namespace, as
+//! one commit; a context manager that commits when its block ends normally and rolls back
 //! when it raises.
 //!
 //! Owns: the collected operations and the transaction's state (open, committed, rolled
@@ -20,19 +21,25 @@ enum State {
     RolledBack,
 }
 
-/// Writes to one namespace applied together by `commit()`.
+/// Writes applied together by `commit()`: to the transaction's namespace, or to another one
+/// an operation names (`namespace=`), all in one commit.
 ///
 /// ```python
 /// with db.transaction("items") as tx:
 ///     tx.upsert({"id": 1, "name": "a"})
 ///     tx.delete(2)
 /// # committed here; an exception in the block rolls everything back
+///
+/// with db.transaction("orders") as tx:          # an order and its lines, seen together
+///     tx.insert({"id": 1, "total": 30})
+///     tx.insert({"id": 10, "order": 1}, namespace="lines")
 /// ```
 #[pyclass(module = "hotset")]
 pub struct Transaction {
     backend: Arc<Backend>,
     namespace: String,
-    ops: Vec<TxOp>,
+    /// Each operation with the namespace it writes.
+    ops: Vec<(String, TxOp)>,
     state: State,
 }
 
@@ -41,33 +48,39 @@ impl Transaction {
         Transaction { backend, namespace, ops: Vec::new(), state: State::Open }
     }
 
-    fn push(&mut self, op: TxOp) -> PyResult<()> {
+    /// Adds `op` on `namespace` (the transaction's own when `None`).
+    fn push(&mut self, namespace: Option<String>, op: TxOp) -> PyResult<()> {
         self.push_check()?;
-        self.ops.push(op);
+        self.ops.push((namespace.unwrap_or_else(|| self.namespace.clone()), op));
         Ok(())
     }
 }
 
 #[pymethods]
 impl Transaction {
-    /// Adds an insert (fails at commit if the key exists).
-    fn insert(&mut self, doc: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.push(TxOp::Write(WriteMode::Insert, to_json(doc)?))
+    /// Adds an insert (fails at commit if the key exists). `namespace`: another namespace
+    /// than the transaction's, committed together with the rest.
+    #[pyo3(signature = (doc, *, namespace = None))]
+    fn insert(&mut self, doc: &Bound<'_, PyAny>, namespace: Option<String>) -> PyResult<()> {
+        self.push(namespace, TxOp::Write(WriteMode::Insert, to_json(doc)?))
     }
 
     /// Adds an update (fails at commit if the key does not exist).
-    fn update(&mut self, doc: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.push(TxOp::Write(WriteMode::Update, to_json(doc)?))
+    #[pyo3(signature = (doc, *, namespace = None))]
+    fn update(&mut self, doc: &Bound<'_, PyAny>, namespace: Option<String>) -> PyResult<()> {
+        self.push(namespace, TxOp::Write(WriteMode::Update, to_json(doc)?))
     }
 
     /// Adds an insert-or-replace.
-    fn upsert(&mut self, doc: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.push(TxOp::Write(WriteMode::Upsert, to_json(doc)?))
+    #[pyo3(signature = (doc, *, namespace = None))]
+    fn upsert(&mut self, doc: &Bound<'_, PyAny>, namespace: Option<String>) -> PyResult<()> {
+        self.push(namespace, TxOp::Write(WriteMode::Upsert, to_json(doc)?))
     }
 
     /// Adds a delete by primary key (a missing key is not an error).
-    fn delete(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.push(TxOp::Delete(to_value(key)?))
+    #[pyo3(signature = (key, *, namespace = None))]
+    fn delete(&mut self, key: &Bound<'_, PyAny>, namespace: Option<String>) -> PyResult<()> {
+        self.push(namespace, TxOp::Delete(to_value(key)?))
     }
 
     /// Applies every operation, all or nothing; returns how many. On failure nothing is
@@ -78,7 +91,7 @@ impl Transaction {
         let ops = std::mem::take(&mut self.ops);
         let backend = &self.backend;
         let namespace = &self.namespace;
-        py.detach(|| backend.transaction(namespace, ops)).map_err(failure)
+        py.detach(|| backend.transaction_across(namespace, ops)).map_err(failure)
     }
 
     /// Drops the collected operations; nothing was applied.

@@ -415,3 +415,31 @@ def test_a_failing_operation_fails_the_whole_transaction(db, items):
     with pytest.raises(hotset.NotFoundError):
         with db.transaction("nowhere") as tx:
             tx.upsert({"id": 1})
+
+
+def test_a_transaction_writes_several_namespaces_in_one_commit(db, items):
+    db.create_namespace("lines", indexes=[{"field": "id", "type": "int", "index": "hash", "pk": True}])
+    with db.transaction("items") as tx:
+        tx.upsert({"id": 900, "name": "order"})
+        tx.insert({"id": 1, "item": 900, "amount": 10}, namespace="lines")
+        tx.insert({"id": 2, "item": 900, "amount": 20}, namespace="lines")
+        tx.delete(8)
+        assert len(tx) == 4 and tx.namespace == "items"
+        assert db.get("items", 900) is None and db.get("lines", 1) is None  # nothing before commit
+    assert db.get("items", 900)["name"] == "order" and db.get("items", 8) is None
+    assert [db.get("lines", i)["amount"] for i in (1, 2)] == [10, 20]
+
+    # A refused operation in one namespace leaves every namespace as it was.
+    tx = db.transaction("lines")
+    tx.delete(1)
+    tx.upsert({"id": 901, "name": "another"}, namespace="items")
+    tx.insert({"id": 2, "item": 901}, namespace="lines")
+    with pytest.raises(hotset.AlreadyExistsError, match="duplicate primary key 2"):
+        tx.commit()
+    assert db.get("lines", 1) is not None and db.get("items", 901) is None
+
+    with pytest.raises(hotset.NotFoundError, match="nowhere"):
+        with db.transaction("items") as tx:
+            tx.upsert({"id": 902})
+            tx.delete(1, namespace="nowhere")
+    assert db.get("items", 902) is None

@@ -597,8 +597,7 @@ fn a_transaction_over_several_namespaces_is_all_or_nothing() {
     assert!(
         get(&mut c, "orders", 1).is_some() && get(&mut c, "lines", 10).is_some() && get(&mut c, "lines", 11).is_some()
     );
-    // A refused line refuses the order too; the operation is named as the client counted
-    // its pairs (the NS pair counts).
+    // A refused line refuses the order too; operations are counted without the NS pairs.
     let failed = error_text(
         cmd("DOC.TXN")
             .arg("orders")
@@ -612,7 +611,7 @@ fn a_transaction_over_several_namespaces_is_all_or_nothing() {
             .arg(r#"{"id": 11, "order": 2, "amount": 5}"#)
             .query::<i64>(&mut c),
     );
-    assert!(failed.starts_with("ALREADY_EXISTS operation 4: "), "{failed}");
+    assert!(failed.starts_with("ALREADY_EXISTS operation 3: "), "{failed}");
     assert_eq!(get(&mut c, "orders", 2), None);
     assert!(get(&mut c, "lines", 10).is_some(), "the delete before the refused insert was rolled back");
     // Back and forth between namespaces, and a namespace that does not exist.

@@ -17,7 +17,7 @@
 //! | `DOC.NSINFO ns` | JSON: indexes, documents, memory |
 //! | `DOC.INDEXADD ns index-json` / `DOC.INDEXDROP ns index` | `+OK` |
 //! | `DOC.UPSERT ns json [json ...]` (also `DOC.INSERT`, `DOC.UPDATE`) | count written, all or nothing |
-//! | `DOC.TXN ns op arg [op arg ...]` (`op`: UPSERT, INSERT, UPDATE doc-json; DELETE key; NS name: the namespace of the operations after it) | operations applied, all or nothing, in every namespace named |
+//! | `DOC.TXN ns op arg [op arg ...]` (`op`: UPSERT, INSERT, UPDATE doc-json; DELETE key; NS name: the namespace of the operations after it, not counted as one) | operations applied, all or nothing, in every namespace named |
 //! | `DOC.GET ns key` | the document, or null (`key` is JSON text when it parses) |
 //! | `DOC.DEL ns key` | 1 or 0 |
 //! | `DOC.SCAN ns cursor [COUNT n]` | `[next-cursor, [documents]]`, like SCAN (`Database::scan`; COUNT defaults to 100) |
@@ -210,20 +210,21 @@ fn write(cx: &Ctx<'_>, mode: WriteMode, a: &[&[u8]], r: &mut Reply<'_>) -> Resul
 /// `DOC.TXN ns op arg [op arg ...]`: mixed operations, all or none; how many applied.
 /// `NS name` among the pairs turns to another namespace for the operations after it: one
 /// transaction over several namespaces, logged as one record and seen whole by readers.
-/// Operations are numbered by their pair (an `NS` pair counts), as the client wrote them.
+/// Operations are numbered from 1 in the order written, `NS` pairs not counted (as HTTP and
+/// the Python package number them).
 fn transaction(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let operations = &a[2..];
     if !operations.len().is_multiple_of(2) {
         return Err(Refusal::bad_request("DOC.TXN takes pairs of an operation and its argument").into());
     }
     let mut namespace = decode::name(a[1])?;
-    // Each operation with its namespace, and the pair it was written as.
+    // Each operation with its namespace.
     let mut ops: Vec<(String, Op)> = Vec::with_capacity(operations.len() / 2);
-    let mut pairs: Vec<usize> = Vec::with_capacity(operations.len() / 2);
-    for (i, pair) in operations.chunks(2).enumerate() {
+    for pair in operations.chunks(2) {
+        let i = ops.len();
         let mode = match pair[0].to_ascii_uppercase().as_slice() {
             b"NS" => {
-                namespace = decode::name(pair[1]).map_err(|e| Refused::from(e).placed(i, "operation"))?;
+                namespace = decode::name(pair[1])?;
                 continue;
             }
             b"DELETE" => None,
@@ -241,7 +242,6 @@ fn transaction(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refus
             Some(mode) => Op::Write(mode, Doc::Value(document(pair[1]).map_err(|e| e.placed(i, "operation"))?)),
         };
         ops.push((namespace.clone(), op));
-        pairs.push(i);
     }
     // One namespace (the usual case) takes the single-namespace transaction.
     let first = ops.first().map_or(namespace, |(first, _)| first.clone());
@@ -250,10 +250,7 @@ fn transaction(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refus
     } else {
         Request::Transaction { ops }
     };
-    count(cx, request, "operation", r).map_err(|mut refused| {
-        refused.refusal.at = refused.refusal.at.and_then(|at| pairs.get(at).copied());
-        refused
-    })
+    count(cx, request, "operation", r)
 }
 
 /// A document argument, parsed here so a bad one is named by the command's words.
