@@ -31,6 +31,29 @@ pub fn take_after(body: &mut Value) -> Result<Vec<(String, Position)>, Refusal> 
         .collect()
 }
 
+/// One `source:position` pair, as `?after=` and RESP's `AFTER` write it (`app:0/16B6C50`).
+pub fn source_position(text: &str) -> Result<(String, Position), Refusal> {
+    let bad = |message: String| Refusal::request(ErrorCode::BadRequest, message);
+    let (source, position) =
+        text.split_once(':').ok_or_else(|| bad(format!("after={text}: write source:position, as app:0/16B6C50")))?;
+    let position =
+        Position::parse(position).ok_or_else(|| bad(format!("after={text}: {position} is no source position")))?;
+    Ok((source.to_string(), position))
+}
+
+/// `wait` from a RESP command's handler: holds its connection (as any blocking request
+/// does), not the I/O thread.
+pub fn wait_blocking(
+    state: &ServerState,
+    wanted: &[(String, Position)],
+    limit: Option<Duration>,
+) -> Result<(), Refusal> {
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(wait(state, wanted, limit)))
+}
+
 /// Waits until every source in `wanted` has applied its position; a `timeout` refusal
 /// past `limit` (the query's own, else the server's query limit, else ten seconds).
 pub async fn wait(state: &ServerState, wanted: &[(String, Position)], limit: Option<Duration>) -> Result<(), Refusal> {

@@ -206,6 +206,49 @@ fn status_headers_and_info_report_the_source() {
     assert_eq!(answer["items"][0]["id"], 2, "{answer}");
     let seen = answer["positions"][SOURCE].as_str().unwrap_or_else(|| panic!("no positions: {answer}"));
     assert!(sync::reached(seen, &position), "{seen} before {position}");
+    // DOC.GET and DOC.SQL wait with AFTER, DOC.SEARCH with "after" in its JSON: each read
+    // after an update sees it.
+    pg.app("UPDATE people SET name = 'cyd' WHERE id = 2");
+    let position = pg.position();
+    let after = format!("{SOURCE}:{position}");
+    let doc: String = redis::cmd("DOC.GET")
+        .arg("people")
+        .arg("2")
+        .arg("after")
+        .arg(&after)
+        .query(&mut server.client())
+        .expect("DOC.GET AFTER");
+    assert!(doc.contains(r#""name":"cyd""#), "DOC.GET waited for the update: {doc}");
+    pg.app("UPDATE people SET name = 'dee' WHERE id = 2");
+    let position = pg.position();
+    let answer: String = redis::cmd("DOC.SQL")
+        .arg("SELECT name FROM people WHERE id = 2")
+        .arg("AFTER")
+        .arg(format!("{SOURCE}:{position}"))
+        .query(&mut server.client())
+        .expect("DOC.SQL AFTER");
+    assert!(answer.contains(r#""name":"dee""#), "DOC.SQL waited for the update: {answer}");
+    pg.app("UPDATE people SET name = 'eve' WHERE id = 2");
+    let position = pg.position();
+    let waiting = json!({"query": "eve", "namespaces": ["people"], "after": {SOURCE: position}});
+    let answer: String =
+        redis::cmd("DOC.SEARCH").arg(waiting.to_string()).query(&mut server.client()).expect("DOC.SEARCH after");
+    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["items"][0]["id"], 2, "DOC.SEARCH waited for the update: {answer}");
+    let refused = |args: &[&str]| {
+        let mut command = redis::cmd(args[0]);
+        args[1..].iter().for_each(|arg| {
+            command.arg(*arg);
+        });
+        let error = command.query::<Option<String>>(&mut server.client()).expect_err(args[0]);
+        format!("{} {}", error.code().unwrap_or("?"), error.detail().unwrap_or(""))
+    };
+    let unknown = refused(&["DOC.GET", "people", "2", "AFTER", "nope:0/0"]);
+    assert!(unknown.starts_with("NOT_FOUND ") && unknown.contains("nope"), "{unknown}");
+    let malformed = refused(&["DOC.SQL", "SELECT * FROM people", "AFTER", "app"]);
+    assert!(malformed.starts_with("BAD_REQUEST ") && malformed.contains("source:position"), "{malformed}");
+    let no_pairs = refused(&["DOC.SQL", "SELECT * FROM people", "BEFORE", "app:0/0"]);
+    assert!(no_pairs.starts_with("BAD_REQUEST ") && no_pairs.contains("AFTER"), "{no_pairs}");
     // Over HTTP, the same search says how fresh in its header.
     let path = format!("/api/v1/search?after={SOURCE}:{position}");
     let searched = curl_full(&server, "POST", &path, Some(search.to_string().as_bytes()));

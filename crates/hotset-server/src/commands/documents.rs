@@ -18,13 +18,13 @@
 //! | `DOC.INDEXADD ns index-json` / `DOC.INDEXDROP ns index` | `+OK` |
 //! | `DOC.UPSERT ns json [json ...]` (also `DOC.INSERT`, `DOC.UPDATE`) | count written, all or nothing |
 //! | `DOC.TXN ns op arg [op arg ...]` (`op`: UPSERT, INSERT, UPDATE doc-json; DELETE key; NS name: the namespace of the operations after it, not counted as one) | operations applied, all or nothing, in every namespace named |
-//! | `DOC.GET ns key` | the document, or null (`key` is JSON text when it parses) |
+//! | `DOC.GET ns key [AFTER source:position ...]` | the document, or null (`key` is JSON text when it parses) |
 //! | `DOC.DEL ns key` | 1 or 0 |
 //! | `DOC.SCAN ns cursor [COUNT n]` | `[next-cursor, [documents]]`, like SCAN (`Database::scan`; COUNT defaults to 100) |
 //! | `DOC.QUERY query-json` / `DOC.QUERY ns query-json` | JSON result: items, total, aggregations (and `positions`, below) |
 //! | `DOC.EXPLAIN query-json` | the same, with `explain` |
-//! | `DOC.SQL text` | the statement's JSON answer (`hotset_sql`) |
-//! | `DOC.SEARCH search-json` | full-text search across namespaces (`hotset_core::Search`): items with `_namespace` and `_rank`, total |
+//! | `DOC.SQL text [AFTER source:position ...]` | the statement's JSON answer (`hotset_sql`) |
+//! | `DOC.SEARCH search-json` (`"after"` in it as in a query) | full-text search across namespaces (`hotset_core::Search`): items with `_namespace` and `_rank`, total |
 //! | `DOC.ERRORS [JSON\|TEXT]` | `+OK`; without an argument, the connection's error form |
 //!
 //! With live-sync sources, the JSON answers of DOC.QUERY, DOC.EXPLAIN, DOC.SQL and
@@ -253,6 +253,23 @@ fn transaction(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refus
     count(cx, request, "operation", r)
 }
 
+/// Trailing `AFTER source:position [source:position ...]` arguments of a read: waits until
+/// each source has applied its position (a `timeout` refusal past the server's query
+/// limit, else ten seconds). Nothing else may follow a read's own arguments.
+fn wait_after(cx: &Ctx<'_>, rest: &[&[u8]]) -> Result<(), Refused> {
+    let Some((word, pairs)) = rest.split_first() else { return Ok(()) };
+    if !word.eq_ignore_ascii_case(b"AFTER") || pairs.is_empty() {
+        return Err(
+            Refusal::bad_request("expected AFTER source:position [source:position ...] after the arguments").into()
+        );
+    }
+    let wanted = pairs
+        .iter()
+        .map(|pair| crate::freshness::source_position(&decode::name(pair)?))
+        .collect::<Result<Vec<_>, Refusal>>()?;
+    Ok(crate::freshness::wait_blocking(cx.state, &wanted, None)?)
+}
+
 /// A document argument, parsed here so a bad one is named by the command's words.
 fn document(arg: &[u8]) -> Result<Value, Refused> {
     Ok(decode::json(arg, "a document", ErrorCode::BadDocument)?)
@@ -269,7 +286,9 @@ fn count(cx: &Ctx<'_>, request: Request, what: &'static str, r: &mut Reply<'_>) 
     Ok(())
 }
 
+/// `DOC.GET ns key [AFTER source:position ...]`.
 fn get(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
+    wait_after(cx, &a[3..])?;
     let Answer::Document(doc) = cx.apply(Request::Get { namespace: decode::name(a[1])?, key: decode::key(a[2]) })?
     else {
         unreachable!("get answers a document")
@@ -307,14 +326,7 @@ fn run_query(cx: &Ctx<'_>, name: &str, a: &[&[u8]], explain: bool, r: &mut Reply
     let after = crate::freshness::take_after(&mut body)?;
     let mut query = dsl::query_from_json(&body, namespace.as_deref()).map_err(Refusal::from)?;
     query.explain |= explain;
-    if !after.is_empty() {
-        // Waiting holds this connection (as any blocking request does), not the I/O thread.
-        let state = cx.state;
-        let limit = query.timeout;
-        tokio::task::block_in_place(|| {
-            tokio::runtime::Handle::current().block_on(crate::freshness::wait(state, &after, limit))
-        })?;
-    }
+    crate::freshness::wait_blocking(cx.state, &after, query.timeout)?;
     let mut namespaces = vec![query.namespace.as_str()];
     namespaces.extend(query.joins.iter().map(|join| join.query.namespace.as_str()));
     let positions = crate::freshness::positions(cx.state, Some(&namespaces));
@@ -322,17 +334,22 @@ fn run_query(cx: &Ctx<'_>, name: &str, a: &[&[u8]], explain: bool, r: &mut Reply
     Ok(())
 }
 
+/// `DOC.SEARCH search-json`; `"after"` in it waits for source positions, as in a query.
 fn search(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
-    let search = decode::json(a[1], "the search", ErrorCode::BadQuery)?;
+    let mut search = decode::json(a[1], "the search", ErrorCode::BadQuery)?;
+    let after = crate::freshness::take_after(&mut search)?;
     let search = hotset_core::Search::from_json(&search).map_err(Refusal::from)?;
+    crate::freshness::wait_blocking(cx.state, &after, None)?;
     let namespaces: Vec<&str> = search.targets.iter().map(|target| target.namespace.as_str()).collect();
     let positions = crate::freshness::positions(cx.state, Some(&namespaces));
     json_answer(cx.apply(Request::Search(search))?, &positions, r);
     Ok(())
 }
 
+/// `DOC.SQL text [AFTER source:position ...]`.
 fn sql(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refused> {
     let text = decode::name(a[1])?;
+    wait_after(cx, &a[2..])?;
     let positions = crate::freshness::positions(cx.state, None);
     json_answer(cx.apply(Request::Sql(text))?, &positions, r);
     Ok(())

@@ -213,7 +213,13 @@ pub static COMMANDS: &[Spec] = &[
         documents::explain_query,
         "Runs a JSON DSL query and returns its result with the plan and timings.",
     ),
-    doc("DOC.GET", 3, false, documents::get_doc, "A document by primary key (JSON), or null."),
+    doc(
+        "DOC.GET",
+        -3,
+        false,
+        documents::get_doc,
+        "A document by primary key (JSON), or null; AFTER source:position... waits for live-sync sources first.",
+    ),
     doc("DOC.INDEXADD", 3, true, documents::indexadd, "Adds an index (JSON definition) to a namespace and builds it."),
     doc("DOC.INDEXDROP", 3, true, documents::indexdrop, "Drops an index of a namespace."),
     doc(
@@ -257,17 +263,17 @@ pub static COMMANDS: &[Spec] = &[
     ),
     doc(
         "DOC.SQL",
-        2,
+        -2,
         true,
         documents::sql_text,
-        "Runs one SQL statement; returns its JSON answer (items, total, aggregations, affected).",
+        "Runs one SQL statement; returns its JSON answer (items, total, aggregations, affected); AFTER source:position... waits for live-sync sources first.",
     ),
     doc(
         "DOC.TXN",
         -4,
         true,
         documents::txn,
-        "Applies UPSERT/INSERT/UPDATE document and DELETE key operations to one namespace, all or nothing.",
+        "Applies UPSERT/INSERT/UPDATE document and DELETE key operations (NS name: to another namespace), all or nothing.",
     ),
     doc(
         "DOC.UPDATE",

@@ -83,12 +83,7 @@ pub(super) fn after_in_url(raw: Option<&str>) -> Result<Vec<(String, Position)>,
 }
 
 fn source_position(text: &str) -> Result<(String, Position), ApiError> {
-    let (source, position) = text
-        .split_once(':')
-        .ok_or_else(|| bad_request(format!("after={text}: write source:position, as app:0/16B6C50")))?;
-    let position = Position::parse(position)
-        .ok_or_else(|| bad_request(format!("after={text}: {position} is no source position")))?;
-    Ok((source.to_string(), position))
+    Ok(freshness::source_position(text)?)
 }
 
 /// `freshness::take_after` for an HTTP body.
