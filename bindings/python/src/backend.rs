@@ -342,7 +342,7 @@ impl Backend {
 
     /// Writes documents (JSON text) all together or not at all; returns how many.
     pub fn write_many(&self, namespace: &str, mode: WriteMode, docs: Vec<Vec<u8>>) -> Outcome<usize> {
-        self.transaction(namespace, docs.into_iter().map(|doc| TxOp::Write(mode, doc)).collect())
+        self.transaction(namespace, docs.into_iter().map(|doc| (None, TxOp::Write(mode, doc))).collect())
     }
 
     pub fn delete(&self, namespace: &str, key: &Value) -> Outcome<bool> {
@@ -377,86 +377,49 @@ impl Backend {
         }
     }
 
-    /// Applies operations that each name their namespace all together or not at all: on
-    /// one namespace, `transaction`; across several, one commit (embedded: the operation
-    /// layer's `Request::Transaction`; as a client: `DOC.TXN` with `NS` pairs). Operations
-    /// are numbered in the order given either way.
-    pub fn transaction_across(&self, namespace: &str, ops: Vec<(String, TxOp)>) -> Outcome<usize> {
-        let first = ops.first().map_or(namespace, |(first, _)| first.as_str()).to_string();
-        if ops.iter().all(|(other, _)| *other == first) {
-            return self.transaction(&first, ops.into_iter().map(|(_, op)| op).collect());
-        }
+    /// Applies operations on `namespace`, or on the one an operation names, all together or
+    /// not at all (across several namespaces, in one commit); returns how many. Embedded:
+    /// `Request::transaction`; as a client: `DOC.TXN`, with an `NS` pair where the
+    /// namespace changes. Operations are numbered in the order given either way. With no
+    /// operation, `namespace` must still exist.
+    pub fn transaction(&self, namespace: &str, ops: Vec<(Option<String>, TxOp)>) -> Outcome<usize> {
         match self.engine()? {
             Some(engine) => {
                 let _give_back = (ops.len() >= LARGE_TRANSACTION).then_some(GiveBackFreeMemory);
                 let ops = ops.into_iter().map(|(namespace, op)| (namespace, op.into_request())).collect();
-                match engine.apply(Request::Transaction { ops })? {
+                match engine.apply(Request::transaction(namespace.to_string(), ops))? {
                     hotset_ops::Answer::Count(count) => Ok(count),
                     other => Err(unexpected_answer(&other)),
                 }
             }
             None => {
-                let mut args: Vec<Vec<u8>> = vec![b"DOC.TXN".to_vec(), first.clone().into_bytes()];
-                let mut current = first;
-                for (namespace, op) in ops {
-                    if namespace != current {
-                        args.push(b"NS".to_vec());
-                        args.push(namespace.clone().into_bytes());
-                        current = namespace;
-                    }
-                    let (name, text): (&[u8], Vec<u8>) = match op {
-                        TxOp::Write(WriteMode::Insert, doc) => (b"INSERT", doc),
-                        TxOp::Write(WriteMode::Update, doc) => (b"UPDATE", doc),
-                        TxOp::Write(WriteMode::Upsert, doc) => (b"UPSERT", doc),
-                        TxOp::Delete(key) => (b"DELETE", key.to_string().into_bytes()),
-                    };
-                    args.push(name.to_vec());
-                    args.push(text);
-                }
-                let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-                Ok(self.call_int(&args)? as usize)
-            }
-        }
-    }
-
-    /// Applies the operations to one namespace all together or not at all.
-    pub fn transaction(&self, namespace: &str, ops: Vec<TxOp>) -> Outcome<usize> {
-        match self.engine()? {
-            Some(engine) => {
-                let _give_back = (ops.len() >= LARGE_TRANSACTION).then_some(GiveBackFreeMemory);
-                let ops = ops.into_iter().map(TxOp::into_request).collect();
-                match engine.apply(Request::Write { namespace: namespace.to_string(), ops })? {
-                    hotset_ops::Answer::Count(count) => Ok(count),
-                    other => Err(unexpected_answer(&other)),
-                }
-            }
-            None => {
-                let keys: Vec<Option<String>> = ops
-                    .iter()
-                    .map(|op| match op {
-                        TxOp::Delete(key) => Some(key.to_string()),
-                        TxOp::Write(..) => None,
-                    })
-                    .collect();
-                let texts: Vec<(&'static [u8], &[u8])> = ops
-                    .iter()
-                    .zip(&keys)
-                    .map(|(op, key)| match op {
-                        TxOp::Write(WriteMode::Insert, doc) => (&b"INSERT"[..], doc.as_slice()),
-                        TxOp::Write(WriteMode::Update, doc) => (&b"UPDATE"[..], doc.as_slice()),
-                        TxOp::Write(WriteMode::Upsert, doc) => (&b"UPSERT"[..], doc.as_slice()),
-                        TxOp::Delete(_) => (&b"DELETE"[..], key.as_deref().unwrap_or_default().as_bytes()),
-                    })
-                    .collect();
-                if texts.is_empty() {
+                if ops.is_empty() {
                     // Nothing to send; the namespace must still exist, as embedded.
                     self.describe(namespace)?;
                     return Ok(0);
                 }
+                // Keys as JSON text, written first so the arguments can borrow everything.
+                let keys: Vec<Option<String>> = ops
+                    .iter()
+                    .map(|(_, op)| match op {
+                        TxOp::Delete(key) => Some(key.to_string()),
+                        TxOp::Write(..) => None,
+                    })
+                    .collect();
                 let mut args: Vec<&[u8]> = vec![b"DOC.TXN", namespace.as_bytes()];
-                for (op, text) in &texts {
-                    args.push(op);
-                    args.push(text);
+                let mut current = namespace;
+                for ((named, op), key) in ops.iter().zip(&keys) {
+                    let target = named.as_deref().unwrap_or(namespace);
+                    if target != current {
+                        args.extend([&b"NS"[..], target.as_bytes()]);
+                        current = target;
+                    }
+                    args.extend(match op {
+                        TxOp::Write(WriteMode::Insert, doc) => [&b"INSERT"[..], doc.as_slice()],
+                        TxOp::Write(WriteMode::Update, doc) => [&b"UPDATE"[..], doc.as_slice()],
+                        TxOp::Write(WriteMode::Upsert, doc) => [&b"UPSERT"[..], doc.as_slice()],
+                        TxOp::Delete(_) => [&b"DELETE"[..], key.as_deref().unwrap_or_default().as_bytes()],
+                    });
                 }
                 Ok(self.call_int(&args)? as usize)
             }

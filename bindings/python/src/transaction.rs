@@ -38,8 +38,8 @@ enum State {
 pub struct Transaction {
     backend: Arc<Backend>,
     namespace: String,
-    /// Each operation with the namespace it writes.
-    ops: Vec<(String, TxOp)>,
+    /// Each operation, with the namespace it names (none: the transaction's).
+    ops: Vec<(Option<String>, TxOp)>,
     state: State,
 }
 
@@ -51,7 +51,7 @@ impl Transaction {
     /// Adds `op` on `namespace` (the transaction's own when `None`).
     fn push(&mut self, namespace: Option<String>, op: TxOp) -> PyResult<()> {
         self.push_check()?;
-        self.ops.push((namespace.unwrap_or_else(|| self.namespace.clone()), op));
+        self.ops.push((namespace, op));
         Ok(())
     }
 }
@@ -91,7 +91,7 @@ impl Transaction {
         let ops = std::mem::take(&mut self.ops);
         let backend = &self.backend;
         let namespace = &self.namespace;
-        py.detach(|| backend.transaction_across(namespace, ops)).map_err(failure)
+        py.detach(|| backend.transaction(namespace, ops)).map_err(failure)
     }
 
     /// Drops the collected operations; nothing was applied.

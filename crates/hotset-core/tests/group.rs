@@ -85,11 +85,13 @@ fn a_failure_in_any_namespace_leaves_nothing_applied_and_nothing_logged() {
     group.write("orders", json!({"id": 2}), WriteMode::Insert).unwrap();
     group.delete_all("lines").unwrap();
     group.write("lines", json!({"id": 6, "order": 2}), WriteMode::Insert).unwrap();
+    group.write("orders", json!({"id": 4}), WriteMode::Insert).unwrap();
     group.write("lines", json!({"id": 6, "order": 2}), WriteMode::Insert).unwrap();
     group.set_meta("source:app", Some(b"0/2".to_vec()));
     let failure = group.commit().unwrap_err();
     assert!(matches!(failure.error, Error::DuplicateKey { .. }), "{}", failure.error);
     assert_eq!(failure.at, Some(("lines".to_string(), 2)), "the second insert of 6, third operation on lines");
+    assert_eq!(failure.operation, Some(4), "and the fifth of the group, counted across namespaces");
     assert_eq!(dump(&db), state, "orders' insert and the delete of every line are rolled back");
     assert_eq!(db.meta("source:app").as_deref(), Some(&b"0/1"[..]), "the entry as it was");
     assert_eq!(journal.next_lsn(), before, "nothing logged");
@@ -99,7 +101,7 @@ fn a_failure_in_any_namespace_leaves_nothing_applied_and_nothing_logged() {
     group.write("nowhere", json!({"id": 3}), WriteMode::Insert).unwrap();
     let failure = group.commit().unwrap_err();
     assert!(matches!(failure.error, Error::UnknownNamespace { .. }), "{}", failure.error);
-    assert_eq!(failure.at, None, "no operation failed: the whole was refused");
+    assert_eq!((failure.at, failure.operation), (None, None), "no operation failed: the whole was refused");
     assert_eq!(dump(&db), state);
 }
 

@@ -216,49 +216,22 @@ fn no_folder() -> Refusal {
     Refusal::request(ErrorCode::Storage, "the database has no folder to snapshot to (in memory, or closed)")
 }
 
-/// Applies a write's operations all together or not at all; how many were applied.
-/// Operations on several namespaces as one group; on one namespace, `write`'s transaction.
+/// Operations on several namespaces as one group, a refused one named by its place among
+/// all of them (`GroupFailure::operation`).
 fn transaction(writes: Writes<'_>, ops: Vec<(String, Op)>) -> Result<usize, Refusal> {
-    if let Some((first, _)) = ops.first()
-        && ops.iter().all(|(namespace, _)| namespace == first)
-    {
-        let namespace = first.clone();
-        return write(writes, &namespace, ops.into_iter().map(|(_, op)| op).collect());
-    }
-    // The group names a failed operation by its namespace and its place among that
-    // namespace's operations: kept here to find its place among all of them.
-    let mut places: Vec<(String, usize)> = Vec::with_capacity(ops.len());
-    let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut group = writes.group();
     for (i, (namespace, op)) in ops.into_iter().enumerate() {
-        let count = counts.entry(namespace.clone()).or_default();
-        let before = *count;
-        *count += 1;
         match op {
-            Op::Write(mode, Doc::Value(doc)) => group.write(&namespace, doc, engine_mode(mode)),
-            Op::Write(mode, Doc::Json(text)) => group.write_json(&namespace, text, engine_mode(mode)),
+            Op::Write(mode, Doc::Value(doc)) => group.write(&namespace, doc, mode),
+            Op::Write(mode, Doc::Json(text)) => group.write_json(&namespace, text, mode),
             Op::Delete(key) => group.delete(&namespace, key),
         }
         .map_err(|error| Refusal { cause: Box::new(Cause::Engine(error)), at: Some(i) })?;
-        places.push((namespace, before));
     }
-    group.commit().map_err(|failure| {
-        let at = failure.at.as_ref().and_then(|(namespace, within)| {
-            places.iter().position(|(name, place)| name == namespace && place == within)
-        });
-        Refusal { cause: Box::new(Cause::Engine(failure.error)), at }
-    })
+    group.commit().map_err(|failure| Refusal { cause: Box::new(Cause::Engine(failure.error)), at: failure.operation })
 }
 
-/// The engine's name for a request's write mode.
-fn engine_mode(mode: WriteMode) -> hotset_core::WriteMode {
-    match mode {
-        WriteMode::Insert => hotset_core::WriteMode::Insert,
-        WriteMode::Update => hotset_core::WriteMode::Update,
-        WriteMode::Upsert => hotset_core::WriteMode::Upsert,
-    }
-}
-
+/// Applies a write's operations all together or not at all; how many were applied.
 fn write(writes: Writes<'_>, namespace: &str, ops: Vec<Op>) -> Result<usize, Refusal> {
     let at = |i: usize| move |error| Refusal { cause: Box::new(Cause::Engine(error)), at: Some(i) };
     // One parsed document: the engine's single-document write, which skips a

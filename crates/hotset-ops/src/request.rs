@@ -4,31 +4,11 @@
 //! Owns: `Request` and its parts, and `Request::blocks` (where an interface should run
 //! it). Never: I/O, or a check the engine makes anyway.
 
+/// How a write treats a document whose primary key is stored already (or missing): the
+/// engine's own, which `Group::write` takes as it is.
+pub use hotset_core::WriteMode;
 use hotset_core::{IndexDef, Query, Search};
 use serde_json::Value;
-
-/// How a write treats a document whose primary key is stored already (or missing).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteMode {
-    /// Fails with the duplicate key error when the key is stored.
-    Insert,
-    /// Fails with not found when the key is not stored.
-    Update,
-    /// Inserts or replaces.
-    Upsert,
-}
-
-impl WriteMode {
-    /// The mode by its name in requests (`insert`, `update`, `upsert`, any letter case).
-    pub fn named(name: &str) -> Option<WriteMode> {
-        match name.to_ascii_lowercase().as_str() {
-            "insert" => Some(WriteMode::Insert),
-            "update" => Some(WriteMode::Update),
-            "upsert" => Some(WriteMode::Upsert),
-            _ => None,
-        }
-    }
-}
 
 /// A document as a request carries it.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,6 +123,19 @@ pub enum Request {
 }
 
 impl Request {
+    /// The request for a transaction as the interfaces read one: operations on
+    /// `namespace`, unless one names another (`DOC.TXN`'s `NS`, HTTP's `"namespace"`,
+    /// Python's `namespace=`). All on `namespace` (none naming another: no allocation per
+    /// operation), the single-namespace `Write`, cheaper than a group; else `Transaction`.
+    pub fn transaction(namespace: String, ops: Vec<(Option<String>, Op)>) -> Request {
+        if ops.iter().all(|(named, _)| named.as_ref().is_none_or(|named| *named == namespace)) {
+            Request::Write { namespace, ops: ops.into_iter().map(|(_, op)| op).collect() }
+        } else {
+            let ops = ops.into_iter().map(|(named, op)| (named.unwrap_or_else(|| namespace.clone()), op)).collect();
+            Request::Transaction { ops }
+        }
+    }
+
     /// Whether the request may take long or waits for the log: an interface runs it where
     /// waiting stalls no other client (a server's blocking pool), not on an I/O thread.
     /// Reads answer here and now: handing them over costs two thread switches, more than

@@ -415,13 +415,7 @@ fn operations(body: &[u8]) -> Result<Vec<(Option<String>, Op)>, ApiError> {
 /// Mixed operations, all or nothing (`DOC.TXN` over HTTP): on the route's namespace, or
 /// on the one an operation names (`"namespace"`), all of them in one commit.
 async fn transaction(State(state): AppState, Path(namespace): Path<String>, body: Bytes) -> ApiResult {
-    let ops: Vec<(String, Op)> =
-        operations(&body)?.into_iter().map(|(named, op)| (named.unwrap_or_else(|| namespace.clone()), op)).collect();
-    let request = if ops.iter().all(|(other, _)| *other == namespace) {
-        Request::Write { namespace, ops: ops.into_iter().map(|(_, op)| op).collect() }
-    } else {
-        Request::Transaction { ops }
-    };
+    let request = Request::transaction(namespace, operations(&body)?);
     // A write blocks (`Request::blocks`): on the blocking pool, keeping the refusal's place.
     match blocking(move || Ok(state.engine.apply(request))).await? {
         Ok(Answer::Count(count)) => Ok(Json(json!({"count": count}))),

@@ -517,6 +517,17 @@ fn a_position_never_reached_times_out_with_504() {
     let response =
         curl_full(&server, "POST", &format!("/api/v1/sql?after={SOURCE}:{future}"), Some(b"SELECT * FROM people"));
     assert_eq!((response.status, response.json()["code"].clone()), (504, json!("timeout")), "{}", response.body);
+    // Over RESP the same: DOC.GET and DOC.SQL with AFTER, DOC.SEARCH with "after".
+    let after = format!("{SOURCE}:{future}");
+    let mut c = server.client();
+    let timed_out = |result: redis::RedisResult<Option<String>>| {
+        let error = result.expect_err("a wait past the limit fails");
+        assert_eq!(error.code(), Some("TIMEOUT"), "{error}");
+    };
+    timed_out(redis::cmd("DOC.GET").arg("people").arg("1").arg("AFTER").arg(&after).query(&mut c));
+    timed_out(redis::cmd("DOC.SQL").arg("SELECT * FROM people").arg("AFTER").arg(&after).query(&mut c));
+    let search = json!({"query": "x", "namespaces": ["people"], "after": {SOURCE: future}});
+    timed_out(redis::cmd("DOC.SEARCH").arg(search.to_string()).query(&mut c));
     // A source that does not exist is a bad request, not a wait.
     let response = curl_full(&server, "POST", "/api/v1/namespaces/people/query?after=nope:0/0", Some(b"{}"));
     assert!(matches!(response.status, 400 | 404), "after= an unknown source: {} {}", response.status, response.body);

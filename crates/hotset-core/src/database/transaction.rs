@@ -200,6 +200,9 @@ pub struct Group<'a> {
     writes: Writes<'a>,
     /// Each namespace's operations, in the order the namespace was first named.
     parts: Vec<(String, Vec<Operation>)>,
+    /// For each part, the place of each of its operations among all of the group's (in
+    /// the order added), so a failure names it as the caller counted.
+    added_at: Vec<Vec<usize>>,
     meta: Vec<(String, Option<Vec<u8>>)>,
     operations: usize,
 }
@@ -211,19 +214,22 @@ pub struct GroupFailure {
     /// namespace's operations (0-based, in the order added), when one did (not for a
     /// missing namespace or a log that cannot write).
     pub at: Option<(String, usize)>,
+    /// The same operation's place among all of the group's operations (0-based, in the
+    /// order added), when one failed.
+    pub operation: Option<usize>,
     /// The failure.
     pub error: Error,
 }
 
 impl GroupFailure {
     fn of_whole(error: Error) -> Box<GroupFailure> {
-        Box::new(GroupFailure { at: None, error })
+        Box::new(GroupFailure { at: None, operation: None, error })
     }
 }
 
 impl<'a> Group<'a> {
     pub(super) fn new(writes: Writes<'a>) -> Group<'a> {
-        Group { writes, parts: Vec::new(), meta: Vec::new(), operations: 0 }
+        Group { writes, parts: Vec::new(), added_at: Vec::new(), meta: Vec::new(), operations: 0 }
     }
 
     fn push(&mut self, namespace: &str, operation: Operation) -> Result<()> {
@@ -235,10 +241,17 @@ impl<'a> Group<'a> {
                 actual: self.operations as u64 + 1,
             });
         }
+        let place = self.operations;
         self.operations += 1;
-        match self.parts.iter_mut().find(|(name, _)| name == namespace) {
-            Some((_, operations)) => operations.push(operation),
-            None => self.parts.push((namespace.to_string(), vec![operation])),
+        match self.parts.iter().position(|(name, _)| name == namespace) {
+            Some(part) => {
+                self.parts[part].1.push(operation);
+                self.added_at[part].push(place);
+            }
+            None => {
+                self.parts.push((namespace.to_string(), vec![operation]));
+                self.added_at.push(vec![place]);
+            }
         }
         Ok(())
     }
@@ -278,7 +291,7 @@ impl<'a> Group<'a> {
     /// namespace and operation that failed when one did (not for a missing namespace or a
     /// log that cannot write). Settled by the durability of the `Writes` that made it.
     pub fn commit(self) -> std::result::Result<usize, Box<GroupFailure>> {
-        let Group { writes, parts, meta, .. } = self;
+        let Group { writes, parts, added_at, meta, .. } = self;
         let db = writes.db;
         for (namespace, _) in &parts {
             writes.check_owner(namespace).map_err(GroupFailure::of_whole)?;
@@ -310,7 +323,8 @@ impl<'a> Group<'a> {
                     undos.push(undo);
                 }
                 Err((position, error)) => {
-                    failure = Some(Box::new(GroupFailure { at: Some((parts[*i].0.clone(), position)), error }));
+                    let at = Some((parts[*i].0.clone(), position));
+                    failure = Some(Box::new(GroupFailure { at, operation: Some(added_at[*i][position]), error }));
                     break;
                 }
             }

@@ -45,6 +45,18 @@ pub enum WriteMode {
     Upsert,
 }
 
+impl WriteMode {
+    /// The mode by its name in requests (`insert`, `update`, `upsert`, any letter case).
+    pub fn named(name: &str) -> Option<WriteMode> {
+        match name.to_ascii_lowercase().as_str() {
+            "insert" => Some(WriteMode::Insert),
+            "update" => Some(WriteMode::Update),
+            "upsert" => Some(WriteMode::Upsert),
+            _ => None,
+        }
+    }
+}
+
 /// What an insert does when a document with its primary key is already stored (SQL's
 /// `ON CONFLICT`, MySQL's `INSERT IGNORE` and `ON DUPLICATE KEY UPDATE`).
 #[derive(Debug, Clone, PartialEq)]

@@ -217,14 +217,14 @@ fn transaction(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refus
     if !operations.len().is_multiple_of(2) {
         return Err(Refusal::bad_request("DOC.TXN takes pairs of an operation and its argument").into());
     }
-    let mut namespace = decode::name(a[1])?;
-    // Each operation with its namespace.
-    let mut ops: Vec<(String, Op)> = Vec::with_capacity(operations.len() / 2);
+    // Each operation with the namespace an `NS` pair before it named (none: the first).
+    let mut named: Option<String> = None;
+    let mut ops: Vec<(Option<String>, Op)> = Vec::with_capacity(operations.len() / 2);
     for pair in operations.chunks(2) {
         let i = ops.len();
         let mode = match pair[0].to_ascii_uppercase().as_slice() {
             b"NS" => {
-                namespace = decode::name(pair[1])?;
+                named = Some(decode::name(pair[1])?);
                 continue;
             }
             b"DELETE" => None,
@@ -241,16 +241,9 @@ fn transaction(cx: &Ctx<'_>, a: &[&[u8]], r: &mut Reply<'_>) -> Result<(), Refus
             None => Op::Delete(decode::key(pair[1])),
             Some(mode) => Op::Write(mode, Doc::Value(document(pair[1]).map_err(|e| e.placed(i, "operation"))?)),
         };
-        ops.push((namespace.clone(), op));
+        ops.push((named.clone(), op));
     }
-    // One namespace (the usual case) takes the single-namespace transaction.
-    let first = ops.first().map_or(namespace, |(first, _)| first.clone());
-    let request = if ops.iter().all(|(other, _)| *other == first) {
-        Request::Write { namespace: first, ops: ops.into_iter().map(|(_, op)| op).collect() }
-    } else {
-        Request::Transaction { ops }
-    };
-    count(cx, request, "operation", r)
+    count(cx, Request::transaction(decode::name(a[1])?, ops), "operation", r)
 }
 
 /// Trailing `AFTER source:position [source:position ...]` arguments of a read: waits until
