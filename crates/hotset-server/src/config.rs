@@ -44,6 +44,13 @@ pub struct Config {
     /// into namespaces. Stored in the data folder once declared, so a restart without this
     /// file goes on following them.
     pub sources: Vec<hotset_sync::Declaration>,
+    /// Redis' runtime parameters (`[redis]`: `maxmemory = "100mb"`,
+    /// `maxmemory-policy = "allkeys-lru"`...), applied at start as CONFIG SET would;
+    /// CONFIG REWRITE writes this table.
+    pub redis: toml::Table,
+    /// The file this came from, if any (CONFIG REWRITE writes there).
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
 }
 
 /// A listener's port: a number (0 picks a free one) or `off` (no listener). In TOML an
@@ -106,6 +113,8 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             tls: TlsConfig::default(),
             sources: Vec::new(),
+            redis: toml::Table::new(),
+            file: None,
         }
     }
 }
@@ -184,7 +193,9 @@ impl Config {
     /// Reads a TOML file over the defaults.
     pub fn from_file(path: &std::path::Path) -> Result<Config, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let mut config: Config = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        config.file = Some(path.to_path_buf());
+        Ok(config)
     }
 
     pub fn fsync_policy(&self) -> Result<FsyncPolicy, String> {
@@ -238,7 +249,44 @@ impl Config {
         if self.limits.max_clients == 0 || self.limits.max_args == 0 {
             return Err("limits.max_clients and limits.max_args must be at least 1".into());
         }
+        crate::params::Params::new(&self.fixed_params())
+            .set_all(&self.redis_params())
+            .map_err(|refused| format!("[redis]: {}", refused.0))?;
         Ok(())
+    }
+
+    /// The `[redis]` table as parameter names and values (numbers and booleans written
+    /// as Redis writes them).
+    pub fn redis_params(&self) -> Vec<(String, String)> {
+        self.redis
+            .iter()
+            .map(|(name, value)| {
+                let text = match value {
+                    toml::Value::String(text) => text.clone(),
+                    toml::Value::Boolean(yes) => if *yes { "yes" } else { "no" }.to_string(),
+                    other => other.to_string(),
+                };
+                (name.clone(), text)
+            })
+            .collect()
+    }
+
+    /// The parameters this configuration fixes, in Redis' names and forms.
+    pub fn fixed_params(&self) -> Vec<(&'static str, String)> {
+        let appendfsync = match self.fsync.as_str() {
+            "periodic" => "everysec",
+            other => other,
+        };
+        vec![
+            ("appendfsync", appendfsync.to_string()),
+            ("bind", self.bind.clone()),
+            ("databases", self.databases.to_string()),
+            ("dir", self.data.display().to_string()),
+            ("maxclients", self.limits.max_clients.to_string()),
+            ("port", self.resp_port.number().unwrap_or(0).to_string()),
+            ("proto-max-bulk-len", self.limits.max_bulk_bytes.to_string()),
+            ("requirepass", if self.password.is_some() { "********".into() } else { String::new() }),
+        ]
     }
 }
 

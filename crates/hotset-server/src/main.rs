@@ -19,6 +19,8 @@ mod config;
 mod freshness;
 mod http;
 mod metrics;
+mod params;
+mod pubsub;
 mod resp;
 mod server;
 mod state;

@@ -6,6 +6,7 @@
 
 use crate::config::Config;
 use crate::metrics::Histogram;
+use crate::pubsub::{Inbox, Outbox, PubSub};
 use hotset_core::Database;
 use hotset_ops::{Engine, Settings};
 use hotset_storage::Store;
@@ -23,8 +24,12 @@ pub struct ServerState {
     /// The live-sync sources following into it (started by `server` once it runs).
     pub syncs: Arc<hotset_sync::Syncs>,
     pub config: Config,
+    /// Redis' runtime parameters (CONFIG GET/SET), started from `config`.
+    pub params: crate::params::Params,
     pub started: Instant,
     pub clients: Mutex<BTreeMap<u64, ClientInfo>>,
+    /// Every pub/sub subscription.
+    pub pubsub: PubSub,
     next_client_id: AtomicU64,
     pub stats: Stats,
     /// The TLS listeners' acceptors, once they serve (for their handshake failure counts).
@@ -42,10 +47,11 @@ pub struct ClientInfo {
     pub connected: Instant,
     pub keyspace: String,
     pub protocol: u8,
+    /// Where pushes for this connection go (pub/sub messages, CLIENT KILL).
+    pub outbox: Outbox,
 }
 
 /// Counters, all monotonic except `connected`.
-#[derive(Default)]
 pub struct Stats {
     pub connections_received: AtomicU64,
     pub connections_rejected: AtomicU64,
@@ -55,6 +61,68 @@ pub struct Stats {
     pub http_requests: AtomicU64,
     pub resp_latency: Histogram,
     pub http_latency: Histogram,
+    /// Per command (by its place in the command table): calls, failed calls, rejected
+    /// calls, and microseconds.
+    pub per_command: std::sync::LazyLock<Box<[CommandStats]>>,
+    /// Error replies by their first word (`ERR`, `WRONGTYPE`...), for INFO errorstats.
+    pub errors: Mutex<BTreeMap<String, u64>>,
+}
+
+/// One command's counters (INFO commandstats).
+#[derive(Default)]
+pub struct CommandStats {
+    pub calls: AtomicU64,
+    pub failed: AtomicU64,
+    pub rejected: AtomicU64,
+    pub usec: AtomicU64,
+}
+
+impl Stats {
+    /// Adds a batch's tallies; the batch's time is shared among its calls (commands are
+    /// timed per batch, not one by one: two clock reads per command cost a measurable
+    /// share of a pipelined GET).
+    pub fn add_tallies(&self, tallies: &[crate::commands::Tally], elapsed: std::time::Duration) {
+        let calls: u64 = tallies.iter().map(|t| t.calls).sum();
+        let usec_each = elapsed.as_micros() as u64 / calls.max(1);
+        for tally in tallies {
+            let stats = &self.per_command[tally.command];
+            if tally.calls > 0 {
+                stats.calls.fetch_add(tally.calls, Ordering::Relaxed);
+                stats.usec.fetch_add(usec_each * tally.calls, Ordering::Relaxed);
+            }
+            if tally.failed > 0 {
+                stats.failed.fetch_add(tally.failed, Ordering::Relaxed);
+            }
+            if tally.rejected > 0 {
+                stats.rejected.fetch_add(tally.rejected, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Counts an error reply by its code (the first word of its message).
+    pub fn count_error(&self, message: &str) {
+        let code = message.split(' ').next().unwrap_or("ERR");
+        *self.errors.lock().entry(code.to_string()).or_default() += 1;
+    }
+}
+
+impl Default for Stats {
+    fn default() -> Stats {
+        Stats {
+            connections_received: AtomicU64::default(),
+            connections_rejected: AtomicU64::default(),
+            commands: AtomicU64::default(),
+            protocol_errors: AtomicU64::default(),
+            batches: AtomicU64::default(),
+            http_requests: AtomicU64::default(),
+            resp_latency: Histogram::default(),
+            http_latency: Histogram::default(),
+            per_command: std::sync::LazyLock::new(|| {
+                crate::commands::table::COMMANDS.iter().map(|_| CommandStats::default()).collect()
+            }),
+            errors: Mutex::new(BTreeMap::new()),
+        }
+    }
 }
 
 impl ServerState {
@@ -63,12 +131,16 @@ impl ServerState {
         let settings = Settings { query_timeout: config.query_time_limit() };
         let engine = Arc::new(Engine::on_store(store, settings));
         let syncs = hotset_sync::Syncs::new(Arc::clone(&engine), runtime);
+        let params = crate::params::Params::new(&config.fixed_params());
+        params.set_all(&config.redis_params()).expect("Config::validate checked the [redis] table");
         Arc::new(ServerState {
+            params,
             engine,
             syncs,
             config,
             started: Instant::now(),
             clients: Mutex::new(BTreeMap::new()),
+            pubsub: PubSub::default(),
             next_client_id: AtomicU64::new(1),
             stats: Stats::default(),
             tls: std::sync::OnceLock::new(),
@@ -92,15 +164,17 @@ impl ServerState {
             .map_or(0, |listeners| listeners.iter().map(|tls| tls.handshake_failures.load(Ordering::Relaxed)).sum())
     }
 
-    /// Registers a new connection; `None` when `max_clients` are connected already.
-    pub fn connect(&self, addr: SocketAddr) -> Option<u64> {
+    /// Registers a new connection: its id and both ends of its push queue; `None` when
+    /// `max_clients` are connected already.
+    pub fn connect(&self, addr: SocketAddr) -> Option<(u64, Outbox, Inbox)> {
         self.stats.connections_received.fetch_add(1, Ordering::Relaxed);
         let mut clients = self.clients.lock();
-        if clients.len() >= self.config.limits.max_clients {
+        if clients.len() as u64 >= self.params.maxclients.load(Ordering::Relaxed) {
             self.stats.connections_rejected.fetch_add(1, Ordering::Relaxed);
             return None;
         }
         let id = self.next_client_id.fetch_add(1, Ordering::Relaxed);
+        let (outbox, inbox) = crate::pubsub::outbox();
         let info = ClientInfo {
             id,
             addr,
@@ -110,13 +184,15 @@ impl ServerState {
             connected: Instant::now(),
             keyspace: "0".into(),
             protocol: 2,
+            outbox: outbox.clone(),
         };
         clients.insert(id, info);
-        Some(id)
+        Some((id, outbox, inbox))
     }
 
     pub fn disconnect(&self, id: u64) {
         self.clients.lock().remove(&id);
+        self.pubsub.disconnect(id);
     }
 
     /// Changes what the client list shows for connection `id`.

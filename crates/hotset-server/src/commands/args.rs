@@ -27,6 +27,14 @@ pub fn wrong_arity(name: &str) -> CmdError {
     CmdError(format!("ERR wrong number of arguments for '{}' command", name.to_ascii_lowercase()))
 }
 
+/// Redis' text for a subcommand `command` does not have.
+pub fn unknown_subcommand(command: &str, sub: &[u8]) -> CmdError {
+    CmdError(format!(
+        "ERR unknown subcommand '{}'. Try {command} HELP.",
+        String::from_utf8_lossy(&sub[..sub.len().min(128)])
+    ))
+}
+
 pub fn not_integer() -> CmdError {
     CmdError("ERR value is not an integer or out of range".into())
 }

@@ -16,13 +16,17 @@
 //! `server` (connection and server commands); MULTI, EXEC and DISCARD are here.
 
 pub mod args;
+mod config;
 mod documents;
 mod hashes;
+mod info;
 mod keys;
+pub mod pubsub;
 mod server;
 mod strings;
 pub mod table;
 
+use crate::pubsub::Outbox;
 use crate::resp::reply::{Protocol, Reply};
 use crate::state::ServerState;
 use args::{CmdError, CmdResult};
@@ -30,7 +34,7 @@ use hotset_core::kv::Keyspace;
 use hotset_core::{Acks, Durability};
 use hotset_ops::{Answer, Refusal, Request};
 use std::sync::Arc;
-use table::{Handler, InMulti, Spec};
+use table::{Handler, InMulti, Spec, Subscribed};
 
 /// What a connection remembers between requests.
 pub struct Session {
@@ -48,6 +52,44 @@ pub struct Session {
     /// The log records the current batch's writes noted (a fresh collector per batch:
     /// the connection sets it, executes the batch, takes it and waits once).
     pub acks: Acks,
+    /// Where pushes for this connection go (its subscriptions hold a copy).
+    pub outbox: Outbox,
+    /// Channels, patterns and shard channels subscribed to: above zero, a RESP2
+    /// connection is in subscribed mode.
+    pub subscriptions: usize,
+    /// CLIENT REPLY: whether replies are written.
+    pub replies: Replies,
+    /// The current batch's calls per command, added to the server's counts once per
+    /// batch (`Stats::add_tallies`): per-command shared counters cost cache-line traffic
+    /// between cores on every request.
+    pub tallies: Vec<Tally>,
+}
+
+/// One command's calls in a batch.
+#[derive(Debug, Clone, Copy)]
+pub struct Tally {
+    /// The command's place in `table::COMMANDS`.
+    pub command: usize,
+    pub calls: u64,
+    pub failed: u64,
+    pub rejected: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ran {
+    Ok,
+    Failed,
+    Rejected,
+}
+
+/// CLIENT REPLY's modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replies {
+    On,
+    Off,
+    /// The next command's reply is dropped (set by CLIENT REPLY SKIP, whose own reply is
+    /// dropped too).
+    Skip,
 }
 
 /// A transaction being queued.
@@ -65,7 +107,7 @@ pub struct Queued {
 }
 
 impl Session {
-    pub fn new(state: &ServerState, id: u64) -> Session {
+    pub fn new(state: &ServerState, id: u64, outbox: Outbox) -> Session {
         Session {
             id,
             protocol: Protocol::Resp2,
@@ -76,6 +118,29 @@ impl Session {
             multi: None,
             errors_json: false,
             acks: Acks::new(),
+            outbox,
+            subscriptions: 0,
+            replies: Replies::On,
+            tallies: Vec::new(),
+        }
+    }
+
+    fn tally(&mut self, spec: &'static Spec, ran: Ran) {
+        let command = table::index_of(spec);
+        let tally = match self.tallies.iter_mut().find(|t| t.command == command) {
+            Some(tally) => tally,
+            None => {
+                self.tallies.push(Tally { command, calls: 0, failed: 0, rejected: 0 });
+                self.tallies.last_mut().expect("just pushed")
+            }
+        };
+        match ran {
+            Ran::Ok => tally.calls += 1,
+            Ran::Failed => {
+                tally.calls += 1;
+                tally.failed += 1;
+            }
+            Ran::Rejected => tally.rejected += 1,
         }
     }
 }
@@ -83,28 +148,78 @@ impl Session {
 /// Runs one request (`args[0]` is the command name) and writes its reply to `out`. The
 /// caller counts and times requests, once per batch.
 pub fn execute(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], out: &mut Vec<u8>) {
+    let start = out.len();
+    let replies = session.replies;
     let mut reply = Reply { out, protocol: session.protocol };
-    if let Err(CmdError(message)) = dispatch(state, session, args, &mut reply) {
-        reply.error(&message);
+    let pushes = match dispatch(state, session, args, &mut reply) {
+        Ok(spec) => {
+            session.tally(spec, Ran::Ok);
+            spec.subscribed == Subscribed::Pushes
+        }
+        Err(Failure { spec, error: CmdError(message), rejected }) => {
+            reply.error(&message);
+            state.stats.count_error(&message);
+            if let Some(spec) = spec {
+                session.tally(spec, if rejected { Ran::Rejected } else { Ran::Failed });
+            }
+            false
+        }
+    };
+    // CLIENT REPLY: OFF (or SKIP) set by this command silences its own reply too; SKIP
+    // set before silences this one and ends. Subscription confirmations are pushes,
+    // written whatever the mode.
+    let silent = match replies {
+        Replies::Skip => {
+            if session.replies == Replies::Skip {
+                session.replies = Replies::On;
+            }
+            true
+        }
+        _ => session.replies != Replies::On,
+    };
+    if silent && !pushes {
+        out.truncate(start);
     }
 }
 
-fn dispatch(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+/// Why a request was answered with an error.
+struct Failure {
+    /// The command, when the name was known.
+    spec: Option<&'static Spec>,
+    error: CmdError,
+    /// Refused before it ran (arity, authentication, subscribed mode, MULTI), which
+    /// INFO commandstats counts apart from a command that ran and failed.
+    rejected: bool,
+}
+
+/// Runs the request; the entry that ran it, or why it failed.
+fn dispatch(
+    state: &Arc<ServerState>,
+    session: &mut Session,
+    args: &[&[u8]],
+    r: &mut Reply<'_>,
+) -> Result<&'static Spec, Failure> {
     let Some(spec) = table::lookup(args[0]) else {
-        let error = unknown_command(args);
         if let Some(multi) = &mut session.multi {
             multi.failed = true;
         }
-        return Err(error);
+        return Err(Failure { spec: None, error: unknown_command(args), rejected: true });
     };
+    let reject = |error: String| Err(Failure { spec: Some(spec), error: CmdError(error), rejected: true });
     if !spec.arity_ok(args.len()) {
         if let Some(multi) = &mut session.multi {
             multi.failed = true;
         }
-        return Err(CmdError(spec.arity_error()));
+        return reject(spec.arity_error());
     }
     if !session.authenticated && !spec.before_auth {
-        return Err(CmdError("NOAUTH Authentication required.".into()));
+        return reject("NOAUTH Authentication required.".into());
+    }
+    if session.subscriptions > 0 && session.protocol == Protocol::Resp2 && spec.subscribed == Subscribed::Refused {
+        return reject(format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            spec.name.to_ascii_lowercase()
+        ));
     }
     if let Some(multi) = &mut session.multi {
         match spec.in_multi {
@@ -112,19 +227,20 @@ fn dispatch(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], r: 
             InMulti::Queue | InMulti::QueueThenRefuse => {
                 multi.queued.push(Queued { spec, args: args.iter().map(|a| a.to_vec()).collect() });
                 r.simple("QUEUED");
-                return Ok(());
+                return Ok(spec);
             }
             InMulti::Refuse => {
                 multi.failed = true;
-                return Err(CmdError(format!("ERR Command not allowed inside a transaction: {}", spec.name)));
+                return reject(format!("ERR Command not allowed inside a transaction: {}", spec.name));
             }
         }
     }
-    match spec.handler {
+    let ran = match spec.handler {
         Handler::Kv(kv) => (kv.direct)(&session.keyspace.writes(Durability::Collect(&session.acks)), args, r),
         Handler::AllKeyspaces(run) => run(state, &session.acks, args, r),
         Handler::Session(run) => run(state, session, args, r),
-    }
+    };
+    ran.map(|()| spec).map_err(|error| Failure { spec: Some(spec), error, rejected: false })
 }
 
 /// Applies an operation-layer request (`DOC.*`, SAVE, BGSAVE) on this thread; one that

@@ -9,14 +9,12 @@
 //! the keyspace locked, touch neither the session nor any keyspace).
 
 use super::Session;
-use super::args::{self, CmdError, CmdResult, syntax};
+use super::args::{self, CmdError, CmdResult, syntax, unknown_subcommand};
 use super::table::{self, COMMANDS, Spec};
 use crate::resp::reply::{Protocol, Reply};
 use crate::state::ServerState;
 use hotset_ops::Request;
-use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The Redis version whose command semantics this server follows, reported where
@@ -26,7 +24,17 @@ pub const REDIS_COMPAT_VERSION: &str = "7.2.0";
 /// Longest keyspace name SELECT accepts.
 const KEYSPACE_NAME_MAX: usize = 64;
 
-pub fn ping(_: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+/// PING [message]; in RESP2's subscribed mode, `["pong", message or ""]` as Redis answers.
+pub fn ping(_: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    if session.subscriptions > 0 && r.protocol == Protocol::Resp2 {
+        if a.len() > 2 {
+            return Err(args::wrong_arity("PING"));
+        }
+        r.array(2);
+        r.bulk(b"pong");
+        r.bulk(a.get(1).copied().unwrap_or_default());
+        return Ok(());
+    }
     match a {
         [_] => r.simple("PONG"),
         [_, message] => r.bulk(message),
@@ -73,11 +81,15 @@ pub fn quit(_: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
     Ok(())
 }
 
-/// RESET: the connection as it was after connecting (a transaction discarded, RESP2,
-/// keyspace 0, TEXT errors, no name, unauthenticated when a password is set).
+/// RESET: the connection as it was after connecting (a transaction discarded, no
+/// subscriptions, replies on, RESP2, keyspace 0, TEXT errors, no name, unauthenticated
+/// when a password is set).
 pub fn reset(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     session.multi = None;
     session.errors_json = false;
+    session.replies = super::Replies::On;
+    state.pubsub.disconnect(session.id);
+    session.subscriptions = 0;
     session.protocol = Protocol::Resp2;
     session.authenticated = state.config.password.is_none();
     select_keyspace(state, session, b"0")?;
@@ -91,7 +103,7 @@ pub fn reset(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &m
 }
 
 pub fn info(state: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    r.verbatim(&info_text(state, a.get(1).copied()));
+    r.verbatim(&super::info::text(state, &a[1..]));
     Ok(())
 }
 
@@ -113,6 +125,48 @@ pub fn bgsave(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &
 
 pub fn lastsave(state: &Arc<ServerState>, _: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     r.int(last_save(state));
+    Ok(())
+}
+
+/// DEBUG LOG message | DEBUG SLEEP seconds: the harmless part of Redis' DEBUG (test
+/// suites mark their place in the server's log and wait on the server). The rest, which
+/// reaches into Redis' internals, has no meaning here.
+pub fn debug(_: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    match a {
+        [_, sub, message] if args::is(sub, "LOG") => {
+            tracing::info!(target: "debug", "{}", String::from_utf8_lossy(message));
+        }
+        [_, sub, seconds] if args::is(sub, "SLEEP") => {
+            let seconds = std::str::from_utf8(seconds)
+                .ok()
+                .and_then(|s| s.parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .ok_or_else(|| CmdError("ERR value is not a valid float".into()))?;
+            // The thread's other connections move to another thread meanwhile.
+            tokio::task::block_in_place(|| std::thread::sleep(std::time::Duration::from_secs_f64(seconds.min(3600.0))));
+        }
+        _ => return Err(unknown_subcommand("DEBUG", a[1])),
+    }
+    r.ok();
+    Ok(())
+}
+
+/// FUNCTION FLUSH [ASYNC|SYNC] | FUNCTION LIST: no function library can be loaded yet
+/// (Lua comes with stored procedures), so there is none to flush or list.
+pub fn function(_: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    match a {
+        [_, sub] | [_, sub, _] if args::is(sub, "FLUSH") => {
+            if let [_, _, mode] = a
+                && !args::is(mode, "ASYNC")
+                && !args::is(mode, "SYNC")
+            {
+                return Err(CmdError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into()));
+            }
+            r.ok();
+        }
+        [_, sub, ..] if args::is(sub, "LIST") => r.array(0),
+        _ => return Err(unknown_subcommand("FUNCTION", a[1])),
+    }
     Ok(())
 }
 
@@ -255,7 +309,28 @@ pub fn client(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &
             }
             r.ok();
         }
-        (b"SETNAME" | b"GETNAME" | b"ID" | b"INFO" | b"LIST" | b"SETINFO", _) => {
+        (b"REPLY", 3) => {
+            session.replies = if args::is(a[2], "ON") {
+                super::Replies::On
+            } else if args::is(a[2], "OFF") {
+                super::Replies::Off
+            } else if args::is(a[2], "SKIP") {
+                super::Replies::Skip
+            } else {
+                return Err(syntax());
+            };
+            r.ok();
+        }
+        (b"NO-EVICT", 3) => {
+            // Eviction never picks a client here (Redis evicts clients over
+            // maxmemory-clients, which Hotset does not have): both settings hold.
+            if !args::is(a[2], "ON") && !args::is(a[2], "OFF") {
+                return Err(syntax());
+            }
+            r.ok();
+        }
+        (b"KILL", 3..) => client_kill(state, session, &a[2..], r)?,
+        (b"SETNAME" | b"GETNAME" | b"ID" | b"INFO" | b"LIST" | b"SETINFO" | b"REPLY" | b"NO-EVICT" | b"KILL", _) => {
             return Err(CmdError(format!(
                 "ERR wrong number of arguments for 'client|{}' command",
                 String::from_utf8_lossy(&sub).to_lowercase()
@@ -266,11 +341,82 @@ pub fn client(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &
     Ok(())
 }
 
-fn unknown_subcommand(command: &str, sub: &[u8]) -> CmdError {
-    CmdError(format!(
-        "ERR unknown subcommand '{}'. Try {command} HELP.",
-        String::from_utf8_lossy(&sub[..sub.len().min(128)])
-    ))
+/// CLIENT KILL addr:port (the old form: OK or an error), or CLIENT KILL with filters
+/// (ID, ADDR, LADDR, TYPE, USER, SKIPME, MAXAGE): how many connections were told to close.
+fn client_kill(state: &ServerState, session: &Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    if let [addr] = a {
+        let clients = state.clients.lock();
+        let target = clients.values().find(|info| info.addr.to_string().as_bytes() == *addr);
+        let Some(info) = target else { return Err(CmdError("ERR No such client".into())) };
+        info.outbox.kill();
+        r.ok();
+        return Ok(());
+    }
+    if !a.len().is_multiple_of(2) {
+        return Err(syntax());
+    }
+    let (mut id, mut addr, mut skip_me, mut max_age, mut pubsub_only) = (None, None, true, None, None);
+    let mut laddr = false;
+    for pair in a.chunks_exact(2) {
+        let (filter, value) = (pair[0], pair[1]);
+        if args::is(filter, "ID") {
+            id = Some(
+                args::int(value)
+                    .ok()
+                    .filter(|id| *id > 0)
+                    .ok_or_else(|| CmdError("ERR client-id should be greater than 0".into()))?,
+            );
+        } else if args::is(filter, "ADDR") {
+            addr = Some(value);
+        } else if args::is(filter, "LADDR") {
+            // Connections do not record their local address: no connection matches one.
+            laddr = true;
+        } else if args::is(filter, "TYPE") {
+            pubsub_only = Some(if args::is(value, "pubsub") {
+                true
+            } else if args::is(value, "normal") {
+                false
+            } else if args::is(value, "master") || args::is(value, "replica") || args::is(value, "slave") {
+                // No replication: no connection is of these types.
+                laddr = true;
+                false
+            } else {
+                return Err(CmdError(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(value))));
+            });
+        } else if args::is(filter, "USER") {
+            if !args::is(value, crate::auth::DEFAULT_USER) {
+                return Err(CmdError(format!("ERR No such user '{}'", String::from_utf8_lossy(value))));
+            }
+        } else if args::is(filter, "SKIPME") {
+            skip_me = if args::is(value, "yes") {
+                true
+            } else if args::is(value, "no") {
+                false
+            } else {
+                return Err(syntax());
+            };
+        } else if args::is(filter, "MAXAGE") {
+            max_age = Some(args::int(value)?);
+        } else {
+            return Err(syntax());
+        }
+    }
+    let mut killed = 0;
+    for info in state.clients.lock().values() {
+        let subscribed = state.pubsub.total(info.id) > 0;
+        let matches = !laddr
+            && id.is_none_or(|id| info.id as i64 == id)
+            && addr.is_none_or(|addr| info.addr.to_string().as_bytes() == addr)
+            && !(skip_me && info.id == session.id)
+            && max_age.is_none_or(|age| info.connected.elapsed().as_secs() as i64 >= age)
+            && pubsub_only.is_none_or(|pubsub| pubsub == subscribed);
+        if matches {
+            info.outbox.kill();
+            killed += 1;
+        }
+    }
+    r.int(killed);
+    Ok(())
 }
 
 /// One CLIENT LIST line, in Redis' `key=value` form.
@@ -349,192 +495,8 @@ fn command_info(spec: &Spec, r: &mut Reply<'_>) {
 
 /// CONFIG GET pattern... | CONFIG SET (refused: settings come from the file and flags) |
 /// CONFIG RESETSTAT
-pub fn config(state: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    let sub = a[1];
-    if args::is(sub, "GET") {
-        if a.len() < 3 {
-            return Err(CmdError("ERR wrong number of arguments for 'config|get' command".into()));
-        }
-        let params = config_params(state);
-        let matched: Vec<&(&str, String)> = params
-            .iter()
-            .filter(|(name, _)| {
-                a[2..].iter().any(|pattern| hotset_core::kv::glob_match(&pattern.to_ascii_lowercase(), name.as_bytes()))
-            })
-            .collect();
-        r.map(matched.len());
-        for (name, value) in matched {
-            r.bulk(name.as_bytes());
-            r.bulk(value.as_bytes());
-        }
-    } else if args::is(sub, "SET") {
-        return Err(CmdError(
-            "ERR CONFIG SET is not supported: settings come from the config file and flags (restart to change them)"
-                .into(),
-        ));
-    } else if args::is(sub, "RESETSTAT") {
-        let stats = &state.stats;
-        for counter in [
-            &stats.commands,
-            &stats.protocol_errors,
-            &stats.batches,
-            &stats.connections_received,
-            &stats.connections_rejected,
-        ] {
-            counter.store(0, Ordering::Relaxed);
-        }
-        r.ok();
-    } else {
-        return Err(unknown_subcommand("CONFIG", sub));
-    }
-    Ok(())
-}
-
-/// The parameters CONFIG GET knows, with Redis' names where one exists.
-fn config_params(state: &ServerState) -> Vec<(&'static str, String)> {
-    let config = &state.config;
-    let appendfsync = match config.fsync.as_str() {
-        "periodic" => "everysec",
-        other => other,
-    };
-    vec![
-        ("appendfsync", appendfsync.to_string()),
-        ("appendonly", "yes".into()),
-        ("bind", config.bind.clone()),
-        ("databases", config.databases.to_string()),
-        ("dir", config.data.display().to_string()),
-        ("maxclients", config.limits.max_clients.to_string()),
-        ("maxmemory", "0".into()),
-        ("port", config.resp_port.to_string()),
-        ("proto-max-bulk-len", config.limits.max_bulk_bytes.to_string()),
-        ("requirepass", if config.password.is_some() { "********".into() } else { String::new() }),
-        ("save", String::new()),
-        ("timeout", "0".into()),
-    ]
-}
-
-/// INFO [section]: `# Section` headers and `key:value` lines, as Redis writes them.
-fn info_text(state: &ServerState, section: Option<&[u8]>) -> String {
-    let wanted = |name: &str| {
-        section.is_none_or(|s| {
-            args::is(s, name) || args::is(s, "all") || args::is(s, "everything") || args::is(s, "default")
-        })
-    };
-    let mut text = String::new();
-    let stats = &state.stats;
-    if wanted("server") {
-        let _ = write!(
-            text,
-            "# Server\r\nredis_version:{REDIS_COMPAT_VERSION}\r\nhotset_version:{}\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\n\r\n",
-            env!("CARGO_PKG_VERSION"),
-            std::env::consts::OS,
-            std::process::id(),
-            state.config.resp_port,
-            state.started.elapsed().as_secs(),
-        );
-    }
-    if wanted("clients") {
-        let _ = write!(
-            text,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n\r\n",
-            state.connected_clients(),
-            state.config.limits.max_clients
-        );
-    }
-    if wanted("memory") {
-        let keyspaces: usize = state
-            .db()
-            .keyspaces()
-            .list()
-            .iter()
-            .filter_map(|n| state.db().keyspaces().get(n))
-            .map(|k| k.memory_bytes())
-            .sum();
-        // Documents and their indexes are most of what a server holds: used_memory counts
-        // them too (it once counted key-value keys only: 15 KB beside a 75 MB namespace).
-        let namespaces: usize = state
-            .db()
-            .namespace_names()
-            .iter()
-            .filter_map(|n| state.db().describe(n).ok())
-            .map(|i| i.memory_bytes)
-            .sum();
-        let used = keyspaces + namespaces;
-        let _ = write!(
-            text,
-            "# Memory\r\nused_memory:{used}\r\nused_memory_namespaces:{namespaces}\r\nused_memory_keyspaces:{keyspaces}\r\nmaxmemory:0\r\n\r\n"
-        );
-    }
-    if wanted("persistence") {
-        let store = state.store().read();
-        if let Some(store) = store.as_ref() {
-            let wal = store.wal_stats();
-            let (snapshot, snapshot_error) = store.snapshot_state();
-            let _ = write!(
-                text,
-                "# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\nwal_next_lsn:{}\r\nwal_durable_lsn:{}\r\nwal_bytes_written:{}\r\nwal_fsyncs:{}\r\nwal_segments:{}\r\nwal_failed:{}\r\nrdb_last_save_time:{}\r\nlast_snapshot_bytes:{}\r\nlast_snapshot_error:{}\r\n\r\n",
-                state.config.fsync,
-                wal.next_lsn,
-                wal.durable_lsn,
-                wal.bytes_written,
-                wal.fsyncs,
-                wal.segments,
-                wal.failed.as_deref().unwrap_or(""),
-                last_save(state),
-                snapshot.map_or(0, |s| s.bytes),
-                snapshot_error.unwrap_or_default().replace(['\r', '\n'], " "),
-            );
-        }
-    }
-    if wanted("stats") {
-        let _ = write!(
-            text,
-            "# Stats\r\ntotal_connections_received:{}\r\nrejected_connections:{}\r\ntotal_commands_processed:{}\r\nprotocol_errors:{}\r\nrequest_batches:{}\r\ntls_handshake_failures:{}\r\n\r\n",
-            stats.connections_received.load(Ordering::Relaxed),
-            stats.connections_rejected.load(Ordering::Relaxed),
-            stats.commands.load(Ordering::Relaxed),
-            stats.protocol_errors.load(Ordering::Relaxed),
-            stats.batches.load(Ordering::Relaxed),
-            state.tls_handshake_failures(),
-        );
-    }
-    if wanted("sources") {
-        // Live-sync sources: one line each, as Redis writes its replicas.
-        text.push_str("# Sources\r\n");
-        for status in state.syncs.statuses() {
-            let state_name = serde_json::to_value(status.state).ok().and_then(|v| v.as_str().map(str::to_string));
-            let _ = write!(
-                text,
-                "source_{}:state={},position={},lag_ms={},lag_bytes={},pending_events={},transactions={}\r\n",
-                status.name,
-                state_name.unwrap_or_default(),
-                status.position.as_deref().unwrap_or("-"),
-                status.lag_ms.map_or("-".to_string(), |lag| lag.to_string()),
-                status.lag_bytes.map_or("-".to_string(), |lag| lag.to_string()),
-                status.pending_events,
-                status.transactions,
-            );
-        }
-        text.push_str("\r\n");
-    }
-    if wanted("keyspace") {
-        text.push_str("# Keyspace\r\n");
-        for name in state.db().keyspaces().list() {
-            if let Some(space) = state.db().keyspaces().get(&name) {
-                if space.is_empty() {
-                    continue;
-                }
-                // Numbered keyspaces print as Redis' db<n>; named ones under their name.
-                let label = if name.bytes().all(|b| b.is_ascii_digit()) { format!("db{name}") } else { name };
-                let _ = write!(text, "{label}:keys={},expires={},avg_ttl=0\r\n", space.len(), space.volatile_len());
-            }
-        }
-    }
-    text
-}
-
 /// Unix seconds of the last snapshot written or loaded (0 if none).
-fn last_save(state: &ServerState) -> i64 {
+pub(super) fn last_save(state: &ServerState) -> i64 {
     let store = state.store().read();
     let Some((Some(snapshot), _)) = store.as_ref().map(|s| s.snapshot_state()) else { return 0 };
     std::fs::metadata(&snapshot.path)

@@ -9,7 +9,7 @@
 //! and never matches on a name, so a command's behaviour is found from its entry alone.
 
 use super::args::{self, CmdResult};
-use super::{Session, documents, hashes, keys, server, strings};
+use super::{Session, config, documents, hashes, keys, pubsub, server, strings};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
 use hotset_core::Acks;
@@ -58,6 +58,19 @@ pub enum InMulti {
     Refuse,
 }
 
+/// How a command behaves while a RESP2 connection is subscribed to a channel (RESP3
+/// connections run every command then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subscribed {
+    /// Refused with Redis' "only (P|S)SUBSCRIBE ... are allowed in this context".
+    Refused,
+    /// Runs: PING, QUIT, RESET.
+    Allowed,
+    /// Runs, and its replies are pushes: written even under CLIENT REPLY OFF or SKIP
+    /// (the (P|S)(UN)SUBSCRIBE family).
+    Pushes,
+}
+
 /// Where a command's keys are, as COMMAND INFO reports them (Redis' first key, last key,
 /// step; `-1` as last means the final argument).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +94,8 @@ pub struct Spec {
     /// Whether a connection that has not authenticated may send it.
     pub before_auth: bool,
     pub keys: KeyPositions,
+    /// What it does on a RESP2 connection in subscribed mode.
+    pub subscribed: Subscribed,
     /// Redis command group, for COMMAND DOCS.
     pub group: &'static str,
     pub summary: &'static str,
@@ -104,6 +119,7 @@ macro_rules! kv {
             in_multi: InMulti::Queue,
             before_auth: false,
             keys: KeyPositions { first: 1, last: 1, step: 1 },
+            subscribed: Subscribed::Refused,
             group: $group,
             summary: $summary,
         }
@@ -125,6 +141,7 @@ const fn all_keyspaces(
         in_multi: InMulti::Queue,
         before_auth: false,
         keys: NO_KEYS,
+        subscribed: Subscribed::Refused,
         group,
         summary,
     }
@@ -139,6 +156,7 @@ const fn conn(name: &'static str, arity: i32, handler: SessionHandler, summary: 
         in_multi: InMulti::Refuse,
         before_auth: false,
         keys: NO_KEYS,
+        subscribed: Subscribed::Refused,
         group: "connection",
         summary,
     }
@@ -154,6 +172,7 @@ const fn doc(name: &'static str, arity: i32, write: bool, handler: SessionHandle
         in_multi: InMulti::Refuse,
         before_auth: false,
         keys: NO_KEYS,
+        subscribed: Subscribed::Refused,
         group: "document",
         summary,
     }
@@ -183,6 +202,14 @@ impl Spec {
     const fn before_auth(self) -> Spec {
         Spec { before_auth: true, ..self }
     }
+
+    const fn in_subscribed_mode(self) -> Spec {
+        Spec { subscribed: Subscribed::Allowed, ..self }
+    }
+
+    const fn pushes(self) -> Spec {
+        Spec { subscribed: Subscribed::Pushes, ..self }
+    }
 }
 
 /// Every command, sorted by name (the order COMMAND lists them in).
@@ -192,8 +219,9 @@ pub static COMMANDS: &[Spec] = &[
     conn("BGSAVE", -1, server::bgsave, "Takes a snapshot of the database in the background."),
     conn("CLIENT", -2, server::client, "Connection management: SETNAME, GETNAME, ID, INFO, LIST, SETINFO."),
     conn("COMMAND", -1, server::command, "Information about the commands: COUNT, DOCS, INFO, LIST."),
-    conn("CONFIG", -2, server::config, "Reads or changes server settings: GET, SET, RESETSTAT."),
+    conn("CONFIG", -2, config::config, "Redis' runtime parameters: GET, SET, RESETSTAT, REWRITE."),
     kv!("DBSIZE", 1, false, "server", "Number of keys in the selected keyspace.", keys::dbsize).keyless(),
+    conn("DEBUG", -2, server::debug, "Harmless debugging aids: LOG message, SLEEP seconds.").queue_then_refuse(),
     kv!("DECR", 2, true, "string", "Decrements the integer value of a key by one.", strings::decr),
     kv!("DECRBY", 3, true, "string", "Decrements the integer value of a key by a number.", strings::decrby),
     kv!("DEL", -2, true, "generic", "Deletes keys.", keys::del).keys(1, -1, 1),
@@ -291,6 +319,7 @@ pub static COMMANDS: &[Spec] = &[
     kv!("EXPIRETIME", 2, false, "generic", "A key's expiry as a Unix time in seconds.", keys::expiretime),
     all_keyspaces("FLUSHALL", -1, "server", "Removes every key of every keyspace.", keys::flushall),
     kv!("FLUSHDB", -1, true, "server", "Removes every key of the selected keyspace.", keys::flushdb).keyless(),
+    conn("FUNCTION", -2, server::function, "Function libraries (none can be loaded yet): FLUSH, LIST."),
     kv!("GET", 2, false, "string", "The string value of a key.", strings::get),
     kv!("GETDEL", 2, true, "string", "Returns a key's string value and deletes the key.", strings::getdel),
     kv!("GETSET", 3, true, "string", "Sets a key's string value and returns the old one.", strings::getset),
@@ -324,26 +353,36 @@ pub static COMMANDS: &[Spec] = &[
     kv!("PEXPIRE", -3, true, "generic", "Sets a key's time to live in milliseconds.", keys::pexpire),
     kv!("PEXPIREAT", -3, true, "generic", "Sets a key's expiry as a Unix time in milliseconds.", keys::pexpireat),
     kv!("PEXPIRETIME", 2, false, "generic", "A key's expiry as a Unix time in milliseconds.", keys::pexpiretime),
-    conn("PING", -1, server::ping, "Returns PONG, or the given message.").queue(),
+    conn("PING", -1, server::ping, "Returns PONG, or the given message.").queue().in_subscribed_mode(),
     kv!("PSETEX", 4, true, "string", "Sets a key's value and time to live in milliseconds.", strings::psetex),
+    conn("PSUBSCRIBE", -2, pubsub::psubscribe, "Subscribes to the channels matching glob patterns.").pushes(),
     kv!("PTTL", 2, false, "generic", "A key's time to live in milliseconds.", keys::pttl),
-    conn("QUIT", -1, server::quit, "Closes the connection.").run_at_once().before_auth(),
+    conn("PUBLISH", 3, pubsub::publish, "Posts a message to a channel; the number of receivers.").queue(),
+    conn("PUBSUB", -2, pubsub::pubsub, "Pub/sub introspection: CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB."),
+    conn("PUNSUBSCRIBE", -1, pubsub::punsubscribe, "Unsubscribes from patterns (all without arguments).").pushes(),
+    conn("QUIT", -1, server::quit, "Closes the connection.").run_at_once().before_auth().in_subscribed_mode(),
     kv!("RENAME", 3, true, "generic", "Renames a key, replacing the destination.", keys::rename).keys(1, 2, 1),
     kv!("RENAMENX", 3, true, "generic", "Renames a key only if the destination does not exist.", keys::renamenx)
         .keys(1, 2, 1),
-    conn("RESET", 1, server::reset, "Resets the connection's state.").run_at_once().before_auth(),
+    conn("RESET", 1, server::reset, "Resets the connection's state.").run_at_once().before_auth().in_subscribed_mode(),
     conn("SAVE", 1, server::save, "Takes a snapshot of the database and waits for it."),
     kv!("SCAN", -2, false, "generic", "Iterates over the keys of the keyspace.", keys::scan).keyless(),
     conn("SELECT", 2, server::select, "Selects a keyspace by number or by name."),
     kv!("SET", -3, true, "string", "Sets a key's string value, with expiry and condition options.", strings::set),
     kv!("SETEX", 4, true, "string", "Sets a key's value and time to live in seconds.", strings::setex),
     kv!("SETNX", 3, true, "string", "Sets a key's value only if the key does not exist.", strings::setnx),
+    conn("SPUBLISH", 3, pubsub::spublish, "Posts a message to a shard channel; the number of receivers.").queue(),
+    conn("SSUBSCRIBE", -2, pubsub::ssubscribe, "Subscribes to shard channels.").pushes(),
     kv!("STRLEN", 2, false, "string", "Length of a key's string value.", strings::strlen),
+    conn("SUBSCRIBE", -2, pubsub::subscribe, "Subscribes to channels.").pushes(),
+    conn("SUNSUBSCRIBE", -1, pubsub::sunsubscribe, "Unsubscribes from shard channels (all without arguments).")
+        .pushes(),
     conn("TIME", 1, server::time, "The server's time.").queue(),
     kv!("TTL", 2, false, "generic", "A key's time to live in seconds.", keys::ttl),
     kv!("TYPE", 2, false, "generic", "The type of a key's value.", keys::key_type),
     kv!("UNLINK", -2, true, "generic", "Deletes keys (the same as DEL here: memory is freed at once).", keys::del)
         .keys(1, -1, 1),
+    conn("UNSUBSCRIBE", -1, pubsub::unsubscribe, "Unsubscribes from channels (all without arguments).").pushes(),
 ];
 
 /// Longest command name the index covers (longer names are unknown).
@@ -364,6 +403,14 @@ static INDEX: std::sync::LazyLock<Vec<Vec<&'static Spec>>> = std::sync::LazyLock
 fn bucket(name: &[u8]) -> Option<usize> {
     let first = *name.first()?;
     (name.len() <= NAME_MAX).then(|| name.len() * 32 + usize::from(first & 0x1f))
+}
+
+/// The place of `spec` in `COMMANDS` (INFO commandstats counts by it).
+pub fn index_of(spec: &'static Spec) -> usize {
+    let offset = (spec as *const Spec as usize).wrapping_sub(COMMANDS.as_ptr() as usize);
+    let index = offset / std::mem::size_of::<Spec>();
+    debug_assert!(std::ptr::eq(&COMMANDS[index], spec), "a spec of the table");
+    index
 }
 
 /// The command named `name`, in any letter case.
@@ -423,7 +470,7 @@ mod tests {
             .filter(|s| s.in_multi == InMulti::Queue && matches!(s.handler, Handler::Session(_)))
             .map(|s| s.name)
             .collect();
-        assert_eq!(queued, ["ECHO", "PING", "TIME"], "EXEC runs these with the keyspace locked");
+        assert_eq!(queued, ["ECHO", "PING", "PUBLISH", "SPUBLISH", "TIME"], "EXEC runs these with the keyspace locked");
         let before_auth: Vec<&str> = COMMANDS.iter().filter(|s| s.before_auth).map(|s| s.name).collect();
         assert_eq!(before_auth, ["AUTH", "HELLO", "QUIT", "RESET"], "the commands a stranger may send");
     }
@@ -440,6 +487,8 @@ mod tests {
             ("hashes.rs", include_str!("hashes.rs")),
             ("server.rs", include_str!("server.rs")),
             ("documents.rs", include_str!("documents.rs")),
+            ("config.rs", include_str!("config.rs")),
+            ("pubsub.rs", include_str!("pubsub.rs")),
         ];
         for (file, source) in sources {
             for pattern in ["spec.name ==", "match spec.name", "matches!(spec.name", "match name", "name =="] {

@@ -15,7 +15,9 @@
 //! too).
 
 use super::parse::{FrameLimits, Parsed, parse};
+use crate::commands::pubsub::write_push;
 use crate::commands::{Session, execute};
+use crate::pubsub::{Inbox, Push};
 use crate::state::ServerState;
 use hotset_core::journal::Acks;
 use std::net::SocketAddr;
@@ -28,15 +30,15 @@ const READ_BUFFER_BYTES: usize = 16 << 10;
 
 /// Serves one client until it disconnects, sends QUIT or breaks the protocol.
 pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(state: Arc<ServerState>, mut stream: S, addr: SocketAddr) {
-    let Some(id) = state.connect(addr) else {
+    let Some((id, outbox, mut inbox)) = state.connect(addr) else {
         // Like Redis: the client learns why before the connection closes.
         let _ = send(&mut stream, b"-ERR max number of clients reached\r\n").await;
         let _ = stream.shutdown().await;
         return;
     };
     let _registered = Registered { state: &state, id };
-    let mut session = Session::new(&state, id);
-    let limits = FrameLimits {
+    let mut session = Session::new(&state, id, outbox);
+    let mut limits = FrameLimits {
         bulk_bytes_max: state.config.limits.max_bulk_bytes,
         args_max: state.config.limits.max_args,
         ..FrameLimits::default()
@@ -47,12 +49,32 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(state: Arc<ServerState>, m
         if input.capacity() - input.len() < READ_BUFFER_BYTES / 4 {
             input.reserve(input.capacity().max(READ_BUFFER_BYTES));
         }
-        match stream.read_buf(&mut input).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
+        // A push (a message on a subscribed channel, CLIENT KILL) may come at any time,
+        // between requests. Both branches are cancel safe: a read that loses the race
+        // has read nothing.
+        tokio::select! {
+            biased;
+            push = inbox.recv() => {
+                if !take_pushes(push, &mut inbox, &session, &mut out) || send(&mut stream, &out).await.is_err() {
+                    let _ = stream.shutdown().await;
+                    return;
+                }
+                out.clear();
+                continue;
+            }
+            read = stream.read_buf(&mut input) => match read {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            },
+            () = idle(&state, &session) => {
+                // Redis' `timeout`: an idle client (not a subscriber) is closed.
+                let _ = stream.shutdown().await;
+                return;
+            }
         }
         session.acks = Acks::new();
-        let batch = run_batch(&state, &mut session, &input, &mut out, &limits);
+        limits.bulk_bytes_max = state.params.proto_max_bulk_len.load(Ordering::Relaxed) as usize;
+        let batch = run_batch(&state, &mut session, &mut inbox, &input, &mut out, &limits);
         let acks = std::mem::take(&mut session.acks);
         input.drain(..batch.consumed);
         settle_writes(&state, &batch.writes, &acks, &mut out).await;
@@ -72,6 +94,30 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(state: Arc<ServerState>, m
             input = Vec::with_capacity(READ_BUFFER_BYTES);
         }
     }
+}
+
+/// Completes once the connection has been idle for Redis' `timeout` (never when it is 0
+/// or the connection is subscribed).
+async fn idle(state: &ServerState, session: &Session) {
+    match state.params.timeout_secs.load(Ordering::Relaxed) {
+        0 => std::future::pending().await,
+        _ if session.subscriptions > 0 => std::future::pending().await,
+        seconds => tokio::time::sleep(std::time::Duration::from_secs(seconds)).await,
+    }
+}
+
+/// Writes `first` and every push already queued after it into `out`; false when one of
+/// them says the connection must close.
+fn take_pushes(first: Option<Push>, inbox: &mut Inbox, session: &Session, out: &mut Vec<u8>) -> bool {
+    let mut next = first;
+    while let Some(push) = next {
+        if matches!(push, Push::Kill) {
+            return false;
+        }
+        write_push(&push, session.protocol, out);
+        next = inbox.try_recv();
+    }
+    true
 }
 
 /// Writes `bytes` and flushes: a TLS stream may keep encrypted bytes buffered until
@@ -113,6 +159,7 @@ struct Written {
 fn run_batch(
     state: &Arc<ServerState>,
     session: &mut Session,
+    inbox: &mut Inbox,
     input: &[u8],
     out: &mut Vec<u8>,
     limits: &FrameLimits,
@@ -133,30 +180,66 @@ fn run_batch(
                 batch.consumed = input.len();
                 break;
             }
+            Parsed::Quoted(len, owned) => {
+                batch.consumed += len;
+                let quoted: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+                if !quoted.is_empty() && !run_request(state, session, inbox, &quoted, out, &mut batch) {
+                    break;
+                }
+                commands += u64::from(!quoted.is_empty());
+            }
             Parsed::Request(len) => {
                 batch.consumed += len;
                 if args.is_empty() {
                     continue;
                 }
-                let start = out.len();
                 commands += 1;
-                // A request wrote iff the highest lsn the batch's collector noted moved.
-                let before = session.acks.last_lsn();
-                execute(state, session, &args, out);
-                let after = session.acks.last_lsn();
-                if let Some(lsn) = after.filter(|_| after != before) {
-                    batch.writes.push(Written { reply: start..out.len(), lsn });
+                if !run_request(state, session, inbox, &args, out, &mut batch) {
+                    break;
                 }
             }
         }
+    }
+    if batch.close {
+        batch.consumed = input.len();
     }
     // Shared counters are updated once per batch, not per command: on a pipelined
     // connection the per-command cache-line traffic between cores was measurable.
     let stats = &state.stats;
     stats.batches.fetch_add(1, Ordering::Relaxed);
     stats.commands.fetch_add(commands, Ordering::Relaxed);
-    stats.resp_latency.record_many(started.elapsed(), commands);
+    let elapsed = started.elapsed();
+    stats.resp_latency.record_many(elapsed, commands);
+    stats.add_tallies(&session.tallies, elapsed);
+    session.tallies.clear();
     batch
+}
+
+/// Executes one request into `out`, noting its write; false when the connection must
+/// close after the batch (a push told it to).
+fn run_request(
+    state: &Arc<ServerState>,
+    session: &mut Session,
+    inbox: &mut Inbox,
+    args: &[&[u8]],
+    out: &mut Vec<u8>,
+    batch: &mut Batch,
+) -> bool {
+    let start = out.len();
+    // A request wrote iff the highest lsn the batch's collector noted moved.
+    let before = session.acks.last_lsn();
+    execute(state, session, args, out);
+    let after = session.acks.last_lsn();
+    if let Some(lsn) = after.filter(|_| after != before) {
+        batch.writes.push(Written { reply: start..out.len(), lsn });
+    }
+    // A subscriber's messages published meanwhile (by itself, too) go out in order with
+    // its replies.
+    if session.subscriptions > 0 && !take_pushes(inbox.try_recv(), inbox, session, out) {
+        batch.close = true;
+        return false;
+    }
+    true
 }
 
 /// Waits for the log to acknowledge the batch's writes (one wait: records are

@@ -3,7 +3,9 @@
 //!
 //! Owns: splitting a read buffer into requests whose arguments borrow from the buffer,
 //! and the protocol errors Redis clients know (`Protocol error: ...`). Never: copy an
-//! argument, allocate per request beyond the argument list it is handed, or accept a frame
+//! argument (but for an inline line with quoted arguments, which people type and clients
+//! never send: those come back unescaped, owned), allocate per request beyond the
+//! argument list it is handed, or accept a frame
 //! over the configured limits (a huge declared length is refused before any byte of it is
 //! buffered).
 
@@ -30,6 +32,9 @@ pub enum Parsed {
     /// A whole request of this many bytes; its arguments were pushed (none for an empty
     /// inline line, which Redis ignores).
     Request(usize),
+    /// A whole inline request of this many bytes whose quoted arguments were unescaped
+    /// (`SET "a b" 'c'`): its arguments, owned.
+    Quoted(usize, Vec<Vec<u8>>),
     /// More bytes are needed.
     Incomplete,
     /// The bytes are not a request: the client gets `-ERR Protocol error: {0}` and the
@@ -101,15 +106,17 @@ fn parse_inline<'a>(buf: &'a [u8], args: &mut Vec<&'a [u8]>, limits: &FrameLimit
     }
     let line = &buf[..newline];
     let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.contains(&b'"') || line.contains(&b'\'') {
+        return match split_quoted(line) {
+            Some(owned) if owned.len() > limits.args_max => Parsed::Invalid("too many inline arguments".into()),
+            Some(owned) => Parsed::Quoted(newline + 1, owned),
+            None => Parsed::Invalid("unbalanced quotes in request".into()),
+        };
+    }
     let mut at = 0;
     while at < line.len() {
         match line[at] {
             b' ' | b'\t' => at += 1,
-            // Quoted arguments with escapes would need a copy; Redis accepts them, but no
-            // client sends them (only people typing), so they are refused clearly.
-            b'"' | b'\'' => {
-                return Parsed::Invalid("quoted inline arguments are not supported; use RESP arrays".into());
-            }
             _ => {
                 let end = line[at..].iter().position(|&b| b == b' ' || b == b'\t').map_or(line.len(), |n| at + n);
                 args.push(&line[at..end]);
@@ -121,6 +128,90 @@ fn parse_inline<'a>(buf: &'a [u8], args: &mut Vec<&'a [u8]>, limits: &FrameLimit
         }
     }
     Parsed::Request(newline + 1)
+}
+
+/// Splits an inline line with Redis' quoting rules: `"..."` with backslash escapes
+/// (`\n \r \t \b \a \\ \"` and `\xHH`), `'...'` with `\'` only; a closing quote must
+/// end the argument. `None` when quotes do not balance.
+fn split_quoted(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut args = Vec::new();
+    let mut at = 0;
+    let blank = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
+    loop {
+        while at < line.len() && blank(line[at]) {
+            at += 1;
+        }
+        if at == line.len() {
+            return Some(args);
+        }
+        let mut arg = Vec::new();
+        let (mut double, mut single) = (false, false);
+        loop {
+            let c = line.get(at).copied();
+            if double {
+                match c? {
+                    b'\\'
+                        if at + 3 < line.len()
+                            && line[at + 1] == b'x'
+                            && hex(line[at + 2]).is_some()
+                            && hex(line[at + 3]).is_some() =>
+                    {
+                        arg.push(hex(line[at + 2])? * 16 + hex(line[at + 3])?);
+                        at += 3;
+                    }
+                    b'\\' if at + 1 < line.len() => {
+                        at += 1;
+                        arg.push(match line[at] {
+                            b'n' => b'\n',
+                            b'r' => b'\r',
+                            b't' => b'\t',
+                            b'b' => 0x08,
+                            b'a' => 0x07,
+                            other => other,
+                        });
+                    }
+                    b'"' => {
+                        // The closing quote must be followed by a blank or the end.
+                        if line.get(at + 1).is_some_and(|&b| !blank(b)) {
+                            return None;
+                        }
+                        at += 1;
+                        break;
+                    }
+                    other => arg.push(other),
+                }
+            } else if single {
+                match c? {
+                    b'\\' if line.get(at + 1) == Some(&b'\'') => {
+                        at += 1;
+                        arg.push(b'\'');
+                    }
+                    b'\'' => {
+                        if line.get(at + 1).is_some_and(|&b| !blank(b)) {
+                            return None;
+                        }
+                        at += 1;
+                        break;
+                    }
+                    other => arg.push(other),
+                }
+            } else {
+                match c {
+                    None => break,
+                    Some(b) if blank(b) => break,
+                    Some(b'"') => double = true,
+                    Some(b'\'') => single = true,
+                    Some(other) => arg.push(other),
+                }
+            }
+            at += 1;
+        }
+        args.push(arg);
+    }
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
 }
 
 /// The line starting at `from` (up to `\r\n`) and the position after it.
@@ -211,7 +302,19 @@ mod tests {
         assert_eq!(one(b"PING\n"), (Parsed::Request(5), vec![b"PING".to_vec()]));
         assert_eq!(one(b"\r\n"), (Parsed::Request(2), vec![]));
         assert_eq!(one(b"PIN").0, Parsed::Incomplete);
-        assert!(matches!(one(b"SET \"a b\" c\r\n").0, Parsed::Invalid(_)));
+        let quoted = |line: &[u8]| {
+            let mut args = Vec::new();
+            parse(line, &mut args, &FrameLimits::default())
+        };
+        let owned = |items: &[&[u8]]| items.iter().map(|i| i.to_vec()).collect::<Vec<_>>();
+        assert_eq!(quoted(b"SET \"a b\" c\r\n"), Parsed::Quoted(13, owned(&[b"SET", b"a b", b"c"])));
+        assert_eq!(
+            quoted(b"set 'it\\'s' \"\\x41\\n\\\"\" \"\"\n"),
+            Parsed::Quoted(26, owned(&[b"set", b"it's", b"A\n\"", b""]))
+        );
+        for bad in [&b"set \"\"\"k\"\"\" v\r\n"[..], b"set \"open\r\n", b"set 'a'b\r\n"] {
+            assert_eq!(quoted(bad), Parsed::Invalid("unbalanced quotes in request".into()));
+        }
         let limits = FrameLimits { inline_bytes_max: 8, ..FrameLimits::default() };
         let mut args = Vec::new();
         assert!(matches!(parse(b"0123456789", &mut args, &limits), Parsed::Invalid(_)));

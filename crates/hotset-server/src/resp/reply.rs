@@ -76,6 +76,12 @@ impl Reply<'_> {
         self.number(len as i64);
     }
 
+    /// A push (RESP3 `>`: pub/sub messages and confirmations); an array in RESP2.
+    pub fn push(&mut self, len: usize) {
+        self.out.push(if self.protocol == Protocol::Resp3 { b'>' } else { b'*' });
+        self.number(len as i64);
+    }
+
     /// A set (RESP3 `~`); an array in RESP2.
     pub fn set(&mut self, len: usize) {
         self.out.push(if self.protocol == Protocol::Resp3 { b'~' } else { b'*' });

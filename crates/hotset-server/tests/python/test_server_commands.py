@@ -1,0 +1,225 @@
+"""redis-py and raw sockets against the real hotset binary: pub/sub across connections,
+CONFIG GET/SET/REWRITE, INFO's sections, CLIENT KILL/REPLY, the inline protocol's quoting.
+
+Each test starts its own server (see test_redis_py.Server). Waits are blocking reads with
+timeouts, never sleeps.
+"""
+import socket
+import subprocess
+import threading
+
+import pytest
+import redis
+
+from test_redis_py import BIN, Server
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = Server(str(tmp_path / "data"))
+    yield s
+    s.kill()
+
+
+def next_message(pubsub, timeout=10):
+    """The next pub/sub message (confirmations skipped), waiting up to `timeout` seconds."""
+    while True:
+        message = pubsub.get_message(ignore_subscribe_messages=True, timeout=timeout)
+        assert message is not None, "no message within the timeout"
+        return message
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_messages_reach_every_subscriber_in_one_order(server, protocol):
+    subscribers, clients = [], []
+    for _ in range(2):
+        client = server.client(protocol=protocol, decode_responses=True)
+        pubsub = client.pubsub()
+        pubsub.subscribe("orders")
+        pubsub.psubscribe("ord*")
+        # The confirmations come first, with the running count.
+        counts = [pubsub.get_message(timeout=10)["data"] for _ in range(2)]
+        assert counts == [1, 2]
+        subscribers.append(pubsub)
+        clients.append(client)  # a dropped client closes its connections, its pub/sub's too
+    publisher = server.client(decode_responses=True)
+    assert publisher.pubsub_numsub("orders", "other") == [("orders", 2), ("other", 0)]
+    assert publisher.pubsub_numpat() == 1
+    assert publisher.pubsub_channels() == ["orders"]
+    assert publisher.pubsub_channels("x*") == []
+
+    # Two publishers on their own connections (and so possibly their own I/O threads).
+    def publish(name):
+        client = server.client(decode_responses=True)
+        for i in range(200):
+            assert client.publish("orders", f"{name}:{i}") == 4  # two subscribers, by name and by pattern
+
+    threads = [threading.Thread(target=publish, args=(name,)) for name in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seen = []
+    for pubsub in subscribers:
+        by_name = [m for m in (next_message(pubsub) for _ in range(800)) if m["type"] == "message"]
+        assert len(by_name) == 400
+        payloads = [m["data"] for m in by_name]
+        for name in ("a", "b"):
+            mine = [p for p in payloads if p.startswith(name + ":")]
+            assert mine == [f"{name}:{i}" for i in range(200)], "each publisher's messages in order"
+        seen.append(payloads)
+    assert seen[0] == seen[1], "every subscriber sees the same order"
+
+
+def test_subscribed_mode_allows_only_pubsub_commands_in_resp2(server):
+    raw = socket.create_connection((server.host, server.port), timeout=10)
+    raw.sendall(b"SUBSCRIBE a b\r\n")
+    assert read_until(raw, b":2\r\n").endswith(b"*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n")
+    raw.sendall(b"GET k\r\nPING\r\nPING hi\r\n")
+    reply = read_until(raw, b"$2\r\nhi\r\n")
+    assert reply.startswith(b"-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET")
+    assert b"*2\r\n$4\r\npong\r\n$0\r\n\r\n*2\r\n$4\r\npong\r\n$2\r\nhi\r\n" in reply
+    raw.sendall(b"UNSUBSCRIBE\r\n")
+    reply = read_until(raw, b":0\r\n")
+    assert b"$1\r\na\r\n:1\r\n" in reply and reply.endswith(b"$1\r\nb\r\n:0\r\n")
+    raw.sendall(b"UNSUBSCRIBE\r\n")
+    assert read_until(raw, b":0\r\n") == b"*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n"
+    raw.sendall(b"GET k\r\n")
+    assert read_until(raw, b"\r\n") == b"$-1\r\n", "out of subscribed mode"
+    # RESP3: every command runs while subscribed, and messages are pushes.
+    r3 = server.client(protocol=3, decode_responses=True)
+    pubsub = r3.pubsub()
+    pubsub.subscribe("c")
+    assert pubsub.get_message(timeout=10)["type"] == "subscribe"
+    pubsub.execute_command("SET", "k", "v")
+    assert server.client().publish("c", "m") == 1
+
+
+def test_client_kill_and_reply_modes(server):
+    r = server.client(decode_responses=True)
+    victim = socket.create_connection((server.host, server.port), timeout=10)
+    victim.sendall(b"CLIENT ID\r\n")
+    victim_id = int(read_until(victim, b"\r\n")[1:])
+    assert r.execute_command("CLIENT", "KILL", "ID", victim_id) == 1
+    assert victim.recv(16) == b"", "the killed connection is closed"
+    # A pub/sub client by type; the killer itself is skipped by default.
+    listener = socket.create_connection((server.host, server.port), timeout=10)
+    listener.sendall(b"SUBSCRIBE x\r\n")
+    read_until(listener, b":1\r\n")
+    assert r.execute_command("CLIENT", "KILL", "TYPE", "pubsub") == 1
+    assert listener.recv(16) == b""
+    assert r.execute_command("CLIENT", "KILL", "TYPE", "normal") == 0, "SKIPME yes by default"
+    with pytest.raises(redis.ResponseError, match="client-id should be greater than 0"):
+        r.execute_command("CLIENT", "KILL", "ID", "0")
+    with pytest.raises(redis.ResponseError, match="Unknown client type"):
+        r.execute_command("CLIENT", "KILL", "TYPE", "nosuch")
+    with pytest.raises(redis.ResponseError, match="No such client"):
+        r.execute_command("CLIENT", "KILL", "10.0.0.1:1")
+    # CLIENT REPLY OFF: nothing until ON; SKIP: the next reply only.
+    raw = socket.create_connection((server.host, server.port), timeout=10)
+    raw.sendall(b"CLIENT REPLY OFF\r\nSET a 1\r\nGET a\r\nCLIENT REPLY ON\r\n")
+    assert read_until(raw, b"\r\n") == b"+OK\r\n"
+    raw.sendall(b"CLIENT REPLY SKIP\r\nGET a\r\nGET a\r\n")
+    assert read_until(raw, b"\r\n1\r\n") == b"$1\r\n1\r\n"
+
+
+def test_config_get_set(server):
+    r = server.client(decode_responses=True)
+    assert r.config_set("maxmemory", "100mb")
+    assert r.config_get("maxmemory") == {"maxmemory": str(100 << 20)}
+    assert r.config_set("hash-max-ziplist-entries", 10)
+    assert r.config_get("hash-max-*-entries") == {"hash-max-listpack-entries": "10", "hash-max-ziplist-entries": "10"}
+    r.config_set("notify-keyspace-events", "KA")
+    assert r.config_get("notify-keyspace-events")["notify-keyspace-events"] == "AK"
+    with pytest.raises(redis.ResponseError, match="can't set immutable config"):
+        r.config_set("port", "1")
+    with pytest.raises(redis.ResponseError, match="Unknown option"):
+        r.config_set("no-such-thing", "1")
+    # Several at once: all or none.
+    with pytest.raises(redis.ResponseError, match="maxmemory-policy"):
+        r.execute_command("CONFIG", "SET", "maxmemory", "1gb", "maxmemory-policy", "sometimes")
+    assert r.config_get("maxmemory")["maxmemory"] == str(100 << 20)
+    assert r.execute_command("CONFIG", "SET", "maxmemory", "1gb", "maxmemory-policy", "allkeys-lru")
+    assert r.config_get("maxmemory*")["maxmemory-policy"] == "allkeys-lru"
+    assert r.info("memory")["maxmemory_policy"] == "allkeys-lru"
+    with pytest.raises(redis.ResponseError, match="without a config file"):
+        r.execute_command("CONFIG", "REWRITE")
+
+
+def test_config_timeout_closes_idle_clients(server):
+    r = server.client()
+    r.config_set("timeout", 1)
+    idle = socket.create_connection((server.host, server.port), timeout=10)
+    # The server closes it: the read ends (b"") well before the socket's own timeout.
+    assert idle.recv(16) == b""
+    subscriber = r.pubsub()
+    subscriber.subscribe("c")
+    subscriber.get_message(timeout=10)
+    r.config_set("timeout", 0)
+    assert r.ping()
+
+
+def test_config_rewrite_keeps_the_file_and_survives_a_restart(tmp_path):
+    config = tmp_path / "hotset.toml"
+    config.write_text('# my settings\nfsync = "always"\n\n[redis]\nhz = 20\n')
+    server = Server(str(tmp_path / "data"), "--config", str(config))
+    try:
+        r = server.client(decode_responses=True)
+        assert r.config_get("hz") == {"hz": "20"}, "the [redis] table applies at start"
+        r.config_set("maxmemory-policy", "volatile-ttl")
+        r.config_set("hz", 10)  # back to the default: it leaves the file
+        assert r.execute_command("CONFIG", "REWRITE")
+        text = config.read_text()
+        assert text.startswith("# my settings\n") and 'fsync = "always"' in text
+        assert 'maxmemory-policy = "volatile-ttl"' in text and "hz" not in text
+    finally:
+        server.stop()
+    server = Server(str(tmp_path / "data"), "--config", str(config))
+    try:
+        assert server.client(decode_responses=True).config_get("maxmemory-policy") == {"maxmemory-policy": "volatile-ttl"}
+    finally:
+        server.stop()
+    config.write_text('[redis]\nmaxmemory-policy = "sometimes"\n')
+    out = subprocess.run([BIN, "serve", "--data", str(tmp_path / "d2"), "--config", str(config)], capture_output=True, text=True, timeout=30)
+    assert out.returncode != 0 and "maxmemory-policy" in out.stderr
+
+
+def test_info_sections(server):
+    r = server.client(decode_responses=True)
+    errors_before = r.info("errorstats").get("errorstat_ERR", {}).get("count", 0)
+    for _ in range(5):
+        r.set("k", "v")
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("GET")
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("INCR", "k")
+    cpu = r.info("cpu")
+    assert "used_cpu_user" in cpu and "used_memory" not in cpu
+    default = r.info()
+    assert default["redis_version"] and default["role"] == "master" and "used_memory" in default
+    assert not any(key.startswith("cmdstat_") for key in default), "commandstats is not a default section"
+    stats = r.execute_command("INFO", "commandstats", "errorstats")
+    assert stats["cmdstat_set"]["calls"] == 5
+    assert stats["cmdstat_get"]["calls"] == 0 and stats["cmdstat_get"]["rejected_calls"] == 1
+    assert stats["cmdstat_incr"]["calls"] == 1 and stats["cmdstat_incr"]["failed_calls"] == 1
+    assert stats["errorstat_ERR"]["count"] == errors_before + 2, stats
+    assert "used_memory" not in stats
+    assert r.info("all")["connected_clients"] >= 1
+
+
+def test_inline_commands_with_quotes(server):
+    raw = socket.create_connection((server.host, server.port), timeout=10)
+    raw.sendall(b"SET \"a b\" 'it\\'s \"x\"'\r\nGET \"a\\x20b\"\r\n")
+    assert read_until(raw, b"x\"\r\n") == b"+OK\r\n$8\r\nit's \"x\"\r\n"
+    raw.sendall(b'SET """k""" v\r\nPING\r\n')
+    assert read_until(raw, b"\r\n").startswith(b"-ERR Protocol error: unbalanced quotes")
+    assert raw.recv(16) == b"", "closed after a protocol error"
+
+
+def read_until(sock, end):
+    data = b""
+    while not data.endswith(end):
+        chunk = sock.recv(65536)
+        assert chunk, f"closed after {data!r}"
+        data += chunk
+    return data
