@@ -475,7 +475,7 @@ impl<'a> Change<'a> {
         }
         // A part takes two bytes at least (its length and its kind).
         let count = reader.count(2, "group parts")?;
-        let parts = (0..count).map(|_| reader.bytes()).collect::<Result<Vec<_>>>()?;
+        let parts = (0..count).map(|_| reader.bytes()).collect::<Result<Vec<_>, _>>()?;
         reader.finish()?;
         Ok(parts)
     }
@@ -557,7 +557,7 @@ fn decode_kv_ops<'a>(reader: &mut Reader<'a>) -> Result<Vec<KvChange<'a>>> {
                     set.push((reader.bytes()?, reader.bytes()?));
                 }
                 let count = reader.count(1, "removed hash fields")?;
-                let removed = (0..count).map(|_| reader.bytes()).collect::<Result<_>>()?;
+                let removed = (0..count).map(|_| reader.bytes()).collect::<Result<_, _>>()?;
                 KvChange::HashFields { key, set, removed, expire_at_ms }
             }
             _ => return reader.fail("unknown key-value operation"),

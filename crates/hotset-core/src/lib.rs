@@ -5,13 +5,11 @@
 #![warn(missing_docs)]
 
 pub mod change;
-pub mod clock;
 pub mod collate;
 pub mod database;
 pub mod doc;
 pub mod error;
 pub mod index;
-pub mod journal;
 pub mod kv;
 pub mod limits;
 pub mod maintenance;
@@ -20,7 +18,13 @@ pub mod query;
 pub mod schema;
 pub mod text;
 pub mod value;
-mod wire;
+
+/// The time a database reads: defined in `hotset-base`, which the key-value engine shares.
+pub use hotset_base::clock;
+/// The seam to the write-ahead log: defined in `hotset-base`, which the key-value engine
+/// shares.
+pub use hotset_base::journal;
+pub(crate) use hotset_base::wire;
 
 pub use collate::Collation;
 pub use database::{

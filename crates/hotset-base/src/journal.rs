@@ -3,7 +3,8 @@
 //! Owns: the `Journal` trait that a storage layer implements; `JournalSlot`, where a
 //! database (and each of its keyspaces) finds the journal once one is attached; `Ack`, the
 //! log position a write produces; `Durability`, what a write does with it (wait, or note
-//! it into an `Acks` its caller owns and waits on later). Never: do I/O itself, decide
+//! it into an `Acks` its caller owns and waits on later); `JournalError`, a log's refusal
+//! or failure. Never: do I/O itself, decide
 //! durability policy (that is the implementor's business), or keep a write's
 //! acknowledgement anywhere its caller cannot see: whether a write waited is decided by the
 //! `Durability` it was given, never by hidden state.
@@ -25,19 +26,32 @@
 //! `always`; waiting once lets the batch share one group commit, the way Redis answers a
 //! pipeline after one fsync. Reads inside the batch see the earlier writes, as in Redis.
 
-use crate::error::Result;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+/// The log could not take a write, or could not make it durable: the write was not
+/// acknowledged (reads go on working). Its text is the document engine's `Error::Storage`,
+/// which it becomes there, and the key-value engine's `KvError::Storage` carries it to a
+/// RESP client as `MISCONF write not durable: ...`: the words are wire-visible.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("write not durable: {reason}")]
+pub struct JournalError {
+    /// The log's own error, in words.
+    pub reason: String,
+}
+
+/// What the journal's fallible calls return.
+type Result<T> = std::result::Result<T, JournalError>;
+
 /// A write-ahead log as the engine sees it.
 pub trait Journal: Send + Sync {
-    /// Whether the log takes writes now; `Err(Error::Storage)` when it does not.
+    /// Whether the log takes writes now; `Err(JournalError)` when it does not.
     fn writable(&self) -> Result<()>;
     /// Queues one record, whose payload `encode` appends to the buffer it is given;
     /// returns the record's log sequence number. Never blocks on I/O and never fails.
     fn append(&self, encode: &mut dyn FnMut(&mut Vec<u8>)) -> u64;
     /// Returns once record `lsn` is acknowledged under the log's policy, or
-    /// `Err(Error::Storage)` when it could not be written. The log acknowledges records in
+    /// `Err(JournalError)` when it could not be written. The log acknowledges records in
     /// lsn order, and a failure covers every record after the last one it kept.
     fn wait(&self, lsn: u64) -> Result<()>;
 }
@@ -108,7 +122,7 @@ impl Ack<'_> {
     }
 
     /// Returns once the record is acknowledged under the log's policy (at once when the
-    /// write logged nothing); `Err(Error::Storage)` when the log could not keep it.
+    /// write logged nothing); `Err(JournalError)` when the log could not keep it.
     pub fn wait(self) -> Result<()> {
         match self.logged {
             Some((journal, lsn)) => journal.wait(lsn),
@@ -243,7 +257,7 @@ mod tests {
             self.waits.lock().unwrap().push(lsn);
             match lsn <= self.kept {
                 true => Ok(()),
-                false => Err(crate::Error::Storage { reason: "disk full".into() }),
+                false => Err(JournalError { reason: "disk full".into() }),
             }
         }
     }
