@@ -2,8 +2,8 @@
 //! length-prefixed bytes, and a bounds-checked reader.
 //!
 //! Owns: `put_varint`, `put_bytes`, `put_f32`, `Reader` and the error it reports,
-//! [`RecordError`]. Never: know what the bytes mean (that is `hotset-core`'s `change` and
-//! `schema::codec`), panic on any input, or allocate for a count or length the input
+//! [`RecordError`]. Never: know what the bytes mean (that is `record`, and `hotset-core`'s `change`
+//! and `schema::codec`), panic on any input, or allocate for a count or length the input
 //! cannot hold.
 
 /// Bytes of a change record (or of anything inside one) that do not decode: what was cut
