@@ -25,7 +25,8 @@ fn firsts<'a>(pairs: &'a [(&'a [u8], &'a [u8])]) -> impl Iterator<Item = &'a [u8
 }
 
 /// Redis string, hash and generic key commands. Bring this trait into scope
-/// (`use crate::kv::KvOps;`) to call them on a `Keyspace` or `KeyspaceTxn`.
+/// (`use hotset_kv::KvOps;`, or `hotset_core::kv::KvOps`) to call them on a
+/// `Keyspace` or `KeyspaceTxn`.
 ///
 /// All times are milliseconds; "now" is the keyspace clock, read once per
 /// call (or once per atomic block). An expired key is never observed.

@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use super::{T0, keyspace, keyspace_with, some};
-use crate::clock::ManualClock;
-use crate::kv::{ExpireCondition, KeyspaceConfig, Keyspaces, KvError, KvOps, SetExpiry, SetOptions};
+use crate::{ExpireCondition, KeyspaceConfig, Keyspaces, KvError, KvOps, SetExpiry, SetOptions};
+use hotset_base::clock::ManualClock;
 
 #[test]
 fn del_and_exists_count_like_redis() {

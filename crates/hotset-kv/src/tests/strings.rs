@@ -9,8 +9,8 @@
 //! Invariants: each test builds its own keyspace.
 
 use super::{keyspace, keyspace_with, some};
-use crate::clock::Clock;
-use crate::kv::{KeyspaceConfig, KvError, KvLimits, KvOps, SetCondition, SetExpiry, SetOptions, SetOutcome};
+use crate::{KeyspaceConfig, KvError, KvLimits, KvOps, SetCondition, SetExpiry, SetOptions, SetOutcome};
+use hotset_base::clock::Clock;
 
 fn opts() -> SetOptions {
     SetOptions::default()

@@ -19,8 +19,8 @@ use super::router::KeyRef;
 use super::shard::{Shard, Touched};
 use super::slab_map::{ScanBudget, SlabCursor};
 use super::value::{Entry, StrValue, Value};
-use crate::change::{Change, KvChange, KvData, encode_kv_head};
-use crate::journal::{Ack, Durability};
+use hotset_base::journal::{Ack, Durability};
+use hotset_base::record::{KvChange, KvData, encode_kv_head};
 
 /// Largest touched-key list a shard keeps for reuse after logging a write.
 const TOUCHED_KEEP: usize = 64;
@@ -255,7 +255,7 @@ impl Keyspace {
     ) -> Result<Option<u64>, E> {
         if !copy.started {
             copy.started = true;
-            Change::Kv { keyspace: name, flush: true, ops: Vec::new() }.encode(buffer);
+            encode_kv_head(buffer, name, true);
             emit(buffer)?;
             return Ok(Some(0));
         }

@@ -8,7 +8,7 @@
 //! Invariants: each test builds its own keyspace.
 
 use super::{keyspace, some};
-use crate::kv::{KvError, KvOps, SetOptions};
+use crate::{KvError, KvOps, SetOptions};
 
 fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
     v.sort();

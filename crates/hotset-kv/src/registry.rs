@@ -21,9 +21,9 @@ use super::access::KvResult;
 use super::config::KeyspaceConfig;
 use super::error::KvError;
 use super::keyspace::Keyspace;
-use crate::change::Change;
-use crate::clock::Clock;
-use crate::journal::{Ack, JournalSlot};
+use hotset_base::clock::Clock;
+use hotset_base::journal::{Ack, JournalSlot};
+use hotset_base::record::{encode_drop_keyspace, encode_kv_head};
 
 /// Registry of named keyspaces.
 pub struct Keyspaces {
@@ -64,9 +64,7 @@ impl Keyspaces {
     /// too; until then the keyspace holds nothing a crash could lose. Waiting here would
     /// make `get_or_create` (a connection's first keyspace, SELECT) block on the log.
     fn build(&self, name: &str) -> Arc<Keyspace> {
-        let lsn = self.journal.get().map(|journal| {
-            journal.append(&mut |out| Change::Kv { keyspace: name, flush: false, ops: Vec::new() }.encode(out))
-        });
+        let lsn = self.journal.get().map(|journal| journal.append(&mut |out| encode_kv_head(out, name, false)));
         let _covered_by_the_first_write: Ack<'_> = self.journal.ack(lsn);
         Arc::new(Keyspace::named(name, Arc::clone(&self.clock), self.config, self.journal.clone()))
     }
@@ -123,9 +121,7 @@ impl Keyspaces {
             if spaces.remove(name).is_none() {
                 return Ok(false);
             }
-            self.journal
-                .get()
-                .map(|journal| journal.append(&mut |out| Change::DropKeyspace { keyspace: name }.encode(out)))
+            self.journal.get().map(|journal| journal.append(&mut |out| encode_drop_keyspace(out, name)))
         };
         self.journal.ack(lsn).wait().map_err(|e| KvError::Storage(e.to_string()))?;
         Ok(true)

@@ -28,8 +28,8 @@ use super::ops::KvOps;
 use super::router::Router;
 use super::shard::Shard;
 use super::txn::KeyspaceTxn;
-use crate::clock::Clock;
-use crate::journal::{Durability, JournalSlot};
+use hotset_base::clock::Clock;
+use hotset_base::journal::{Durability, JournalSlot};
 
 /// A sharded, thread-safe Redis-style database. Commands come from
 /// [`KvOps`]; see the [module docs](super) for an overview.

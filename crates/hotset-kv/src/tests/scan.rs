@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 
 use super::{keyspace, keyspace_with};
-use crate::kv::{KeyspaceConfig, KvOps, SetOptions};
+use crate::{KeyspaceConfig, KvOps, SetOptions};
 
 fn key(i: usize) -> Vec<u8> {
     format!("key:{i}").into_bytes()

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::T0;
-use crate::clock::ManualClock;
-use crate::kv::{Keyspace, KeyspaceConfig, KvError, KvOps, SetCondition, SetExpiry, SetOptions, SetOutcome};
+use crate::{Keyspace, KeyspaceConfig, KvError, KvOps, SetCondition, SetExpiry, SetOptions, SetOutcome};
+use hotset_base::clock::ManualClock;
 
 /// Keys of every stored form: short ones, the empty key, exactly `SmallBytes::INLINE`
 /// bytes and one more (the first kept out of line), and two long keys that differ only
@@ -50,7 +50,7 @@ const VALUES: [&[u8]; 11] = [
 
 #[test]
 fn keys_and_fields_span_the_inline_size() {
-    use crate::kv::small_bytes::SmallBytes;
+    use crate::small_bytes::SmallBytes;
     let lengths: Vec<usize> = KEYS.iter().chain(&FIELDS).map(|k| k.len()).collect();
     for wanted in [0, SmallBytes::INLINE, SmallBytes::INLINE + 1] {
         assert!(lengths.contains(&wanted), "a key or field of {wanted} bytes");

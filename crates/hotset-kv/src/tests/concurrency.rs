@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 
 use super::T0;
-use crate::clock::ManualClock;
-use crate::kv::{Keyspace, KvOps};
+use crate::{Keyspace, KvOps};
+use hotset_base::clock::ManualClock;
 
 const THREADS: usize = 4;
 const ITERS: usize = 2_000;

@@ -1,4 +1,4 @@
-//! Unit, model-based and concurrency tests of the `kv` module.
+//! Unit, model-based and concurrency tests of the key-value engine.
 //!
 //! Owns: test helpers and the test submodules, one per command family.
 //!
@@ -10,8 +10,8 @@
 
 use std::sync::Arc;
 
-use crate::clock::ManualClock;
-use crate::kv::{Keyspace, KeyspaceConfig};
+use crate::{Keyspace, KeyspaceConfig};
+use hotset_base::clock::ManualClock;
 
 mod concurrency;
 mod glob;

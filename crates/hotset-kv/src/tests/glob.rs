@@ -8,7 +8,7 @@
 //!
 //! Invariants: patterns are tested through the public `glob_match`/`Glob`.
 
-use crate::kv::{Glob, glob_match};
+use crate::{Glob, glob_match};
 
 fn m(pattern: &str, text: &str) -> bool {
     glob_match(pattern.as_bytes(), text.as_bytes())

@@ -1,7 +1,8 @@
 //! Redis-compatible key-value keyspaces: the engine behind Hotset's string,
-//! hash and generic key commands.
+//! hash and generic key commands. `hotset-core` holds a [`Keyspaces`] in every
+//! `Database` and re-exports this crate as `hotset_core::kv`.
 //!
-//! Owns: the public API of the module — [`Keyspaces`] (named databases),
+//! Owns: the public API of the crate — [`Keyspaces`] (named databases),
 //! [`Keyspace`] (one database), [`KvOps`] (every command, callable on a
 //! `Keyspace`, on a [`KeyspaceWrites`] view of one whose writes collect their
 //! log acknowledgements instead of waiting, or inside an atomic block on a
@@ -9,8 +10,10 @@
 //! concern each (see their docs).
 //!
 //! Must never: perform I/O, spawn threads, sleep, use `unsafe`, or depend on
-//! anything but std, parking_lot, hashbrown, ahash, thiserror and
-//! `crate::clock`. Protocol parsing and reply encoding belong to the server.
+//! anything but std, parking_lot, hashbrown, ahash, smallvec, thiserror and
+//! `hotset-base` (the clock, the journal and the change record), least of all on
+//! `hotset-core`, which sits above it. Protocol parsing and reply encoding belong
+//! to the server.
 //!
 //! # Model
 //! - Keys and values are byte strings. A key holds a string (integers are
@@ -28,7 +31,7 @@
 //!   in [`Keyspaces`]; names are otherwise arbitrary.
 //!
 //! # Expiry
-//! Deadlines are absolute ms from the keyspace's [`Clock`](crate::clock::Clock).
+//! Deadlines are absolute ms from the keyspace's [`Clock`](hotset_base::clock::Clock).
 //! An expired key is never returned: readers treat it as missing, writers
 //! delete it on sight (lazy expiry), and [`Keyspace::active_expire_cycle`]
 //! reclaims keys nobody touches by walking a per-shard index of keys that
@@ -43,8 +46,8 @@
 //! # Example
 //! ```
 //! use std::sync::Arc;
-//! use hotset_core::clock::ManualClock;
-//! use hotset_core::kv::{Keyspaces, KvOps, SetExpiry, SetOptions};
+//! use hotset_base::clock::ManualClock;
+//! use hotset_kv::{Keyspaces, KvOps, SetExpiry, SetOptions};
 //!
 //! let clock = Arc::new(ManualClock::new(1_000));
 //! let dbs = Keyspaces::new(clock.clone());
@@ -56,6 +59,8 @@
 //! clock.advance(501);
 //! assert_eq!(db.get(b"greeting").unwrap(), None);
 //! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod access;
 mod config;
@@ -71,7 +76,7 @@ mod number;
 mod ops;
 mod options;
 mod persist;
-pub(crate) use persist::SnapshotCopy;
+pub use persist::SnapshotCopy;
 mod registry;
 mod router;
 mod scan;

@@ -10,7 +10,7 @@
 //! Invariants: each test builds its own keyspace.
 
 use super::{keyspace, some};
-use crate::kv::{KvError, KvOps, SetOptions};
+use crate::{KvError, KvOps, SetOptions};
 
 #[test]
 fn atomic_block_exposes_all_commands() {
