@@ -1,8 +1,9 @@
 //! Durability of keyspaces: logging writes, restoring them, and snapshot chunks.
 //!
 //! Owns: turning the keys a write touched into one physical log record (each key's
-//! resulting value and deadline, or its deletion), the `restore_*` operations recovery
-//! applies, and copying a keyspace into snapshot chunks a shard slice at a time.
+//! resulting value and deadline, or its deletion), what recovery applies (a logged change
+//! whole, `Keyspaces::restore`, through the `restore_*` operations of a keyspace), and
+//! copying a keyspace into snapshot chunks a shard slice at a time.
 //!
 //! Must never: log an operation instead of its result (INCR is logged as the new
 //! number), log keys that active expiry reclaims (their deadline is in every record and
@@ -15,6 +16,7 @@ use super::access::KvResult;
 use super::error::KvError;
 use super::field_map::FieldMap;
 use super::keyspace::Keyspace;
+use super::registry::Keyspaces;
 use super::router::KeyRef;
 use super::shard::{Shard, Touched};
 use super::slab_map::{ScanBudget, SlabCursor};
@@ -279,6 +281,28 @@ impl Keyspace {
             buffer.clear();
         }
         Ok(None)
+    }
+}
+
+impl Keyspaces {
+    /// Recovery: applies one logged key-value change to keyspace `name`, created without
+    /// logging if missing: empties it first when `flush`, then sets each key's state as
+    /// the operations say, in order. Idempotent, as replay needs: every operation states a
+    /// result.
+    pub fn restore(&self, name: &str, flush: bool, ops: Vec<KvChange<'_>>) {
+        let keyspace = self.get_or_create_quiet(name);
+        if flush {
+            keyspace.restore_flush();
+        }
+        for op in ops {
+            match op {
+                KvChange::Put { key, value, expire_at_ms } => keyspace.restore_put(key, &value, expire_at_ms),
+                KvChange::Delete { key } => keyspace.restore_delete(key),
+                KvChange::HashFields { key, set, removed, expire_at_ms } => {
+                    keyspace.restore_hash_fields(key, &set, &removed, expire_at_ms)
+                }
+            }
+        }
     }
 }
 
