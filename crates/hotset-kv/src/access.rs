@@ -22,8 +22,8 @@ use std::ops::{Deref, DerefMut};
 
 use super::config::KvLimits;
 use super::error::KvError;
-use super::router::{KeyRef, Router};
-use super::shard::Shard;
+use crate::store::router::{KeyRef, Router};
+use crate::store::shard::Shard;
 
 /// Result alias used throughout the module.
 pub type KvResult<T> = Result<T, KvError>;

@@ -10,8 +10,8 @@
 //! Invariants: `bytes` = Σ (field len + value capacity + per-field overhead)
 //! over all fields; positions follow [`SlabMap`]'s stability rules.
 
-use super::router::hash_bytes;
-use super::slab_map::{ScanBudget, SlabCursor, SlabMap};
+use crate::store::router::hash_bytes;
+use crate::store::slab_map::{ScanBudget, SlabCursor, SlabMap};
 
 /// Field → value map of one hash.
 #[derive(Debug, Clone, Default)]

@@ -15,9 +15,9 @@ use super::access::{Ctx, KvResult};
 use super::error::KvError;
 use super::field_map::FieldMap;
 use super::number::{format_f64, format_i64, parse_f64, parse_i64};
-use super::router::KeyRef;
-use super::shard::Shard;
 use super::value::{Entry, Value};
+use crate::store::router::KeyRef;
+use crate::store::shard::Shard;
 
 /// The hash inside `value`, or WRONGTYPE.
 fn as_hash(value: &Value) -> KvResult<&FieldMap> {

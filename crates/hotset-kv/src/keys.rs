@@ -10,10 +10,10 @@
 //! Invariants: "missing" (-2) and "no expiry" (-1) are distinguished exactly
 //! as in Redis; a remaining TTL is never negative.
 
-use super::expiry::{condition_allows, live_deadline};
 use super::options::ExpireCondition;
-use super::router::KeyRef;
-use super::shard::Shard;
+use crate::store::expiry::{condition_allows, live_deadline};
+use crate::store::router::KeyRef;
+use crate::store::shard::Shard;
 
 /// PTTL/PEXPIRETIME reply for a missing key.
 pub const TTL_MISSING: i64 = -2;

@@ -25,9 +25,9 @@ use parking_lot::RwLock;
 use super::access::{Ctx, KvResult, ShardAccess, ShardGroup};
 use super::config::{KeyspaceConfig, KvLimits};
 use super::ops::KvOps;
-use super::router::Router;
-use super::shard::Shard;
 use super::txn::KeyspaceTxn;
+use crate::store::router::Router;
+use crate::store::shard::Shard;
 use hotset_base::clock::Clock;
 use hotset_base::journal::{Durability, JournalSlot};
 

@@ -15,9 +15,9 @@ use std::ops::{Deref, DerefMut};
 
 use super::access::{Ctx, KvResult, ShardGroup};
 use super::error::KvError;
-use super::glob::Glob;
-use super::shard::Shard;
 use super::value::{StrValue, Value};
+use crate::store::glob::Glob;
+use crate::store::shard::Shard;
 
 impl<S: Deref<Target = Shard>> ShardGroup<S> {
     /// MGET: a non-string or missing key yields `None`.

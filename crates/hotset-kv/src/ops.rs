@@ -15,10 +15,10 @@
 //! order (read for MGET/EXISTS/KEYS/DBSIZE, write otherwise).
 
 use super::access::{KvResult, ShardAccess};
-use super::expiry::deadline_after;
-use super::glob::Glob;
 use super::options::{ExpireCondition, SetCondition, SetOptions, SetOutcome};
-use super::scan::{FieldPairs, scan_keys};
+use crate::store::expiry::deadline_after;
+use crate::store::glob::Glob;
+use crate::store::scan::{FieldPairs, scan_keys};
 
 fn firsts<'a>(pairs: &'a [(&'a [u8], &'a [u8])]) -> impl Iterator<Item = &'a [u8]> + 'a {
     pairs.iter().map(|(k, _)| *k)

@@ -17,10 +17,10 @@ use super::error::KvError;
 use super::field_map::FieldMap;
 use super::keyspace::Keyspace;
 use super::registry::Keyspaces;
-use super::router::KeyRef;
-use super::shard::{Shard, Touched};
-use super::slab_map::{ScanBudget, SlabCursor};
 use super::value::{Entry, StrValue, Value};
+use crate::store::router::KeyRef;
+use crate::store::shard::{Shard, Touched};
+use crate::store::slab_map::{ScanBudget, SlabCursor};
 use hotset_base::journal::{Ack, Durability};
 use hotset_base::record::{KvChange, KvData, encode_kv_head};
 

@@ -15,12 +15,12 @@ use std::num::NonZeroU64;
 
 use super::access::{Ctx, KvResult};
 use super::error::KvError;
-use super::expiry::live_deadline;
 use super::number::format_f64;
 use super::options::{SetCondition, SetExpiry, SetOptions, SetOutcome};
-use super::router::KeyRef;
-use super::shard::{LiveEntry, Shard};
 use super::value::{Entry, StrValue, Value};
+use crate::store::expiry::live_deadline;
+use crate::store::router::KeyRef;
+use crate::store::shard::{LiveEntry, Shard};
 
 /// The string inside `value`, or WRONGTYPE.
 pub fn as_str(value: &Value) -> KvResult<&StrValue> {

@@ -21,8 +21,8 @@ use parking_lot::RwLockWriteGuard;
 use super::access::{Ctx, KvResult, ShardAccess, ShardGroup};
 use super::error::KvError;
 use super::ops::KvOps;
-use super::router::Router;
-use super::shard::Shard;
+use crate::store::router::Router;
+use crate::store::shard::Shard;
 
 pub(super) type Guards<'a> = Vec<(usize, RwLockWriteGuard<'a, Shard>)>;
 

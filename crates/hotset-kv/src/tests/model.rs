@@ -50,7 +50,7 @@ const VALUES: [&[u8]; 11] = [
 
 #[test]
 fn keys_and_fields_span_the_inline_size() {
-    use crate::small_bytes::SmallBytes;
+    use crate::store::small_bytes::SmallBytes;
     let lengths: Vec<usize> = KEYS.iter().chain(&FIELDS).map(|k| k.len()).collect();
     for wanted in [0, SmallBytes::INLINE, SmallBytes::INLINE + 1] {
         assert!(lengths.contains(&wanted), "a key or field of {wanted} bytes");

@@ -16,8 +16,8 @@
 
 use std::num::NonZeroU64;
 
-use super::error::KvError;
-use super::options::ExpireCondition;
+use crate::error::KvError;
+use crate::options::ExpireCondition;
 
 const ABSENT: u32 = u32::MAX;
 

@@ -11,7 +11,7 @@
 //! Must never: use `unsafe`, or let the two representations of equal bytes compare or
 //! hash differently (everything goes through [`SmallBytes::as_bytes`]).
 //!
-//! [`SlabMap`]: super::slab_map::SlabMap
+//! [`SlabMap`]: crate::store::slab_map::SlabMap
 
 use std::fmt;
 use std::ops::Deref;

@@ -26,11 +26,11 @@
 //! - HSCAN uses the same scheme on a hash's field slab with cursor
 //!   `epoch (16 bits) | slot (32 bits)`.
 
-use super::access::{KvResult, ShardAccess};
-use super::glob::Glob;
-use super::router::KeyRef;
-use super::shard::Shard;
-use super::slab_map::{ScanBudget, SlabCursor};
+use crate::access::{KvResult, ShardAccess};
+use crate::store::glob::Glob;
+use crate::store::router::KeyRef;
+use crate::store::shard::Shard;
+use crate::store::slab_map::{ScanBudget, SlabCursor};
 
 const SLOT_BITS: u32 = 32;
 const EPOCH_BITS: u32 = 16;

@@ -22,8 +22,8 @@
 
 use hashbrown::HashTable;
 
-use super::router::hash_bytes;
-use super::small_bytes::SmallBytes;
+use crate::store::router::hash_bytes;
+use crate::store::small_bytes::SmallBytes;
 
 /// Below this many slots the waste of free slots is not worth a rebuild.
 const COMPACT_MIN_SLOTS: usize = 64;

@@ -19,11 +19,11 @@
 
 use std::num::NonZeroU64;
 
-use super::expiry::TtlIndex;
-use super::router::KeyRef;
-use super::slab_map::{ScanBudget, SlabCursor, SlabMap, Slot};
-use super::small_bytes::SmallBytes;
-use super::value::{Entry, Value};
+use crate::store::expiry::TtlIndex;
+use crate::store::router::KeyRef;
+use crate::store::slab_map::{ScanBudget, SlabCursor, SlabMap, Slot};
+use crate::store::small_bytes::SmallBytes;
+use crate::value::{Entry, Value};
 
 /// Bookkeeping bytes per key (slab slot, table bucket, control byte).
 const KEY_OVERHEAD: usize = SlabMap::<Entry>::ENTRY_OVERHEAD;
@@ -45,15 +45,15 @@ pub struct Shard {
     mem: usize,
     /// Keys the current write touched, while a journal is attached (`None` otherwise):
     /// the keyspace logs their resulting state when the write is done (`persist.rs`).
-    pub(super) touched: Option<Touched>,
+    pub(crate) touched: Option<Touched>,
 }
 
 /// A (key, field) pair of a hash.
-pub(super) type KeyField = (SmallBytes, SmallBytes);
+pub(crate) type KeyField = (SmallBytes, SmallBytes);
 
 /// What a write did to a shard, as far as the log needs to know.
 #[derive(Debug, Default)]
-pub(super) struct Touched {
+pub(crate) struct Touched {
     /// Keys that may have changed (with repeats); their state is read back when logging.
     pub keys: Vec<SmallBytes>,
     /// (key, field) pairs of hashes that existed and may have changed only in these
@@ -156,7 +156,7 @@ impl Shard {
 
     /// Notes a key the current write may change (every change goes through `get_mut` or
     /// `insert`, so this sees them all).
-    pub(super) fn touch(&mut self, key: &[u8]) {
+    pub(crate) fn touch(&mut self, key: &[u8]) {
         if let Some(touched) = &mut self.touched {
             touched.keys.push(key.into());
         }
@@ -198,7 +198,7 @@ impl Shard {
             };
             match self.map.get(slot) {
                 Some(s) if s.value.is_expired(now) => {
-                    let hash = super::router::hash_bytes(&s.key);
+                    let hash = crate::store::router::hash_bytes(&s.key);
                     // Removal swaps another member into the cursor position,
                     // so the cursor stays put.
                     self.remove_slot(hash, slot);
