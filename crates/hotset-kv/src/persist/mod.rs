@@ -1,34 +1,35 @@
-//! Durability of keyspaces: logging writes, restoring them, and snapshot chunks.
+//! Durability of keyspaces: logging writes, restoring them (`restore`), and snapshot
+//! chunks (`snapshot`).
 //!
 //! Owns: turning the keys a write touched into one physical log record (each key's
-//! resulting value and deadline, or its deletion), what recovery applies (a logged change
-//! whole, `Keyspaces::restore`, through the `restore_*` operations of a keyspace), and
-//! copying a keyspace into snapshot chunks a shard slice at a time.
+//! resulting value and deadline, or its deletion), and the mapping of a stored value to
+//! its record (`data_of`, `encode_entry`) that the log and snapshots share. Its
+//! submodules own what recovery applies (`restore`: a logged change whole,
+//! `Keyspaces::restore`, through the `restore_*` operations of a keyspace) and copying a
+//! keyspace into snapshot chunks a shard slice at a time (`snapshot`).
 //!
 //! Must never: log an operation instead of its result (INCR is logged as the new
-//! number), log keys that active expiry reclaims (their deadline is in every record and
-//! snapshot already, so they come back expired and stay gone), or hold a shard lock while
-//! the caller writes a snapshot chunk out.
+//! number), or log keys that active expiry reclaims (their deadline is in every record and
+//! snapshot already, so they come back expired and stay gone).
 
 use std::num::NonZeroU64;
 
-use super::access::KvResult;
-use super::error::KvError;
-use super::field_map::FieldMap;
-use super::keyspace::Keyspace;
-use super::registry::Keyspaces;
-use super::value::{Entry, StrValue, Value};
+use crate::access::KvResult;
+use crate::error::KvError;
+use crate::keyspace::Keyspace;
 use crate::store::router::KeyRef;
 use crate::store::shard::{Shard, Touched};
-use crate::store::slab_map::{ScanBudget, SlabCursor};
+use crate::value::{Entry, StrValue, Value};
 use hotset_base::journal::{Ack, Durability};
 use hotset_base::record::{KvChange, KvData, encode_kv_head};
 
+mod restore;
+mod snapshot;
+
+pub use snapshot::SnapshotCopy;
+
 /// Largest touched-key list a shard keeps for reuse after logging a write.
 const TOUCHED_KEEP: usize = 64;
-
-/// Entries per snapshot chunk (one shard read lock each).
-const SNAPSHOT_CHUNK_KEYS: usize = 1024;
 
 fn data_of(value: &Value) -> KvData<'_> {
     match value {
@@ -133,183 +134,4 @@ impl Keyspace {
     pub(super) fn settle(&self, ack: Ack<'_>, durability: Durability<'_>) -> KvResult<()> {
         durability.settle(ack).map_err(|e| KvError::Storage(e.to_string()))
     }
-
-    /// Recovery: the write-locked shard of `key`, the key, now and its deadline; `None`
-    /// (after deleting the key) when the deadline has already passed.
-    fn restore_target<'k>(
-        &self,
-        key: &'k [u8],
-        expire_at_ms: Option<u64>,
-    ) -> Option<(parking_lot::RwLockWriteGuard<'_, Shard>, KeyRef<'k>, u64, Option<NonZeroU64>)> {
-        let now = self.now_ms();
-        let key = KeyRef::new(key);
-        let mut shard = self.shards[self.router.shard_of(key.hash)].write();
-        let expire_at = expire_at_ms.and_then(NonZeroU64::new);
-        if expire_at.is_some_and(|at| now > at.get()) {
-            shard.remove(key, now);
-            return None;
-        }
-        Some((shard, key, now, expire_at))
-    }
-
-    /// Recovery: sets a key's value and deadline; a deadline already past deletes it.
-    pub fn restore_put(&self, key: &[u8], data: &KvData<'_>, expire_at_ms: Option<u64>) {
-        let Some((mut shard, key, now, expire_at)) = self.restore_target(key, expire_at_ms) else { return };
-        let value = match data {
-            KvData::Str(bytes) => Value::Str(StrValue::from_bytes(bytes)),
-            KvData::Int(number) => Value::Str(StrValue::Int(*number)),
-            KvData::Hash(pairs) => {
-                let mut map = FieldMap::default();
-                for (field, value) in pairs {
-                    map.insert(field, value.to_vec());
-                }
-                Value::Hash(Box::new(map))
-            }
-        };
-        shard.put(key, now, value, expire_at);
-    }
-
-    /// Recovery: sets and removes some fields of a hash, and sets its deadline. A missing
-    /// key (or one holding another type, which only the newer state of a fuzzy snapshot
-    /// can show; later records set the key's final state) becomes a hash of the set fields.
-    /// An emptied hash is deleted, as is a key whose deadline has passed.
-    pub fn restore_hash_fields(
-        &self,
-        key: &[u8],
-        set: &[(&[u8], &[u8])],
-        removed: &[&[u8]],
-        expire_at_ms: Option<u64>,
-    ) {
-        let Some((mut shard, key, now, expire_at)) = self.restore_target(key, expire_at_ms) else { return };
-        if !shard.get(key, now).is_some_and(|entry| matches!(entry.value, Value::Hash(_))) {
-            let mut map = FieldMap::default();
-            for (field, value) in set {
-                map.insert(field, value.to_vec());
-            }
-            match map.is_empty() {
-                true => drop(shard.remove(key, now)),
-                false => shard.put(key, now, Value::Hash(Box::new(map)), expire_at),
-            }
-            return;
-        }
-        let mut live = shard.get_mut(key, now).expect("a live hash, checked above");
-        let empty = live.update(|value| match value {
-            Value::Hash(map) => {
-                for (field, value) in set {
-                    map.insert(field, value.to_vec());
-                }
-                for field in removed {
-                    map.remove(field);
-                }
-                map.is_empty()
-            }
-            Value::Str(_) => unreachable!("a hash, checked above"),
-        });
-        if empty {
-            live.remove();
-        } else {
-            live.set_expire_at(expire_at);
-        }
-    }
-
-    /// Recovery: deletes a key.
-    pub fn restore_delete(&self, key: &[u8]) {
-        let now = self.now_ms();
-        let key = KeyRef::new(key);
-        self.shards[self.router.shard_of(key.hash)].write().remove(key, now);
-    }
-
-    /// Recovery: empties the keyspace.
-    pub fn restore_flush(&self) {
-        for shard in self.shards.iter() {
-            shard.write().clear();
-        }
-    }
-
-    /// Writes the keyspace as snapshot chunks: first an empty flushing record (so loading
-    /// replaces whatever the keyspace held), then the live keys, `SNAPSHOT_CHUNK_KEYS` per
-    /// chunk, each copied under one shard read lock. Returns how many keys were written.
-    /// SCAN's guarantee (every key present for the whole walk is seen) is what makes the
-    /// copy complete for keys not written meanwhile; see `scan.rs`.
-    pub fn write_snapshot<E>(
-        &self,
-        name: &str,
-        buffer: &mut Vec<u8>,
-        emit: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), E>,
-    ) -> Result<u64, E> {
-        let mut copy = SnapshotCopy::default();
-        let mut keys = 0;
-        while let Some(chunk_keys) = self.snapshot_step(name, &mut copy, buffer, emit)? {
-            keys += chunk_keys;
-        }
-        Ok(keys)
-    }
-
-    /// One step of `write_snapshot`: the flushing record first, then one chunk of keys
-    /// (how many it held is returned), `None` once the copy is complete. Steps of several
-    /// keyspaces and namespaces may be interleaved (see `Database::write_snapshot`).
-    pub fn snapshot_step<E>(
-        &self,
-        name: &str,
-        copy: &mut SnapshotCopy,
-        buffer: &mut Vec<u8>,
-        emit: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), E>,
-    ) -> Result<Option<u64>, E> {
-        if !copy.started {
-            copy.started = true;
-            encode_kv_head(buffer, name, true);
-            emit(buffer)?;
-            return Ok(Some(0));
-        }
-        while let Some(shard) = self.shards.get(copy.shard) {
-            let mut budget = ScanBudget { live: SNAPSHOT_CHUNK_KEYS, positions: SNAPSHOT_CHUNK_KEYS * 16 };
-            let mut chunk_keys = 0;
-            encode_kv_head(buffer, name, false);
-            let next = shard.read().scan(copy.cursor, &mut budget, self.now_ms(), |key, entry| {
-                encode_entry(buffer, key, entry);
-                chunk_keys += 1;
-            });
-            match next {
-                Some(cursor) => copy.cursor = cursor,
-                None => (copy.shard, copy.cursor) = (copy.shard + 1, SlabCursor::default()),
-            }
-            if chunk_keys > 0 {
-                emit(buffer)?;
-                buffer.clear();
-                return Ok(Some(chunk_keys));
-            }
-            buffer.clear();
-        }
-        Ok(None)
-    }
-}
-
-impl Keyspaces {
-    /// Recovery: applies one logged key-value change to keyspace `name`, created without
-    /// logging if missing: empties it first when `flush`, then sets each key's state as
-    /// the operations say, in order. Idempotent, as replay needs: every operation states a
-    /// result.
-    pub fn restore(&self, name: &str, flush: bool, ops: Vec<KvChange<'_>>) {
-        let keyspace = self.get_or_create_quiet(name);
-        if flush {
-            keyspace.restore_flush();
-        }
-        for op in ops {
-            match op {
-                KvChange::Put { key, value, expire_at_ms } => keyspace.restore_put(key, &value, expire_at_ms),
-                KvChange::Delete { key } => keyspace.restore_delete(key),
-                KvChange::HashFields { key, set, removed, expire_at_ms } => {
-                    keyspace.restore_hash_fields(key, &set, &removed, expire_at_ms)
-                }
-            }
-        }
-    }
-}
-
-/// Where a keyspace's snapshot copy stands (`Keyspace::snapshot_step`).
-#[derive(Debug, Default)]
-pub struct SnapshotCopy {
-    started: bool,
-    shard: usize,
-    cursor: SlabCursor,
 }
