@@ -65,20 +65,15 @@
 mod access;
 mod config;
 mod error;
-mod field_map;
-mod hashes;
-mod keys;
 mod keyspace;
-mod multi;
-mod number;
 mod ops;
 mod options;
 mod persist;
 pub use persist::SnapshotCopy;
 mod registry;
 mod store;
-mod strings;
 mod txn;
+mod types;
 mod value;
 
 #[cfg(test)]
@@ -87,9 +82,7 @@ mod tests;
 pub use access::KvResult;
 pub use config::{KeyspaceConfig, KvLimits};
 pub use error::KvError;
-pub use keys::{TTL_MISSING, TTL_NONE};
 pub use keyspace::{Keyspace, KeyspaceWrites};
-pub use number::format_i64_inline;
 pub use ops::KvOps;
 pub use options::{ExpireCondition, SetCondition, SetExpiry, SetOptions, SetOutcome};
 pub use registry::Keyspaces;
@@ -97,6 +90,8 @@ pub use store::glob::{Glob, glob_match};
 pub use store::router::MAX_SHARDS;
 pub use store::scan::FieldPairs;
 pub use txn::KeyspaceTxn;
+pub use types::keys::{TTL_MISSING, TTL_NONE};
+pub use types::number::format_i64_inline;
 
 // Both handles are shared across server threads; fail the build, not a
 // deployment, if a field ever breaks that.

@@ -15,9 +15,9 @@
 
 use std::num::NonZeroU64;
 
-use super::field_map::FieldMap;
-use super::number::{format_i64_inline, i64_text_len, parse_f64, parse_i64};
 use crate::store::small_bytes::InlineBytes;
+use crate::types::field_map::FieldMap;
+use crate::types::number::{format_i64_inline, i64_text_len, parse_f64, parse_i64};
 
 /// A string value in its cheapest faithful encoding.
 #[derive(Debug, Clone)]

@@ -11,11 +11,11 @@
 
 use std::num::NonZeroU64;
 
-use crate::field_map::FieldMap;
 use crate::keyspace::Keyspace;
 use crate::registry::Keyspaces;
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;
+use crate::types::field_map::FieldMap;
 use crate::value::{StrValue, Value};
 use hotset_base::record::{KvChange, KvData};
 

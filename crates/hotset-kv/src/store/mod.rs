@@ -7,7 +7,7 @@
 //! (`glob`).
 //!
 //! Must never: implement a command (the command families are further `impl Shard` blocks
-//! outside this folder), take a lock (the caller holds the shard's), read the clock
+//! in `types/`), take a lock (the caller holds the shard's), read the clock
 //! (callers pass one "now"), or touch the log (that is `persist`).
 
 pub(crate) mod expiry;

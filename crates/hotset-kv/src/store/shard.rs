@@ -2,8 +2,8 @@
 //!
 //! Owns: [`Shard`] (keys → entries, the TTL index, the memory counter) and
 //! [`LiveEntry`], the write handle through which commands mutate an entry.
-//! Command logic lives in `strings.rs`, `hashes.rs`, `keys.rs` as further
-//! `impl Shard` blocks; this file only provides storage primitives.
+//! Command logic lives in `types/` (`strings.rs`, `hashes.rs`, `keys.rs`) as
+//! further `impl Shard` blocks; this file only provides storage primitives.
 //!
 //! Must never: lock anything (the caller holds this shard's lock), read the
 //! clock (callers pass `now`), or hand out an expired entry: the read path

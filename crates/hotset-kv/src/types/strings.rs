@@ -13,14 +13,14 @@
 
 use std::num::NonZeroU64;
 
-use super::access::{Ctx, KvResult};
-use super::error::KvError;
-use super::number::format_f64;
-use super::options::{SetCondition, SetExpiry, SetOptions, SetOutcome};
-use super::value::{Entry, StrValue, Value};
+use crate::access::{Ctx, KvResult};
+use crate::error::KvError;
+use crate::options::{SetCondition, SetExpiry, SetOptions, SetOutcome};
 use crate::store::expiry::live_deadline;
 use crate::store::router::KeyRef;
 use crate::store::shard::{LiveEntry, Shard};
+use crate::types::number::format_f64;
+use crate::value::{Entry, StrValue, Value};
 
 /// The string inside `value`, or WRONGTYPE.
 pub fn as_str(value: &Value) -> KvResult<&StrValue> {

@@ -13,11 +13,11 @@
 
 use std::ops::{Deref, DerefMut};
 
-use super::access::{Ctx, KvResult, ShardGroup};
-use super::error::KvError;
-use super::value::{StrValue, Value};
+use crate::access::{Ctx, KvResult, ShardGroup};
+use crate::error::KvError;
 use crate::store::glob::Glob;
 use crate::store::shard::Shard;
+use crate::value::{StrValue, Value};
 
 impl<S: Deref<Target = Shard>> ShardGroup<S> {
     /// MGET: a non-string or missing key yields `None`.

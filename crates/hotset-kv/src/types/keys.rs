@@ -10,7 +10,7 @@
 //! Invariants: "missing" (-2) and "no expiry" (-1) are distinguished exactly
 //! as in Redis; a remaining TTL is never negative.
 
-use super::options::ExpireCondition;
+use crate::options::ExpireCondition;
 use crate::store::expiry::{condition_allows, live_deadline};
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;

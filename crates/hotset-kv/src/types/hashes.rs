@@ -2,7 +2,7 @@
 //!
 //! Owns: the semantics of HSET, HSETNX, HGET, HMGET, HGETALL, HDEL, HEXISTS,
 //! HLEN, HSTRLEN, HINCRBY, HINCRBYFLOAT, HKEYS and HVALS (HSCAN is in
-//! `scan.rs` with the other cursors).
+//! `store/scan.rs` with the other cursors).
 //!
 //! Must never: leave an empty hash stored (HDEL of the last field deletes the
 //! key; a write that would create an empty hash creates nothing), or modify a
@@ -11,13 +11,13 @@
 //! Invariants: hash writes never touch the key's TTL; a hash is created
 //! without one.
 
-use super::access::{Ctx, KvResult};
-use super::error::KvError;
-use super::field_map::FieldMap;
-use super::number::{format_f64, format_i64, parse_f64, parse_i64};
-use super::value::{Entry, Value};
+use crate::access::{Ctx, KvResult};
+use crate::error::KvError;
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;
+use crate::types::field_map::FieldMap;
+use crate::types::number::{format_f64, format_i64, parse_f64, parse_i64};
+use crate::value::{Entry, Value};
 
 /// The hash inside `value`, or WRONGTYPE.
 fn as_hash(value: &Value) -> KvResult<&FieldMap> {
