@@ -1,81 +1,24 @@
 //! Physical changes: the payload of every write-ahead log record and snapshot block.
 //!
 //! Owns: `Change` (what one committed write did, stated as resulting values: a document,
-//! a deleted key, a key's value and deadline, a schema), its byte encoding, and `Format`,
-//! the versions of that encoding this build reads. Never: describe an operation
-//! ("increment", "update where"), because replaying a change must give the same state
-//! however many times it is applied, and in any state that the change's own effects are
-//! about to overwrite (that is what lets snapshots be fuzzy); decode a payload without
-//! knowing the format of the file it came from; write any format but `Format::CURRENT`.
-//!
-//! Encoding (all integers are LEB128 varints unless said; `bytes` = varint length + bytes):
-//! ```text
-//! payload = kind:u8, then by kind
-//!   1 create namespace   name:bytes  format 2: count definition:bytes*  (schema::codec)
-//!                                    format 1: indexes:bytes (JSON array, schema::json_v1)
-//!   2 drop namespace     name:bytes
-//!   3 truncate           namespace:bytes
-//!   4 add index          namespace:bytes  format 2: definition:bytes  (schema::codec)
-//!                                         format 1: definition:bytes (JSON object)
-//!   5 drop index         namespace:bytes  index:bytes
-//!   6 documents          namespace:bytes  { 1 document:bytes (minified JSON)
-//!                                         | 2 key:bytes (primary key as JSON) }*
-//!   7 key-value          keyspace:bytes  flush:u8  { 1 key:bytes expire_at_ms:varint (0 = none) value
-//!                                                  | 2 key:bytes
-//!                                                  | 3 key:bytes expire_at_ms:varint
-//!                                                      count (field:bytes value:bytes)*
-//!                                                      count field:bytes* }*
-//!        value = 1 bytes | 2 zigzag-varint integer | 3 count (field:bytes value:bytes)*
-//!   8 drop keyspace      keyspace:bytes
-//!   9 group              count part:bytes*  (each part a payload of any kind but 9)
-//!  10 metadata           key:bytes  { 0 (removed) | 1 value:bytes }
-//! ```
-//! Operation lists run to the end of the payload; the record's length comes from the log
-//! frame around it. Formats differ only in the index definitions of kinds 1 and 4; the
-//! head (kind, then the name of the namespace, keyspace or metadata key) is the same in
-//! every format, which `Change::target` relies on. A group is the one change with several
-//! targets: its parts are changes of their own, each with one target, and what recovery
-//! routes are the parts (`Change::parts`).
+//! a deleted key, a key's value and deadline, a schema), its encoding and decoding over
+//! every kind, and the index definitions inside kinds 1 and 4 (`schema::codec`, and
+//! `schema::json_v1` for format 1). The rest of the format is `hotset_base::record`'s: the
+//! kind table, `Format`, `Target`, group framing and the document and key-value codecs,
+//! re-exported here under their old paths; its module docs give every kind's bytes. Never:
+//! describe an operation ("increment", "update where"), because replaying a change must
+//! give the same state however many times it is applied, and in any state that the
+//! change's own effects are about to overwrite (that is what lets snapshots be fuzzy);
+//! decode a payload without knowing the format of the file it came from; write any format
+//! but `Format::CURRENT`; number a kind or an operation itself (that is `record::kind`).
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::schema::{IndexDef, codec, json_v1};
 use crate::wire::{Reader, put_bytes, put_varint};
-
-/// A version of the on-disk format of changes: log segments and snapshot files carry it in
-/// their header, and their payloads are decoded as it says. A new version is added when the
-/// bytes of any change would be read differently; readers of every earlier version stay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// Index definitions as the HTTP API's JSON (`IndexDef::to_json` until it was retired).
-    V1,
-    /// Index definitions in the binary form of `schema::codec`.
-    V2,
-}
-
-impl Format {
-    /// The format this build writes.
-    pub const CURRENT: Format = Format::V2;
-    /// Every format this build reads, oldest first.
-    pub const READABLE: [Format; 2] = [Format::V1, Format::V2];
-
-    /// The version number, as file headers spell it.
-    pub fn number(self) -> u32 {
-        match self {
-            Format::V1 => 1,
-            Format::V2 => 2,
-        }
-    }
-
-    /// The format numbered `number`, if this build reads it.
-    pub fn from_number(number: u32) -> Option<Format> {
-        Format::READABLE.into_iter().find(|format| format.number() == number)
-    }
-
-    /// The readable version numbers, for error messages: "1, 2".
-    pub fn readable_list() -> String {
-        Format::READABLE.map(|format| format.number().to_string()).join(", ")
-    }
-}
+use hotset_base::record::{self, decode_doc_ops, decode_kv_ops, encode_drop_keyspace, kind};
+pub use hotset_base::record::{
+    DocChange, Format, KvChange, KvData, Target, encode_docs_head, encode_group, encode_kv_head,
+};
 
 /// One change, borrowing its strings and bytes (from the engine when logging, from the
 /// record when replaying).
@@ -151,91 +94,6 @@ pub enum Change<'a> {
     },
 }
 
-/// The one namespace or keyspace a change changes (see `Change::target`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Target<'a> {
-    /// A namespace, by name.
-    Namespace(&'a str),
-    /// A keyspace, by name.
-    Keyspace(&'a str),
-    /// A metadata entry, by name.
-    Meta(&'a str),
-    /// Several: the change is a group, whose parts (`Change::parts`) each have one.
-    Group,
-}
-
-/// One document's resulting state.
-#[derive(Debug, Clone, PartialEq)]
-pub enum DocChange<'a> {
-    /// The whole document as stored (minified JSON).
-    Put(&'a [u8]),
-    /// The primary key (JSON text) of a deleted document.
-    Delete(&'a str),
-}
-
-/// One key's resulting state.
-#[derive(Debug, Clone, PartialEq)]
-pub enum KvChange<'a> {
-    /// The key holds this value now, whole (created, overwritten, or retyped).
-    Put {
-        /// The key.
-        key: &'a [u8],
-        /// Its whole value.
-        value: KvData<'a>,
-        /// Its deadline in milliseconds since the Unix epoch; `None` for no expiry.
-        expire_at_ms: Option<u64>,
-    },
-    /// The key is gone (deleted, or expired and removed).
-    Delete {
-        /// The key.
-        key: &'a [u8],
-    },
-    /// Some fields of an existing hash: their values now, and the fields now absent. The
-    /// key's deadline rides along, so the record restores the key on its own. Logged
-    /// instead of a whole `Put` when a write changed a few fields of a hash that existed,
-    /// so HSET on a big hash logs O(fields written), not O(hash).
-    HashFields {
-        /// The hash's key.
-        key: &'a [u8],
-        /// Fields written, with their values now.
-        set: Vec<(&'a [u8], &'a [u8])>,
-        /// Fields that no longer exist.
-        removed: Vec<&'a [u8]>,
-        /// The key's deadline in milliseconds since the Unix epoch; `None` for no expiry.
-        expire_at_ms: Option<u64>,
-    },
-}
-
-/// A key's value.
-#[derive(Debug, Clone, PartialEq)]
-pub enum KvData<'a> {
-    /// A string of bytes.
-    Str(&'a [u8]),
-    /// A string kept as a number (what INCR made or found).
-    Int(i64),
-    /// A hash: field and value pairs.
-    Hash(Vec<(&'a [u8], &'a [u8])>),
-}
-
-mod kind {
-    pub const CREATE_NAMESPACE: u8 = 1;
-    pub const DROP_NAMESPACE: u8 = 2;
-    pub const TRUNCATE: u8 = 3;
-    pub const ADD_INDEX: u8 = 4;
-    pub const DROP_INDEX: u8 = 5;
-    pub const DOCS: u8 = 6;
-    pub const KV: u8 = 7;
-    pub const DROP_KEYSPACE: u8 = 8;
-    pub const GROUP: u8 = 9;
-    pub const META: u8 = 10;
-    pub const OP_PUT: u8 = 1;
-    pub const OP_DELETE: u8 = 2;
-    pub const OP_HASH_FIELDS: u8 = 3;
-    pub const VALUE_STR: u8 = 1;
-    pub const VALUE_INT: u8 = 2;
-    pub const VALUE_HASH: u8 = 3;
-}
-
 impl Change<'_> {
     /// Appends the encoding to `out`, in `Format::CURRENT`.
     pub fn encode(&self, out: &mut Vec<u8>) {
@@ -278,10 +136,7 @@ impl Change<'_> {
                     op.encode(out);
                 }
             }
-            Change::DropKeyspace { keyspace } => {
-                out.push(kind::DROP_KEYSPACE);
-                put_bytes(out, keyspace.as_bytes());
-            }
+            Change::DropKeyspace { keyspace } => encode_drop_keyspace(out, keyspace),
             Change::Group { parts } => {
                 let mut encoded = Vec::new();
                 let parts: Vec<Vec<u8>> = parts
@@ -304,100 +159,6 @@ impl Change<'_> {
                         out.push(1);
                         put_bytes(out, value);
                     }
-                }
-            }
-        }
-    }
-}
-
-/// Encodes a group of already encoded parts (each a payload of one target, no group).
-pub fn encode_group<'p>(out: &mut Vec<u8>, parts: impl ExactSizeIterator<Item = &'p [u8]>) {
-    out.push(kind::GROUP);
-    put_varint(out, parts.len() as u64);
-    for part in parts {
-        put_bytes(out, part);
-    }
-}
-
-/// Starts a `Docs` change whose operations the caller appends with `DocChange::encode`
-/// (so a big batch is encoded without collecting it first).
-pub fn encode_docs_head(out: &mut Vec<u8>, namespace: &str) {
-    out.push(kind::DOCS);
-    put_bytes(out, namespace.as_bytes());
-}
-
-/// Starts a `Kv` change whose operations the caller appends with `KvChange::encode`.
-pub fn encode_kv_head(out: &mut Vec<u8>, keyspace: &str, flush: bool) {
-    out.push(kind::KV);
-    put_bytes(out, keyspace.as_bytes());
-    out.push(u8::from(flush));
-}
-
-impl DocChange<'_> {
-    /// Appends the operation's encoding to `out` (after a `Docs` head).
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            DocChange::Put(doc) => {
-                out.push(kind::OP_PUT);
-                put_bytes(out, doc);
-            }
-            DocChange::Delete(key) => {
-                out.push(kind::OP_DELETE);
-                put_bytes(out, key.as_bytes());
-            }
-        }
-    }
-}
-
-impl KvChange<'_> {
-    /// Appends the operation's encoding to `out` (after a `Kv` head).
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            KvChange::Put { key, value, expire_at_ms } => {
-                out.push(kind::OP_PUT);
-                put_bytes(out, key);
-                put_varint(out, expire_at_ms.unwrap_or(0));
-                value.encode(out);
-            }
-            KvChange::Delete { key } => {
-                out.push(kind::OP_DELETE);
-                put_bytes(out, key);
-            }
-            KvChange::HashFields { key, set, removed, expire_at_ms } => {
-                out.push(kind::OP_HASH_FIELDS);
-                put_bytes(out, key);
-                put_varint(out, expire_at_ms.unwrap_or(0));
-                put_varint(out, set.len() as u64);
-                for (field, value) in set {
-                    put_bytes(out, field);
-                    put_bytes(out, value);
-                }
-                put_varint(out, removed.len() as u64);
-                for field in removed {
-                    put_bytes(out, field);
-                }
-            }
-        }
-    }
-}
-
-impl KvData<'_> {
-    fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            KvData::Str(bytes) => {
-                out.push(kind::VALUE_STR);
-                put_bytes(out, bytes);
-            }
-            KvData::Int(value) => {
-                out.push(kind::VALUE_INT);
-                put_varint(out, ((value << 1) ^ (value >> 63)) as u64);
-            }
-            KvData::Hash(pairs) => {
-                out.push(kind::VALUE_HASH);
-                put_varint(out, pairs.len() as u64);
-                for (field, value) in pairs {
-                    put_bytes(out, field);
-                    put_bytes(out, value);
                 }
             }
         }
@@ -445,39 +206,18 @@ fn decode_json(reader: &mut Reader<'_>) -> Result<serde_json::Value> {
 }
 
 impl<'a> Change<'a> {
-    /// What the change in `bytes` changes, read from its head alone. Every change names
-    /// one namespace or one keyspace and touches nothing else, so changes to different
-    /// targets commute: recovery may apply them on different threads, each target's
-    /// changes in order. An error for bytes whose head does not decode.
-    /// The head is the same in every format, so this needs none.
+    /// What the change in `bytes` changes, read from its head alone (`record::target`).
+    /// Every change names one namespace or one keyspace and touches nothing else, so
+    /// changes to different targets commute: recovery may apply them on different threads,
+    /// each target's changes in order. An error for bytes whose head does not decode.
     pub fn target(bytes: &'a [u8]) -> Result<Target<'a>> {
-        let mut reader = Reader::new(bytes, "change");
-        match reader.byte()? {
-            kind::CREATE_NAMESPACE
-            | kind::DROP_NAMESPACE
-            | kind::TRUNCATE
-            | kind::ADD_INDEX
-            | kind::DROP_INDEX
-            | kind::DOCS => Ok(Target::Namespace(reader.text()?)),
-            kind::KV | kind::DROP_KEYSPACE => Ok(Target::Keyspace(reader.text()?)),
-            kind::META => Ok(Target::Meta(reader.text()?)),
-            kind::GROUP => Ok(Target::Group),
-            _ => reader.fail("unknown change kind"),
-        }
+        record::target(bytes).map_err(Error::from)
     }
 
     /// The payloads of a group's parts, in order (each with one target); an error for
-    /// bytes that are no group or whose parts do not frame.
+    /// bytes that are no group or whose parts do not frame (`record::parts`).
     pub fn parts(bytes: &'a [u8]) -> Result<Vec<&'a [u8]>> {
-        let mut reader = Reader::new(bytes, "change");
-        if reader.byte()? != kind::GROUP {
-            return reader.fail("not a group");
-        }
-        // A part takes two bytes at least (its length and its kind).
-        let count = reader.count(2, "group parts")?;
-        let parts = (0..count).map(|_| reader.bytes()).collect::<Result<Vec<_>>>()?;
-        reader.finish()?;
-        Ok(parts)
+        record::parts(bytes).map_err(Error::from)
     }
 
     /// Decodes a payload written in `format` (the format of the file it was read from).
@@ -499,7 +239,7 @@ impl<'a> Change<'a> {
             kind::KV => {
                 let keyspace = reader.text()?;
                 let flush = reader.flag("flush")?;
-                Change::Kv { keyspace, flush, ops: decode_kv_ops(&mut reader)? }
+                Change::Kv { keyspace, flush, ops: decode_kv_ops(&mut reader, format)? }
             }
             kind::DROP_KEYSPACE => Change::DropKeyspace { keyspace: reader.text()? },
             kind::GROUP => {
@@ -524,65 +264,6 @@ impl<'a> Change<'a> {
         reader.finish()?;
         Ok(change)
     }
-}
-
-fn decode_doc_ops<'a>(reader: &mut Reader<'a>) -> Result<Vec<DocChange<'a>>> {
-    let mut ops = Vec::new();
-    while !reader.done() {
-        ops.push(match reader.byte()? {
-            kind::OP_PUT => DocChange::Put(reader.bytes()?),
-            kind::OP_DELETE => DocChange::Delete(reader.text()?),
-            _ => return reader.fail("unknown document operation"),
-        });
-    }
-    Ok(ops)
-}
-
-fn decode_kv_ops<'a>(reader: &mut Reader<'a>) -> Result<Vec<KvChange<'a>>> {
-    let mut ops = Vec::new();
-    while !reader.done() {
-        ops.push(match reader.byte()? {
-            kind::OP_PUT => {
-                let key = reader.bytes()?;
-                let expire_at_ms = Some(reader.varint()?).filter(|&at| at != 0);
-                KvChange::Put { key, value: decode_kv_value(reader)?, expire_at_ms }
-            }
-            kind::OP_DELETE => KvChange::Delete { key: reader.bytes()? },
-            kind::OP_HASH_FIELDS => {
-                let key = reader.bytes()?;
-                let expire_at_ms = Some(reader.varint()?).filter(|&at| at != 0);
-                let count = reader.count(2, "hash fields")?;
-                let mut set = Vec::with_capacity(count);
-                for _ in 0..count {
-                    set.push((reader.bytes()?, reader.bytes()?));
-                }
-                let count = reader.count(1, "removed hash fields")?;
-                let removed = (0..count).map(|_| reader.bytes()).collect::<Result<_>>()?;
-                KvChange::HashFields { key, set, removed, expire_at_ms }
-            }
-            _ => return reader.fail("unknown key-value operation"),
-        });
-    }
-    Ok(ops)
-}
-
-fn decode_kv_value<'a>(reader: &mut Reader<'a>) -> Result<KvData<'a>> {
-    Ok(match reader.byte()? {
-        kind::VALUE_STR => KvData::Str(reader.bytes()?),
-        kind::VALUE_INT => {
-            let zigzag = reader.varint()?;
-            KvData::Int(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
-        }
-        kind::VALUE_HASH => {
-            let count = reader.count(2, "hash fields")?;
-            let mut pairs = Vec::with_capacity(count);
-            for _ in 0..count {
-                pairs.push((reader.bytes()?, reader.bytes()?));
-            }
-            KvData::Hash(pairs)
-        }
-        _ => return reader.fail("unknown value kind"),
-    })
 }
 
 #[cfg(test)]
@@ -694,6 +375,22 @@ mod tests {
         assert!(Change::target(&[99, 1, b'x']).is_err(), "an unknown kind");
         assert!(Change::target(&[kind::DOCS, 5, b'x']).is_err(), "a name cut short");
         assert!(Change::parts(&[kind::DOCS, 1, b'x']).is_err(), "no group");
+    }
+
+    /// The heads the key-value engine writes without building a `Change` (it has none)
+    /// are the bytes of the changes they stand for.
+    #[test]
+    fn key_value_heads_are_their_changes_bytes() {
+        for (keyspace, flush) in [("0", false), ("cache", true), ("", false)] {
+            let (mut head, mut change) = (Vec::new(), Vec::new());
+            encode_kv_head(&mut head, keyspace, flush);
+            Change::Kv { keyspace, flush, ops: vec![] }.encode(&mut change);
+            assert_eq!(head, change);
+            let (mut head, mut change) = (Vec::new(), Vec::new());
+            encode_drop_keyspace(&mut head, keyspace);
+            Change::DropKeyspace { keyspace }.encode(&mut change);
+            assert_eq!(head, change);
+        }
     }
 
     #[test]

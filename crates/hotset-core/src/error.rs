@@ -444,6 +444,20 @@ fn limit_subject(what: &str, actual: u64) -> String {
 /// Result of an engine operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A record that does not decode is a `BadChange`, with the same text.
+impl From<hotset_base::RecordError> for Error {
+    fn from(error: hotset_base::RecordError) -> Error {
+        Error::BadChange { reason: error.reason }
+    }
+}
+
+/// A log that refuses or loses a write is a `Storage` error, with the same text.
+impl From<hotset_base::JournalError> for Error {
+    fn from(error: hotset_base::JournalError) -> Error {
+        Error::Storage { reason: error.reason }
+    }
+}
+
 /// Names a JSON value's kind for error messages.
 pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
     match value {
@@ -488,6 +502,19 @@ mod tests {
             Error::Storage { reason: text("no space left on device") },
             Error::BadChange { reason: text("record 7 does not decode") },
         ]
+    }
+
+    /// The errors of `hotset-base` become these with their text unchanged: a log failure
+    /// reaches RESP clients as `MISCONF <text>` from the key-value engine (which shows the
+    /// base error) and from the document engine (which shows this one) alike.
+    #[test]
+    fn base_errors_keep_their_text() {
+        let journal = hotset_base::JournalError { reason: "no space left on device".into() };
+        assert_eq!(Error::from(journal.clone()).to_string(), journal.to_string());
+        assert_eq!(journal.to_string(), "write not durable: no space left on device");
+        let record = hotset_base::RecordError { reason: "a length runs past the end at byte 2".into() };
+        assert_eq!(Error::from(record.clone()).to_string(), record.to_string());
+        assert_eq!(record.to_string(), "bad change record: a length runs past the end at byte 2");
     }
 
     #[test]

@@ -1,18 +1,16 @@
 //! Hotset's document engine: namespaces of JSON documents, typed columns and indexes, the
-//! query planner and executor, and key-value keyspaces. A library with no I/O and no
-//! async: everything above it (storage, server, bindings) is an adapter.
+//! query planner and executor, and the `Database` that holds them with the key-value
+//! keyspaces of `hotset-kv` (re-exported as [`kv`]). A library with no I/O and no async:
+//! everything above it (storage, server, bindings) is an adapter.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod change;
-pub mod clock;
 pub mod collate;
 pub mod database;
 pub mod doc;
 pub mod error;
 pub mod index;
-pub mod journal;
-pub mod kv;
 pub mod limits;
 pub mod maintenance;
 pub mod namespace;
@@ -20,7 +18,16 @@ pub mod query;
 pub mod schema;
 pub mod text;
 pub mod value;
-mod wire;
+
+/// The time a database reads: defined in `hotset-base`, which the key-value engine shares.
+pub use hotset_base::clock;
+/// The seam to the write-ahead log: defined in `hotset-base`, which the key-value engine
+/// shares.
+pub use hotset_base::journal;
+pub(crate) use hotset_base::wire;
+/// Key-value keyspaces (Redis strings, counters, hashes): the `hotset-kv` engine, which a
+/// `Database` holds, logs, snapshots and replays with its namespaces.
+pub use hotset_kv as kv;
 
 pub use collate::Collation;
 pub use database::{

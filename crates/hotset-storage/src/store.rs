@@ -29,6 +29,7 @@ use crate::snapshot::{self, SnapshotError, SnapshotHooks, SnapshotInfo};
 use crate::wal::{self, FsyncPolicy, RecoveryMode, TornTail, Wal, WalError, WalOptions, WalStats};
 use hotset_core::change::Format;
 use hotset_core::clock::{Clock, SystemClock};
+use hotset_core::journal::JournalError;
 use hotset_core::maintenance::{Job, Maintenance, Round};
 use hotset_core::{Database, Journal, Limits, Replay};
 use parking_lot::{Mutex, RwLock};
@@ -151,8 +152,8 @@ struct WalJournal {
 /// `append` after close: a number no record has, which `wait` refuses.
 const CLOSED_LSN: u64 = 0;
 
-fn closed() -> hotset_core::Error {
-    hotset_core::Error::Storage { reason: "the database is closed".into() }
+fn closed() -> JournalError {
+    JournalError { reason: "the database is closed".into() }
 }
 
 impl WalJournal {
@@ -169,12 +170,12 @@ impl WalJournal {
     }
 }
 
-fn storage_error(error: WalError) -> hotset_core::Error {
-    hotset_core::Error::Storage { reason: error.to_string() }
+fn storage_error(error: WalError) -> JournalError {
+    JournalError { reason: error.to_string() }
 }
 
 impl Journal for WalJournal {
-    fn writable(&self) -> hotset_core::Result<()> {
+    fn writable(&self) -> Result<(), JournalError> {
         if self.closed.load(std::sync::atomic::Ordering::Acquire) {
             return Err(closed());
         }
@@ -183,7 +184,7 @@ impl Journal for WalJournal {
     fn append(&self, encode: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
         self.wal.read().as_ref().map_or(CLOSED_LSN, |wal| wal.append(encode))
     }
-    fn wait(&self, lsn: u64) -> hotset_core::Result<()> {
+    fn wait(&self, lsn: u64) -> Result<(), JournalError> {
         if lsn == CLOSED_LSN {
             return Err(closed());
         }
@@ -325,8 +326,8 @@ impl Store {
         let wal = self.shared.journal.wal();
         async move {
             match wal {
-                Ok(wal) => wal.wait_async(lsn).await.map_err(storage_error),
-                Err(_) => Err(closed()),
+                Ok(wal) => wal.wait_async(lsn).await.map_err(|error| storage_error(error).into()),
+                Err(_) => Err(closed().into()),
             }
         }
     }

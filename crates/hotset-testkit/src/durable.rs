@@ -4,6 +4,7 @@
 //! documents, keyspaces with every key's value and deadline), so a recovered database can
 //! be checked against the one that wrote the log.
 
+use hotset_core::journal::JournalError;
 use hotset_core::kv::KvOps;
 use hotset_core::{Database, Journal, Query};
 use std::collections::BTreeMap;
@@ -29,7 +30,7 @@ impl MemJournal {
 }
 
 impl Journal for MemJournal {
-    fn writable(&self) -> hotset_core::Result<()> {
+    fn writable(&self) -> Result<(), JournalError> {
         Ok(())
     }
 
@@ -42,7 +43,7 @@ impl Journal for MemJournal {
         lsn
     }
 
-    fn wait(&self, _lsn: u64) -> hotset_core::Result<()> {
+    fn wait(&self, _lsn: u64) -> Result<(), JournalError> {
         Ok(())
     }
 }
@@ -52,7 +53,7 @@ impl Journal for MemJournal {
 /// for its record blocks in `wait` until then; one that collects its acknowledgement never
 /// calls `wait` at all.
 ///
-/// A wait not released within `GateJournal::WAIT_MAX` fails with `Error::Storage` instead
+/// A wait not released within `GateJournal::WAIT_MAX` fails with a `JournalError` instead
 /// of blocking for ever, so a write that wrongly waits fails its test rather than hanging
 /// it. Nothing here sleeps: `waiters` blocks on a condition variable until a waiter
 /// arrives.
@@ -103,7 +104,7 @@ impl GateJournal {
 }
 
 impl Journal for GateJournal {
-    fn writable(&self) -> hotset_core::Result<()> {
+    fn writable(&self) -> Result<(), JournalError> {
         Ok(())
     }
 
@@ -114,7 +115,7 @@ impl Journal for GateJournal {
         gate.appended
     }
 
-    fn wait(&self, lsn: u64) -> hotset_core::Result<()> {
+    fn wait(&self, lsn: u64) -> Result<(), JournalError> {
         let mut gate = self.state.lock().expect("not poisoned");
         assert!(lsn <= gate.appended, "waiting for record {lsn}, never appended");
         gate.waits.push(lsn);
@@ -122,7 +123,7 @@ impl Journal for GateJournal {
         let (_gate, timeout) =
             self.changed.wait_timeout_while(gate, Self::WAIT_MAX, |gate| gate.released < lsn).expect("not poisoned");
         match timeout.timed_out() {
-            true => Err(hotset_core::Error::Storage { reason: format!("record {lsn} was never released") }),
+            true => Err(JournalError { reason: format!("record {lsn} was never released") }),
             false => Ok(()),
         }
     }

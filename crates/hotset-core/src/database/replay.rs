@@ -14,7 +14,7 @@
 //! there any failure is an error.
 
 use super::Database;
-use crate::change::{Change, DocChange, Format, KvChange};
+use crate::change::{Change, DocChange, Format};
 use crate::error::{Error, Result};
 use crate::namespace::{Namespace, NamespaceData, Prepared, prepare};
 use std::sync::Arc;
@@ -99,21 +99,7 @@ impl Database {
                 skipped += failed;
                 settle(result, &mut skipped)?;
             }
-            Change::Kv { keyspace, flush, ops } => {
-                let keyspace = self.keyspaces.get_or_create_quiet(keyspace);
-                if flush {
-                    keyspace.restore_flush();
-                }
-                for op in ops {
-                    match op {
-                        KvChange::Put { key, value, expire_at_ms } => keyspace.restore_put(key, &value, expire_at_ms),
-                        KvChange::Delete { key } => keyspace.restore_delete(key),
-                        KvChange::HashFields { key, set, removed, expire_at_ms } => {
-                            keyspace.restore_hash_fields(key, &set, &removed, expire_at_ms)
-                        }
-                    }
-                }
-            }
+            Change::Kv { keyspace, flush, ops } => self.keyspaces.restore(keyspace, flush, ops),
             Change::DropKeyspace { keyspace } => {
                 self.keyspaces.drop_quiet(keyspace);
             }

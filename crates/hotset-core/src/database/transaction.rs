@@ -222,8 +222,8 @@ pub struct GroupFailure {
 }
 
 impl GroupFailure {
-    fn of_whole(error: Error) -> Box<GroupFailure> {
-        Box::new(GroupFailure { at: None, operation: None, error })
+    fn of_whole(error: impl Into<Error>) -> Box<GroupFailure> {
+        Box::new(GroupFailure { at: None, operation: None, error: error.into() })
     }
 }
 

@@ -61,7 +61,7 @@ impl<'a> Writes<'a> {
     /// Settles the record numbered `lsn` (none: the write logged nothing) by this view's
     /// durability. Called once the write's locks are released.
     pub(super) fn settle(&self, lsn: Option<u64>) -> Result<()> {
-        self.durability.settle(self.db.journal.ack(lsn))
+        self.durability.settle(self.db.journal.ack(lsn)).map_err(Error::from)
     }
 
     /// Runs `write` on a namespace's data under its write lock, after checking that this

@@ -30,7 +30,7 @@
 
 use super::{IndexDef, IndexKind};
 use crate::collate::Collation;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::text::{Language, Ranking, StopWords, TextConfig};
 use crate::value::FieldType;
 use crate::wire::{Reader, put_bytes, put_f32, put_varint};
@@ -155,7 +155,7 @@ fn encode_text(config: &TextConfig, out: &mut Vec<u8>) {
 
 fn decode_text(reader: &mut Reader<'_>) -> Result<TextConfig> {
     let count = reader.count(4, "text weights")?;
-    let weights = (0..count).map(|_| reader.f32()).collect::<Result<Vec<_>>>()?;
+    let weights = (0..count).map(|_| reader.f32()).collect::<Result<Vec<_>, _>>()?;
     let count = reader.count(1, "text languages")?;
     let languages = (0..count).map(|_| decode_language(reader)).collect::<Result<Vec<_>>>()?;
     let stop_words = match reader.byte()? {
@@ -193,7 +193,7 @@ fn put_words(out: &mut Vec<u8>, words: &[String]) {
 
 fn decode_words(reader: &mut Reader<'_>) -> Result<Vec<String>> {
     let count = reader.count(1, "names or words")?;
-    (0..count).map(|_| reader.text().map(str::to_string)).collect()
+    (0..count).map(|_| reader.text().map(str::to_string).map_err(Error::from)).collect()
 }
 
 // Each enum's numbers are written out both ways, by hand: a variant added to an enum

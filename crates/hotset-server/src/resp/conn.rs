@@ -283,7 +283,7 @@ fn refuse_unlogged(writes: &[Written], acks: &Acks, reason: &str, out: &mut Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hotset_core::journal::{Journal, JournalSlot};
+    use hotset_core::journal::{Journal, JournalError, JournalSlot};
 
     /// A log that kept records up to `kept` and failed the rest.
     struct FailedAfter {
@@ -291,14 +291,14 @@ mod tests {
     }
 
     impl Journal for FailedAfter {
-        fn writable(&self) -> hotset_core::Result<()> {
+        fn writable(&self) -> Result<(), JournalError> {
             Ok(())
         }
         fn append(&self, _encode: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
             unreachable!("the test notes lsns itself")
         }
-        fn wait(&self, lsn: u64) -> hotset_core::Result<()> {
-            if lsn <= self.kept { Ok(()) } else { Err(hotset_core::Error::Storage { reason: "disk full".into() }) }
+        fn wait(&self, lsn: u64) -> Result<(), JournalError> {
+            if lsn <= self.kept { Ok(()) } else { Err(JournalError { reason: "disk full".into() }) }
         }
     }
 

@@ -1,0 +1,103 @@
+//! Redis-compatible key-value keyspaces: the engine behind Hotset's string,
+//! hash and generic key commands. `hotset-core` holds a [`Keyspaces`] in every
+//! `Database` and re-exports this crate as `hotset_core::kv`.
+//!
+//! Owns: the public API of the crate — [`Keyspaces`] (named databases),
+//! [`Keyspace`] (one database), [`KvOps`] (every command, callable on a
+//! `Keyspace`, on a [`KeyspaceWrites`] view of one whose writes collect their
+//! log acknowledgements instead of waiting, or inside an atomic block on a
+//! [`KeyspaceTxn`]), [`KvError`] and the option types. Submodules own one
+//! concern each (see their docs).
+//!
+//! Must never: perform I/O, spawn threads, sleep, use `unsafe`, or depend on
+//! anything but std, parking_lot, hashbrown, ahash, smallvec, thiserror and
+//! `hotset-base` (the clock, the journal and the change record), least of all on
+//! `hotset-core`, which sits above it. Protocol parsing and reply encoding belong
+//! to the server.
+//!
+//! # Model
+//! - Keys and values are byte strings. A key holds a string (integers are
+//!   strings that parse as `i64`, stored natively so INCR is cheap, but read
+//!   back byte-exact) or a hash (field → value).
+//! - A keyspace is split into N shards (power of two, default 16) by a
+//!   fixed-seed ahash of the key; each shard is a `parking_lot::RwLock`.
+//!   Single-key commands lock one shard; multi-key commands (MGET, MSET,
+//!   MSETNX, DEL, EXISTS, RENAME, KEYS, FLUSH) lock all their shards at once
+//!   in ascending index order, which makes them atomic and deadlock-free.
+//! - [`Keyspace::atomic`] runs a closure over a [`KeyspaceTxn`] with the
+//!   given keys' shards locked: the MULTI/EXEC hook. It exposes the same
+//!   [`KvOps`] commands, implemented once for both paths.
+//! - The server maps Redis `SELECT n` to the keyspace named `n` ("0".."15")
+//!   in [`Keyspaces`]; names are otherwise arbitrary.
+//!
+//! # Expiry
+//! Deadlines are absolute ms from the keyspace's [`Clock`](hotset_base::clock::Clock).
+//! An expired key is never returned: readers treat it as missing, writers
+//! delete it on sight (lazy expiry), and [`Keyspace::active_expire_cycle`]
+//! reclaims keys nobody touches by walking a per-shard index of keys that
+//! carry a TTL (the analogue of Redis' `expires` dict).
+//!
+//! # SCAN
+//! Keys never move inside a shard while present (slab storage with a free
+//! list), so the cursor `shard | epoch | slot` walks a stable order and every
+//! key present for a whole iteration is returned at least once; see the
+//! `scan` module docs for the full argument.
+//!
+//! # Example
+//! ```
+//! use std::sync::Arc;
+//! use hotset_base::clock::ManualClock;
+//! use hotset_kv::{Keyspaces, KvOps, SetExpiry, SetOptions};
+//!
+//! let clock = Arc::new(ManualClock::new(1_000));
+//! let dbs = Keyspaces::new(clock.clone());
+//! let db = dbs.get_or_create("0");
+//! let opts = SetOptions { expiry: Some(SetExpiry::Ex(500)), ..SetOptions::default() };
+//! db.set(b"greeting", b"hello", opts).unwrap();
+//! assert_eq!(db.incr_by(b"hits", 5).unwrap(), 5);
+//! assert_eq!(db.ttl_ms(b"greeting").unwrap(), 500);
+//! clock.advance(501);
+//! assert_eq!(db.get(b"greeting").unwrap(), None);
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod access;
+mod config;
+mod error;
+mod keyspace;
+mod ops;
+mod options;
+mod persist;
+pub use persist::SnapshotCopy;
+mod registry;
+mod store;
+mod txn;
+mod types;
+mod value;
+
+#[cfg(test)]
+mod tests;
+
+pub use access::KvResult;
+pub use config::{KeyspaceConfig, KvLimits};
+pub use error::KvError;
+pub use keyspace::{Keyspace, KeyspaceWrites};
+pub use ops::KvOps;
+pub use options::{ExpireCondition, SetCondition, SetExpiry, SetOptions, SetOutcome};
+pub use registry::Keyspaces;
+pub use store::glob::{Glob, glob_match};
+pub use store::router::MAX_SHARDS;
+pub use store::scan::FieldPairs;
+pub use txn::KeyspaceTxn;
+pub use types::keys::{TTL_MISSING, TTL_NONE};
+pub use types::number::format_i64_inline;
+
+// Both handles are shared across server threads; fail the build, not a
+// deployment, if a field ever breaks that.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Keyspace>();
+    assert_send_sync::<Keyspaces>();
+    assert_send_sync::<KeyspaceWrites<'static>>();
+};

@@ -1,0 +1,294 @@
+//! The command surface shared by [`Keyspace`](super::Keyspace) and
+//! [`KeyspaceTxn`](super::KeyspaceTxn).
+//!
+//! Owns: [`KvOps`], one provided method per Redis command. Each method only
+//! routes: it picks the shard(s) through the sealed `ShardAccess` seam and
+//! calls the single implementation in `strings.rs`/`hashes.rs`/`keys.rs`/
+//! `multi.rs`/`scan.rs`. Because both the direct path and the atomic-block
+//! path implement `ShardAccess`, no command logic exists twice.
+//!
+//! Must never: hold a lock across calls, or add semantics here (they belong
+//! with the shard-level implementation so both paths get them).
+//!
+//! Invariants: single-key reads take a shard read lock, single-key writes a
+//! write lock; multi-key commands lock all their shards at once in ascending
+//! order (read for MGET/EXISTS/KEYS/DBSIZE, write otherwise).
+
+use super::access::{KvResult, ShardAccess};
+use super::options::{ExpireCondition, SetCondition, SetOptions, SetOutcome};
+use crate::store::expiry::deadline_after;
+use crate::store::glob::Glob;
+use crate::store::scan::{FieldPairs, scan_keys};
+
+fn firsts<'a>(pairs: &'a [(&'a [u8], &'a [u8])]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    pairs.iter().map(|(k, _)| *k)
+}
+
+/// Redis string, hash and generic key commands. Bring this trait into scope
+/// (`use hotset_kv::KvOps;`, or `hotset_core::kv::KvOps`) to call them on a
+/// `Keyspace` or `KeyspaceTxn`.
+///
+/// All times are milliseconds; "now" is the keyspace clock, read once per
+/// call (or once per atomic block). An expired key is never observed.
+pub trait KvOps: ShardAccess {
+    // ----- strings -------------------------------------------------------
+
+    /// GET: the string value, `None` if missing. WRONGTYPE on a hash.
+    fn get(&self, key: &[u8]) -> KvResult<Option<Vec<u8>>> {
+        self.read_key(key, |s, k, ctx| s.get_string(k, ctx.now))
+    }
+
+    /// GET without copying the value: `f` sees its bytes (or `None` for a missing key)
+    /// while the key's shard is read-locked, so it must be quick (e.g. encode a reply).
+    fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> KvResult<R> {
+        self.read_key(key, |s, k, ctx| s.read_string(k, ctx.now, f))
+    }
+
+    /// SET with EX/PX/EXAT/PXAT, KEEPTTL, NX/XX and GET (see [`SetOptions`]).
+    fn set(&self, key: &[u8], value: &[u8], opts: SetOptions) -> KvResult<SetOutcome> {
+        self.write_key(key, |s, k, ctx| s.set(k, ctx, value, &opts))
+    }
+
+    /// SETNX: sets only if missing; returns whether it did.
+    fn setnx(&self, key: &[u8], value: &[u8]) -> KvResult<bool> {
+        let opts = SetOptions { condition: Some(SetCondition::Nx), ..SetOptions::default() };
+        Ok(self.set(key, value, opts)?.applied)
+    }
+
+    /// GETSET: sets the value (clearing any TTL), returns the old string.
+    fn getset(&self, key: &[u8], value: &[u8]) -> KvResult<Option<Vec<u8>>> {
+        let opts = SetOptions { get_old: true, ..SetOptions::default() };
+        Ok(self.set(key, value, opts)?.old)
+    }
+
+    /// GETDEL: returns the string and deletes the key.
+    fn getdel(&self, key: &[u8]) -> KvResult<Option<Vec<u8>>> {
+        self.write_key(key, |s, k, ctx| s.getdel(k, ctx.now))
+    }
+
+    /// APPEND: returns the new length. Keeps the TTL.
+    fn append(&self, key: &[u8], tail: &[u8]) -> KvResult<usize> {
+        self.write_key(key, |s, k, ctx| s.append(k, ctx, tail))
+    }
+
+    /// STRLEN: length in bytes, 0 if missing.
+    fn strlen(&self, key: &[u8]) -> KvResult<usize> {
+        self.read_key(key, |s, k, ctx| s.strlen(k, ctx.now))
+    }
+
+    /// MGET: one entry per key; missing or non-string keys give `None`.
+    /// Atomic: all shards involved are read-locked together.
+    fn mget(&self, keys: &[&[u8]]) -> KvResult<Vec<Option<Vec<u8>>>> {
+        self.read_keys(keys.iter().copied(), |g, ctx| g.mget(keys, ctx.now))
+    }
+
+    /// MSET: sets all pairs atomically (clearing TTLs); later pairs win.
+    fn mset(&self, pairs: &[(&[u8], &[u8])]) -> KvResult<()> {
+        self.write_keys(firsts(pairs), |g, ctx| g.mset(pairs, ctx))
+    }
+
+    /// MSETNX: sets all pairs atomically iff none of the keys exists.
+    fn msetnx(&self, pairs: &[(&[u8], &[u8])]) -> KvResult<bool> {
+        self.write_keys(firsts(pairs), |g, ctx| g.msetnx(pairs, ctx))
+    }
+
+    /// INCRBY: adds `by` to an integer value (missing = 0); keeps the TTL.
+    fn incr_by(&self, key: &[u8], by: i64) -> KvResult<i64> {
+        self.write_key(key, |s, k, ctx| s.incr_by(k, ctx.now, by))
+    }
+
+    /// DECRBY: subtracts `by`; `i64::MIN` is `DecrementOverflow` like Redis.
+    fn decr_by(&self, key: &[u8], by: i64) -> KvResult<i64> {
+        let negated = by.checked_neg().ok_or(super::KvError::DecrementOverflow)?;
+        self.incr_by(key, negated)
+    }
+
+    /// INCRBYFLOAT: returns the new value's text, e.g. `10.5`, `3`, `5000`.
+    fn incr_by_float(&self, key: &[u8], by: f64) -> KvResult<Vec<u8>> {
+        self.write_key(key, |s, k, ctx| s.incr_by_float(k, ctx.now, by))
+    }
+
+    // ----- generic keys --------------------------------------------------
+
+    /// DEL: how many keys were removed (a repeated key counts once).
+    fn del(&self, keys: &[&[u8]]) -> KvResult<usize> {
+        self.write_keys(keys.iter().copied(), |g, ctx| g.del(keys, ctx.now))
+    }
+
+    /// EXISTS: how many of `keys` exist, counting repeats.
+    fn exists(&self, keys: &[&[u8]]) -> KvResult<usize> {
+        self.read_keys(keys.iter().copied(), |g, ctx| g.exists(keys, ctx.now))
+    }
+
+    /// PEXPIREAT: expire at absolute `at_ms`; a time `<= now` deletes the
+    /// key. Returns false if the key does not exist.
+    fn expire_at_ms(&self, key: &[u8], at_ms: i64) -> KvResult<bool> {
+        self.expire_at_ms_if(key, at_ms, None)
+    }
+
+    /// PEXPIREAT with NX/XX/GT/LT.
+    fn expire_at_ms_if(&self, key: &[u8], at_ms: i64, condition: Option<ExpireCondition>) -> KvResult<bool> {
+        self.write_key(key, |s, k, ctx| Ok(s.expire_at(k, ctx.now, at_ms, condition)))
+    }
+
+    /// PEXPIRE: expire `ms` from now; `ms <= 0` deletes the key. Overflow is
+    /// `InvalidExpireTime`.
+    fn expire_in_ms(&self, key: &[u8], ms: i64) -> KvResult<bool> {
+        self.expire_in_ms_if(key, ms, None)
+    }
+
+    /// PEXPIRE with NX/XX/GT/LT.
+    fn expire_in_ms_if(&self, key: &[u8], ms: i64, condition: Option<ExpireCondition>) -> KvResult<bool> {
+        self.write_key(key, |s, k, ctx| {
+            let when = deadline_after(ctx.now, ms, "expire")?;
+            Ok(s.expire_at(k, ctx.now, when, condition))
+        })
+    }
+
+    /// PTTL: remaining ms; -2 if missing, -1 if no expiry.
+    fn ttl_ms(&self, key: &[u8]) -> KvResult<i64> {
+        self.read_key(key, |s, k, ctx| Ok(s.ttl_ms(k, ctx.now)))
+    }
+
+    /// PEXPIRETIME: absolute deadline; -2 if missing, -1 if no expiry.
+    fn expire_time_ms(&self, key: &[u8]) -> KvResult<i64> {
+        self.read_key(key, |s, k, ctx| Ok(s.expire_time_ms(k, ctx.now)))
+    }
+
+    /// PERSIST: removes the TTL; returns whether there was one.
+    fn persist(&self, key: &[u8]) -> KvResult<bool> {
+        self.write_key(key, |s, k, ctx| Ok(s.persist(k, ctx.now)))
+    }
+
+    /// TYPE: `"string"`, `"hash"` or `"none"`.
+    fn key_type(&self, key: &[u8]) -> KvResult<&'static str> {
+        self.read_key(key, |s, k, ctx| Ok(s.key_type(k, ctx.now)))
+    }
+
+    /// KEYS: all keys matching a Redis glob, as one atomic snapshot.
+    fn keys(&self, pattern: &[u8]) -> KvResult<Vec<Vec<u8>>> {
+        let glob = Glob::new(pattern);
+        let all = self.router().all_shards();
+        self.read_group(&all, |g, ctx| Ok(g.keys(&glob, ctx.now)))
+    }
+
+    /// SCAN: `(next_cursor, keys)`; start with 0, stop when 0 comes back.
+    /// Every key present for the whole iteration is returned at least once
+    /// (see the `scan` module docs for why). `count` is the COUNT hint.
+    fn scan(&self, cursor: u64, pattern: Option<&[u8]>, count: usize) -> KvResult<(u64, Vec<Vec<u8>>)> {
+        scan_keys(self, cursor, pattern, count)
+    }
+
+    /// RENAME: moves the value and its TTL, overwriting `dst`.
+    /// `NoSuchKey` if `src` is missing.
+    fn rename(&self, src: &[u8], dst: &[u8]) -> KvResult<()> {
+        self.write_keys([src, dst], |g, ctx| g.rename(src, dst, ctx.now, false).map(drop))
+    }
+
+    /// RENAMENX: like RENAME but only if `dst` does not exist.
+    fn rename_nx(&self, src: &[u8], dst: &[u8]) -> KvResult<bool> {
+        self.write_keys([src, dst], |g, ctx| g.rename(src, dst, ctx.now, true))
+    }
+
+    /// DBSIZE: number of keys (expired-but-unreclaimed keys included, as in
+    /// Redis).
+    fn dbsize(&self) -> KvResult<usize> {
+        let all = self.router().all_shards();
+        self.read_group(&all, |g, _| Ok(g.dbsize()))
+    }
+
+    /// FLUSHDB: removes every key, atomically.
+    fn flush(&self) -> KvResult<()> {
+        let all = self.router().all_shards();
+        self.write_group(&all, |g, _| {
+            g.flush();
+            Ok(())
+        })
+    }
+
+    // ----- hashes --------------------------------------------------------
+
+    /// HSET: sets fields; returns how many were new. An empty `pairs`
+    /// creates nothing.
+    fn hset(&self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> KvResult<usize> {
+        self.write_key(key, |s, k, ctx| s.hset(k, ctx, pairs))
+    }
+
+    /// HSETNX: sets `field` only if absent; returns whether it did.
+    fn hsetnx(&self, key: &[u8], field: &[u8], value: &[u8]) -> KvResult<bool> {
+        self.write_key(key, |s, k, ctx| s.hsetnx(k, ctx, field, value))
+    }
+
+    /// HGET.
+    fn hget(&self, key: &[u8], field: &[u8]) -> KvResult<Option<Vec<u8>>> {
+        self.read_key(key, |s, k, ctx| Ok(s.read_hash(k, ctx.now)?.and_then(|h| h.get(field)).map(<[u8]>::to_vec)))
+    }
+
+    /// HMGET: one entry per field.
+    fn hmget(&self, key: &[u8], fields: &[&[u8]]) -> KvResult<Vec<Option<Vec<u8>>>> {
+        self.read_key(key, |s, k, ctx| {
+            let hash = s.read_hash(k, ctx.now)?;
+            Ok(fields.iter().map(|f| hash.and_then(|h| h.get(f)).map(<[u8]>::to_vec)).collect())
+        })
+    }
+
+    /// HGETALL: every (field, value) pair.
+    fn hgetall(&self, key: &[u8]) -> KvResult<FieldPairs> {
+        self.read_key(key, |s, k, ctx| {
+            Ok(s.read_hash(k, ctx.now)?
+                .map(|h| h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())
+                .unwrap_or_default())
+        })
+    }
+
+    /// HDEL: how many fields were removed; an emptied hash is deleted.
+    fn hdel(&self, key: &[u8], fields: &[&[u8]]) -> KvResult<usize> {
+        self.write_key(key, |s, k, ctx| s.hdel(k, ctx.now, fields))
+    }
+
+    /// HEXISTS.
+    fn hexists(&self, key: &[u8], field: &[u8]) -> KvResult<bool> {
+        self.read_key(key, |s, k, ctx| Ok(s.read_hash(k, ctx.now)?.is_some_and(|h| h.get(field).is_some())))
+    }
+
+    /// HLEN.
+    fn hlen(&self, key: &[u8]) -> KvResult<usize> {
+        self.read_key(key, |s, k, ctx| Ok(s.read_hash(k, ctx.now)?.map_or(0, |h| h.len())))
+    }
+
+    /// HSTRLEN.
+    fn hstrlen(&self, key: &[u8], field: &[u8]) -> KvResult<usize> {
+        self.read_key(key, |s, k, ctx| Ok(s.read_hash(k, ctx.now)?.and_then(|h| h.get(field)).map_or(0, <[u8]>::len)))
+    }
+
+    /// HINCRBY: returns the new value ("hash value is not an integer" /
+    /// overflow errors as in Redis).
+    fn hincr_by(&self, key: &[u8], field: &[u8], by: i64) -> KvResult<i64> {
+        self.write_key(key, |s, k, ctx| s.hincr_by(k, ctx.now, field, by))
+    }
+
+    /// HINCRBYFLOAT: returns the new text.
+    fn hincr_by_float(&self, key: &[u8], field: &[u8], by: f64) -> KvResult<Vec<u8>> {
+        self.write_key(key, |s, k, ctx| s.hincr_by_float(k, ctx.now, field, by))
+    }
+
+    /// HKEYS.
+    fn hkeys(&self, key: &[u8]) -> KvResult<Vec<Vec<u8>>> {
+        self.read_key(key, |s, k, ctx| {
+            Ok(s.read_hash(k, ctx.now)?.map(|h| h.iter().map(|(f, _)| f.to_vec()).collect()).unwrap_or_default())
+        })
+    }
+
+    /// HVALS.
+    fn hvals(&self, key: &[u8]) -> KvResult<Vec<Vec<u8>>> {
+        self.read_key(key, |s, k, ctx| {
+            Ok(s.read_hash(k, ctx.now)?.map(|h| h.iter().map(|(_, v)| v.to_vec()).collect()).unwrap_or_default())
+        })
+    }
+
+    /// HSCAN: `(next_cursor, pairs)`, same guarantee as [`scan`](Self::scan)
+    /// for fields present throughout.
+    fn hscan(&self, key: &[u8], cursor: u64, pattern: Option<&[u8]>, count: usize) -> KvResult<(u64, FieldPairs)> {
+        self.read_key(key, |s, k, ctx| s.hscan(k, ctx.now, cursor, pattern, count))
+    }
+}

@@ -1,0 +1,137 @@
+//! Durability of keyspaces: logging writes, restoring them (`restore`), and snapshot
+//! chunks (`snapshot`).
+//!
+//! Owns: turning the keys a write touched into one physical log record (each key's
+//! resulting value and deadline, or its deletion), and the mapping of a stored value to
+//! its record (`data_of`, `encode_entry`) that the log and snapshots share. Its
+//! submodules own what recovery applies (`restore`: a logged change whole,
+//! `Keyspaces::restore`, through the `restore_*` operations of a keyspace) and copying a
+//! keyspace into snapshot chunks a shard slice at a time (`snapshot`).
+//!
+//! Must never: log an operation instead of its result (INCR is logged as the new
+//! number), or log keys that active expiry reclaims (their deadline is in every record and
+//! snapshot already, so they come back expired and stay gone).
+
+use std::num::NonZeroU64;
+
+use crate::access::KvResult;
+use crate::error::KvError;
+use crate::keyspace::Keyspace;
+use crate::store::router::KeyRef;
+use crate::store::shard::{Shard, Touched};
+use crate::value::{Entry, StrValue, Value};
+use hotset_base::journal::{Ack, Durability};
+use hotset_base::record::{KvChange, KvData, encode_kv_head};
+
+mod restore;
+mod snapshot;
+
+pub use snapshot::SnapshotCopy;
+
+/// Largest touched-key list a shard keeps for reuse after logging a write.
+const TOUCHED_KEEP: usize = 64;
+
+fn data_of(value: &Value) -> KvData<'_> {
+    match value {
+        Value::Str(StrValue::Int(number)) => KvData::Int(*number),
+        Value::Str(text) => KvData::Str(text.text().unwrap_or_default()),
+        Value::Hash(map) => KvData::Hash(map.iter().collect()),
+    }
+}
+
+fn encode_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
+    let expire_at_ms = entry.expire_at.map(NonZeroU64::get);
+    KvChange::Put { key, value: data_of(&entry.value), expire_at_ms }.encode(out);
+}
+
+/// The record of a hash write that changed only `fields` of `key`: their values now and
+/// the ones now gone; the whole key when it is no longer a hash (or is gone).
+fn encode_fields<'f>(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, fields: impl Iterator<Item = &'f [u8]>) {
+    let Some(entry) = entry else { return KvChange::Delete { key }.encode(out) };
+    let Value::Hash(map) = &entry.value else { return encode_entry(out, key, entry) };
+    let (mut set, mut removed) = (Vec::new(), Vec::new());
+    for field in fields {
+        match map.get(field) {
+            Some(value) => set.push((field, value)),
+            None => removed.push(field),
+        }
+    }
+    let expire_at_ms = entry.expire_at.map(NonZeroU64::get);
+    KvChange::HashFields { key, set, removed, expire_at_ms }.encode(out);
+}
+
+impl Keyspace {
+    /// `Err(Storage)` while the log refuses writes; checked before a write changes anything.
+    pub(super) fn writable(&self) -> KvResult<()> {
+        self.journal.writable().map_err(|e| KvError::Storage(e.to_string()))
+    }
+
+    /// Starts noting touched keys on these (write-locked) shards, if writes are logged.
+    pub(super) fn track<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>) {
+        if self.journal.get().is_some() {
+            for shard in shards {
+                shard.touched.get_or_insert_with(Touched::default);
+            }
+        }
+    }
+
+    /// Logs the resulting state of every key the write touched on these (still
+    /// write-locked) shards as one record; returns its position, which is none if
+    /// nothing was touched or nothing is logged.
+    pub(super) fn log_touched<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>, now: u64) -> Ack<'_> {
+        let Some(journal) = self.journal.get() else { return Ack::none() };
+        // Most writes touch one shard: no allocation for the list of shards.
+        let mut work: smallvec::SmallVec<[(&mut Shard, Touched); 1]> = smallvec::SmallVec::new();
+        for shard in shards {
+            let noted = shard.touched.as_mut().filter(|t| t.flushed || !t.keys.is_empty() || !t.fields.is_empty());
+            if let Some(touched) = noted.map(std::mem::take) {
+                work.push((shard, touched));
+            }
+        }
+        if work.is_empty() {
+            return Ack::none();
+        }
+        for (_, touched) in &mut work {
+            touched.keys.sort_unstable();
+            touched.keys.dedup();
+            touched.fields.sort_unstable();
+            touched.fields.dedup();
+            // A key logged whole needs no field record.
+            let whole = &touched.keys;
+            touched.fields.retain(|(key, _)| whole.binary_search(key).is_err());
+        }
+        let flush = work.iter().any(|(_, touched)| touched.flushed);
+        let lsn = journal.append(&mut |out| {
+            encode_kv_head(out, &self.name, flush);
+            for (shard, touched) in &work {
+                for key in &touched.keys {
+                    match shard.get(KeyRef::new(key), now) {
+                        Some(entry) => encode_entry(out, key, entry),
+                        None => KvChange::Delete { key }.encode(out),
+                    }
+                }
+                for fields in touched.fields.chunk_by(|a, b| a.0 == b.0) {
+                    let key = &*fields[0].0;
+                    let names = fields.iter().map(|(_, field)| &**field);
+                    encode_fields(out, key, shard.get(KeyRef::new(key), now), names);
+                }
+            }
+        });
+        // The emptied lists go back to their shards, so the next write reuses their
+        // capacity instead of allocating; a list a huge write grew is dropped.
+        for (shard, mut touched) in work {
+            if touched.keys.capacity() <= TOUCHED_KEEP && touched.fields.capacity() <= TOUCHED_KEEP {
+                touched.keys.clear();
+                touched.fields.clear();
+                touched.flushed = false;
+                shard.touched = Some(touched);
+            }
+        }
+        self.journal.ack(Some(lsn))
+    }
+
+    /// Settles the record of a write (after its locks are released) by `durability`.
+    pub(super) fn settle(&self, ack: Ack<'_>, durability: Durability<'_>) -> KvResult<()> {
+        durability.settle(ack).map_err(|e| KvError::Storage(e.to_string()))
+    }
+}

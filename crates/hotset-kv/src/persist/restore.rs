@@ -1,0 +1,136 @@
+//! Recovery of keyspaces: applying logged key-value changes and snapshot chunks.
+//!
+//! Owns: `Keyspaces::restore` (one logged `Kv` change, whole: the keyspace created
+//! without logging, flushed if the record says so, each operation applied in order) and
+//! the `restore_*` operations of a keyspace it is made of.
+//!
+//! Must never: log what it applies (recovery runs before a journal is attached), or
+//! refuse a state for being already applied: a fuzzy snapshot and the log after its start
+//! may state a key's result twice, and applying it again must leave the same state. A
+//! deadline already past deletes the key instead of storing it.
+
+use std::num::NonZeroU64;
+
+use crate::keyspace::Keyspace;
+use crate::registry::Keyspaces;
+use crate::store::router::KeyRef;
+use crate::store::shard::Shard;
+use crate::types::field_map::FieldMap;
+use crate::value::{StrValue, Value};
+use hotset_base::record::{KvChange, KvData};
+
+impl Keyspace {
+    /// Recovery: the write-locked shard of `key`, the key, now and its deadline; `None`
+    /// (after deleting the key) when the deadline has already passed.
+    fn restore_target<'k>(
+        &self,
+        key: &'k [u8],
+        expire_at_ms: Option<u64>,
+    ) -> Option<(parking_lot::RwLockWriteGuard<'_, Shard>, KeyRef<'k>, u64, Option<NonZeroU64>)> {
+        let now = self.now_ms();
+        let key = KeyRef::new(key);
+        let mut shard = self.shards[self.router.shard_of(key.hash)].write();
+        let expire_at = expire_at_ms.and_then(NonZeroU64::new);
+        if expire_at.is_some_and(|at| now > at.get()) {
+            shard.remove(key, now);
+            return None;
+        }
+        Some((shard, key, now, expire_at))
+    }
+
+    /// Recovery: sets a key's value and deadline; a deadline already past deletes it.
+    pub fn restore_put(&self, key: &[u8], data: &KvData<'_>, expire_at_ms: Option<u64>) {
+        let Some((mut shard, key, now, expire_at)) = self.restore_target(key, expire_at_ms) else { return };
+        let value = match data {
+            KvData::Str(bytes) => Value::Str(StrValue::from_bytes(bytes)),
+            KvData::Int(number) => Value::Str(StrValue::Int(*number)),
+            KvData::Hash(pairs) => {
+                let mut map = FieldMap::default();
+                for (field, value) in pairs {
+                    map.insert(field, value.to_vec());
+                }
+                Value::Hash(Box::new(map))
+            }
+        };
+        shard.put(key, now, value, expire_at);
+    }
+
+    /// Recovery: sets and removes some fields of a hash, and sets its deadline. A missing
+    /// key (or one holding another type, which only the newer state of a fuzzy snapshot
+    /// can show; later records set the key's final state) becomes a hash of the set fields.
+    /// An emptied hash is deleted, as is a key whose deadline has passed.
+    pub fn restore_hash_fields(
+        &self,
+        key: &[u8],
+        set: &[(&[u8], &[u8])],
+        removed: &[&[u8]],
+        expire_at_ms: Option<u64>,
+    ) {
+        let Some((mut shard, key, now, expire_at)) = self.restore_target(key, expire_at_ms) else { return };
+        if !shard.get(key, now).is_some_and(|entry| matches!(entry.value, Value::Hash(_))) {
+            let mut map = FieldMap::default();
+            for (field, value) in set {
+                map.insert(field, value.to_vec());
+            }
+            match map.is_empty() {
+                true => drop(shard.remove(key, now)),
+                false => shard.put(key, now, Value::Hash(Box::new(map)), expire_at),
+            }
+            return;
+        }
+        let mut live = shard.get_mut(key, now).expect("a live hash, checked above");
+        let empty = live.update(|value| match value {
+            Value::Hash(map) => {
+                for (field, value) in set {
+                    map.insert(field, value.to_vec());
+                }
+                for field in removed {
+                    map.remove(field);
+                }
+                map.is_empty()
+            }
+            Value::Str(_) => unreachable!("a hash, checked above"),
+        });
+        if empty {
+            live.remove();
+        } else {
+            live.set_expire_at(expire_at);
+        }
+    }
+
+    /// Recovery: deletes a key.
+    pub fn restore_delete(&self, key: &[u8]) {
+        let now = self.now_ms();
+        let key = KeyRef::new(key);
+        self.shards[self.router.shard_of(key.hash)].write().remove(key, now);
+    }
+
+    /// Recovery: empties the keyspace.
+    pub fn restore_flush(&self) {
+        for shard in self.shards.iter() {
+            shard.write().clear();
+        }
+    }
+}
+
+impl Keyspaces {
+    /// Recovery: applies one logged key-value change to keyspace `name`, created without
+    /// logging if missing: empties it first when `flush`, then sets each key's state as
+    /// the operations say, in order. Idempotent, as replay needs: every operation states a
+    /// result.
+    pub fn restore(&self, name: &str, flush: bool, ops: Vec<KvChange<'_>>) {
+        let keyspace = self.get_or_create_quiet(name);
+        if flush {
+            keyspace.restore_flush();
+        }
+        for op in ops {
+            match op {
+                KvChange::Put { key, value, expire_at_ms } => keyspace.restore_put(key, &value, expire_at_ms),
+                KvChange::Delete { key } => keyspace.restore_delete(key),
+                KvChange::HashFields { key, set, removed, expire_at_ms } => {
+                    keyspace.restore_hash_fields(key, &set, &removed, expire_at_ms)
+                }
+            }
+        }
+    }
+}

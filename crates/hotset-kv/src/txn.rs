@@ -1,0 +1,110 @@
+//! Atomic blocks: the MULTI/EXEC hook.
+//!
+//! Owns: [`KeyspaceTxn`], a view of a keyspace whose relevant shards are
+//! write-locked for the life of the block, exposing the full [`KvOps`]
+//! command set on them.
+//!
+//! Must never: acquire a lock. All locks are taken up front by
+//! `Keyspace::atomic*` in ascending order; taking one later could invert the
+//! order and deadlock, so a key on an unlocked shard is `KeyNotLocked`.
+//!
+//! Invariants: one clock reading ("now") for the whole block, so expiry
+//! decisions inside it are mutually consistent; group commands check that
+//! all their shards are locked before doing anything, so they stay
+//! all-or-nothing inside a block too.
+
+use std::cell::RefCell;
+use std::fmt;
+
+use parking_lot::RwLockWriteGuard;
+
+use super::access::{Ctx, KvResult, ShardAccess, ShardGroup};
+use super::error::KvError;
+use super::ops::KvOps;
+use crate::store::router::Router;
+use crate::store::shard::Shard;
+
+pub(super) type Guards<'a> = Vec<(usize, RwLockWriteGuard<'a, Shard>)>;
+
+/// Commands against a set of write-locked shards; see
+/// [`Keyspace::atomic`](super::Keyspace::atomic). Use it through [`KvOps`].
+pub struct KeyspaceTxn<'a> {
+    router: Router,
+    // RefCell because `KvOps` methods take `&self` (so one trait serves both
+    // the keyspace and the txn) while writes need `&mut Shard`. No borrow
+    // outlives a single command, so the cell can never be contended.
+    guards: RefCell<Guards<'a>>,
+    ctx: Ctx,
+}
+
+impl fmt::Debug for KeyspaceTxn<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let locked: Vec<usize> = self.guards.borrow().iter().map(|(i, _)| *i).collect();
+        f.debug_struct("KeyspaceTxn").field("locked_shards", &locked).field("now_ms", &self.ctx.now).finish()
+    }
+}
+
+fn find(guards: &[(usize, RwLockWriteGuard<'_, Shard>)], idx: usize) -> KvResult<usize> {
+    guards.binary_search_by_key(&idx, |(i, _)| *i).map_err(|_| KvError::KeyNotLocked)
+}
+
+fn check_locked(guards: &Guards<'_>, idxs: &[usize]) -> KvResult<()> {
+    idxs.iter().try_for_each(|&i| find(guards, i).map(drop))
+}
+
+impl<'a> KeyspaceTxn<'a> {
+    /// Wraps guards already acquired in ascending shard order.
+    pub(super) fn new(router: Router, guards: Guards<'a>, ctx: Ctx) -> Self {
+        debug_assert!(guards.windows(2).all(|w| w[0].0 < w[1].0));
+        Self { router, guards: RefCell::new(guards), ctx }
+    }
+
+    /// Ends the block, handing the locks back (still held) so the keyspace can log
+    /// what the block did before releasing them.
+    pub(super) fn into_guards(self) -> Guards<'a> {
+        self.guards.into_inner()
+    }
+
+    /// The instant (ms since the epoch) the whole block operates at.
+    pub fn now_ms(&self) -> u64 {
+        self.ctx.now
+    }
+}
+
+impl ShardAccess for KeyspaceTxn<'_> {
+    fn router(&self) -> Router {
+        self.router
+    }
+
+    fn read_shard<R>(&self, idx: usize, f: impl FnOnce(&Shard, &Ctx) -> KvResult<R>) -> KvResult<R> {
+        let guards = self.guards.borrow();
+        let pos = find(&guards, idx)?;
+        f(&guards[pos].1, &self.ctx)
+    }
+
+    fn write_shard<R>(&self, idx: usize, f: impl FnOnce(&mut Shard, &Ctx) -> KvResult<R>) -> KvResult<R> {
+        let mut guards = self.guards.borrow_mut();
+        let pos = find(&guards, idx)?;
+        f(&mut guards[pos].1, &self.ctx)
+    }
+
+    fn read_group<R>(&self, idxs: &[usize], f: impl FnOnce(&ShardGroup<&Shard>, &Ctx) -> KvResult<R>) -> KvResult<R> {
+        let guards = self.guards.borrow();
+        check_locked(&guards, idxs)?;
+        let shards = guards.iter().map(|(i, g)| (*i, &**g)).collect();
+        f(&ShardGroup::new(self.router, shards), &self.ctx)
+    }
+
+    fn write_group<R>(
+        &self,
+        idxs: &[usize],
+        f: impl FnOnce(&mut ShardGroup<&mut Shard>, &Ctx) -> KvResult<R>,
+    ) -> KvResult<R> {
+        let mut guards = self.guards.borrow_mut();
+        check_locked(&guards, idxs)?;
+        let shards = guards.iter_mut().map(|(i, g)| (*i, &mut **g)).collect();
+        f(&mut ShardGroup::new(self.router, shards), &self.ctx)
+    }
+}
+
+impl KvOps for KeyspaceTxn<'_> {}

@@ -1,0 +1,17 @@
+//! The command families of the key-value engine, one file per data type (and one for
+//! commands on any type), as further `impl Shard` blocks over a locked shard.
+//!
+//! Owns: the semantics of each family: `strings` (with `number`, Redis's integer and
+//! float text), `hashes` (with `field_map`, a hash's storage), `keys` (expiry, TYPE,
+//! EXISTS on one key) and `multi` (commands over several keys and shards).
+//!
+//! Must never: lock, read the clock or touch the log (the caller holds the shards'
+//! locks and passes one "now"; `persist` logs what a write touched), or change a key
+//! before every check that can fail has passed.
+
+pub(crate) mod field_map;
+pub(crate) mod hashes;
+pub(crate) mod keys;
+pub(crate) mod multi;
+pub(crate) mod number;
+pub(crate) mod strings;

@@ -1,0 +1,125 @@
+//! Commands spanning several keys (and therefore possibly several shards).
+//!
+//! Owns: MGET, EXISTS, DEL, MSET, MSETNX, RENAME/RENAMENX, KEYS, DBSIZE and
+//! FLUSH, written against a [`ShardGroup`] whose shards are all locked for
+//! the whole command — which is what makes them atomic.
+//!
+//! Must never: lock (the group arrives locked in ascending shard order), or
+//! start mutating before every check that can fail has passed, so a failing
+//! multi-key command changes nothing.
+//!
+//! Invariants: duplicates behave like Redis: EXISTS counts each occurrence,
+//! DEL counts each key once, MSET/MSETNX let the last occurrence win.
+
+use std::ops::{Deref, DerefMut};
+
+use crate::access::{Ctx, KvResult, ShardGroup};
+use crate::error::KvError;
+use crate::store::glob::Glob;
+use crate::store::shard::Shard;
+use crate::value::{StrValue, Value};
+
+impl<S: Deref<Target = Shard>> ShardGroup<S> {
+    /// MGET: a non-string or missing key yields `None`.
+    pub fn mget(&self, keys: &[&[u8]], now: u64) -> KvResult<Vec<Option<Vec<u8>>>> {
+        keys.iter()
+            .map(|k| {
+                let (shard, key) = self.shard(k)?;
+                Ok(shard.get(key, now).and_then(|e| match &e.value {
+                    Value::Str(s) => Some(s.to_bytes()),
+                    Value::Hash(_) => None,
+                }))
+            })
+            .collect()
+    }
+
+    /// EXISTS: how many of `keys` exist, counting repeats.
+    pub fn exists(&self, keys: &[&[u8]], now: u64) -> KvResult<usize> {
+        let mut count = 0;
+        for k in keys {
+            let (shard, key) = self.shard(k)?;
+            count += usize::from(shard.contains(key, now));
+        }
+        Ok(count)
+    }
+
+    /// KEYS: every live key matching `glob`.
+    pub fn keys(&self, glob: &Glob, now: u64) -> Vec<Vec<u8>> {
+        self.iter()
+            .flat_map(|shard| shard.iter_live(now))
+            .filter(|(k, _)| glob.matches(k))
+            .map(|(k, _)| k.to_vec())
+            .collect()
+    }
+
+    /// DBSIZE: stored keys, including expired ones not yet reclaimed (as
+    /// Redis counts them).
+    pub fn dbsize(&self) -> usize {
+        self.iter().map(Shard::len).sum()
+    }
+}
+
+impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
+    /// DEL: how many keys were removed.
+    pub fn del(&mut self, keys: &[&[u8]], now: u64) -> KvResult<usize> {
+        let mut removed = 0;
+        for k in keys {
+            let (shard, key) = self.shard_mut(k)?;
+            removed += usize::from(shard.remove(key, now).is_some());
+        }
+        Ok(removed)
+    }
+
+    /// MSET: sets every pair, clearing TTLs.
+    pub fn mset(&mut self, pairs: &[(&[u8], &[u8])], ctx: &Ctx) -> KvResult<()> {
+        for (_, value) in pairs {
+            ctx.check_value_len(value.len())?;
+        }
+        for (k, value) in pairs {
+            let (shard, key) = self.shard_mut(k)?;
+            shard.put(key, ctx.now, Value::Str(StrValue::from_bytes(value)), None);
+        }
+        Ok(())
+    }
+
+    /// MSETNX: sets every pair only if none of the keys exists.
+    pub fn msetnx(&mut self, pairs: &[(&[u8], &[u8])], ctx: &Ctx) -> KvResult<bool> {
+        for (k, _) in pairs {
+            let (shard, key) = self.shard(k)?;
+            if shard.contains(key, ctx.now) {
+                return Ok(false);
+            }
+        }
+        self.mset(pairs, ctx)?;
+        Ok(true)
+    }
+
+    /// RENAME (`nx == false`) / RENAMENX (`nx == true`): moves value and TTL.
+    /// Returns whether the rename happened; a missing `src` is `NoSuchKey`.
+    pub fn rename(&mut self, src: &[u8], dst: &[u8], now: u64, nx: bool) -> KvResult<bool> {
+        let (shard, src_key) = self.shard(src)?;
+        if !shard.contains(src_key, now) {
+            return Err(KvError::NoSuchKey);
+        }
+        // Redis: renaming a key onto itself is a no-op (RENAMENX says 0).
+        if src == dst {
+            return Ok(!nx);
+        }
+        let (dst_shard, dst_key) = self.shard(dst)?;
+        if nx && dst_shard.contains(dst_key, now) {
+            return Ok(false);
+        }
+        let (shard, src_key) = self.shard_mut(src)?;
+        let Some(entry) = shard.remove(src_key, now) else {
+            return Err(KvError::NoSuchKey);
+        };
+        let (dst_shard, dst_key) = self.shard_mut(dst)?;
+        dst_shard.put(dst_key, now, entry.value, entry.expire_at);
+        Ok(true)
+    }
+
+    /// FLUSHDB: removes every key of every shard in the group.
+    pub fn flush(&mut self) {
+        self.iter_mut().for_each(Shard::clear);
+    }
+}
