@@ -165,6 +165,11 @@ pub trait KvOps: ShardAccess {
         self.read_key(key, |s, k, ctx| Ok(s.key_type(k, ctx.now)))
     }
 
+    /// MEMORY USAGE: the bytes the key costs in its shard's count, `None` when missing.
+    fn memory_usage(&self, key: &[u8]) -> KvResult<Option<usize>> {
+        self.read_key(key, |s, k, ctx| Ok(s.usage(k, ctx.now)))
+    }
+
     /// KEYS: all keys matching a Redis glob, as one atomic snapshot.
     fn keys(&self, pattern: &[u8]) -> KvResult<Vec<Vec<u8>>> {
         let glob = Glob::new(pattern);
@@ -277,6 +282,12 @@ pub trait KvOps: ShardAccess {
         self.read_key(key, |s, k, ctx| {
             Ok(s.read_hash(k, ctx.now)?.map(|h| h.iter().map(|(f, _)| f.to_vec()).collect()).unwrap_or_default())
         })
+    }
+
+    /// HRANDFIELD key count [WITHVALUES] (see `Shard::hrandfield`); values are empty
+    /// without `with_values`.
+    fn hrandfield(&self, key: &[u8], count: i64, with_values: bool) -> KvResult<FieldPairs> {
+        self.read_key(key, |s, k, ctx| s.hrandfield(k, ctx.now, count, with_values))
     }
 
     /// HVALS.

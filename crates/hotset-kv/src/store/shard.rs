@@ -84,6 +84,12 @@ impl Shard {
         self.mem
     }
 
+    /// MEMORY USAGE: the bytes `key` costs (its key, value, bookkeeping and TTL entry, as
+    /// the shard counts them), `None` when missing.
+    pub fn usage(&self, key: KeyRef<'_>, now: u64) -> Option<usize> {
+        self.get(key, now).map(|entry| entry_cost(key.bytes.len(), entry))
+    }
+
     /// Number of keys carrying a TTL.
     pub fn volatile_len(&self) -> usize {
         self.ttl.len()

@@ -184,6 +184,21 @@ impl<V> SlabMap<V> {
         true
     }
 
+    /// A uniformly random entry (`None` when empty); `pick(n)` must return a uniform
+    /// number below `n`. Probes random slots (the slab is kept at least half full, so
+    /// about two probes), then falls back to walking to a random entry.
+    pub fn random(&self, mut pick: impl FnMut(usize) -> usize) -> Option<&Slot<V>> {
+        if self.is_empty() {
+            return None;
+        }
+        for _ in 0..32 {
+            if let Some(slot) = self.get(pick(self.slots.len()) as u32) {
+                return Some(slot);
+            }
+        }
+        self.iter().nth(pick(self.len())).map(|(_, slot)| slot)
+    }
+
     /// Occupied slots in slot order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &Slot<V>)> {
         self.slots.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|s| (i as u32, s)))

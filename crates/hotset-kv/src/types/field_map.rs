@@ -73,6 +73,11 @@ impl FieldMap {
         true
     }
 
+    /// A uniformly random (field, value) pair (see [`SlabMap::random`]).
+    pub fn random(&self, pick: impl FnMut(usize) -> usize) -> Option<(&[u8], &[u8])> {
+        self.map.random(pick).map(|s| (&*s.key, s.value.as_slice()))
+    }
+
     /// All (field, value) pairs, in storage order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.map.iter().map(|(_, s)| (&*s.key, s.value.as_slice()))

@@ -14,10 +14,12 @@
 use crate::access::{Ctx, KvResult};
 use crate::error::KvError;
 use crate::store::router::KeyRef;
+use crate::store::scan::FieldPairs;
 use crate::store::shard::Shard;
 use crate::types::field_map::FieldMap;
 use crate::types::number::{format_f64, format_i64, parse_f64, parse_i64};
 use crate::value::{Entry, Value};
+use rand::RngExt;
 
 /// The hash inside `value`, or WRONGTYPE.
 fn as_hash(value: &Value) -> KvResult<&FieldMap> {
@@ -129,5 +131,41 @@ impl Shard {
             h.insert(field, text.clone());
             Ok(text)
         })
+    }
+
+    /// HRANDFIELD: `count` random fields (with their values when `with_values`); a
+    /// positive count gives distinct fields (all of them when it is at least the hash's
+    /// size), a negative one `-count` fields that may repeat. Missing key: none.
+    pub fn hrandfield(&self, key: KeyRef<'_>, now: u64, count: i64, with_values: bool) -> KvResult<FieldPairs> {
+        let Some(hash) = self.read_hash(key, now)? else { return Ok(Vec::new()) };
+        let owned = |(f, v): (&[u8], &[u8])| (f.to_vec(), if with_values { v.to_vec() } else { Vec::new() });
+        let mut rng = rand::rng();
+        let mut pick = |n: usize| rng.random_range(0..n);
+        let wanted = count.unsigned_abs() as usize;
+        if count < 0 {
+            return Ok((0..wanted).filter_map(|_| hash.random(&mut pick).map(owned)).collect());
+        }
+        if wanted >= hash.len() {
+            return Ok(hash.iter().map(owned).collect());
+        }
+        if wanted * 3 < hash.len() {
+            // Few of many: random probes, repeats skipped.
+            let mut chosen: hashbrown::HashSet<&[u8]> = hashbrown::HashSet::with_capacity(wanted);
+            let mut pairs = Vec::with_capacity(wanted);
+            while pairs.len() < wanted {
+                let Some((field, value)) = hash.random(&mut pick) else { break };
+                if chosen.insert(field) {
+                    pairs.push(owned((field, value)));
+                }
+            }
+            return Ok(pairs);
+        }
+        // Most of them: a partial shuffle of all.
+        let mut all: Vec<(&[u8], &[u8])> = hash.iter().collect();
+        for i in 0..wanted {
+            let j = i + pick(all.len() - i);
+            all.swap(i, j);
+        }
+        Ok(all.into_iter().take(wanted).map(owned).collect())
     }
 }

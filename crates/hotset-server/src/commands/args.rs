@@ -59,15 +59,17 @@ pub fn count(arg: &[u8]) -> Result<usize, CmdError> {
     usize::try_from(int(arg)?).map_err(|_| not_integer())
 }
 
-/// A finite float (`inf` and `nan` refused, as INCRBYFLOAT does).
-pub fn float(arg: &[u8]) -> Result<f64, CmdError> {
+/// An increment for INCRBYFLOAT and HINCRBYFLOAT: a float, `inf` and `-inf` included
+/// (the engine then refuses the result as Redis does: "increment would produce NaN or
+/// Infinity"); NaN refused here.
+pub fn float_increment(arg: &[u8]) -> Result<f64, CmdError> {
     let error = || CmdError("ERR value is not a valid float".into());
     let text = std::str::from_utf8(arg).map_err(|_| error())?;
     if text.is_empty() || text.trim() != text {
         return Err(error());
     }
     let value: f64 = text.parse().map_err(|_| error())?;
-    if value.is_finite() { Ok(value) } else { Err(error()) }
+    if value.is_nan() { Err(error()) } else { Ok(value) }
 }
 
 /// Whether `arg` is the option word `word` (ASCII case-insensitive).
@@ -99,7 +101,9 @@ mod tests {
             assert_eq!(int(bad), Err(not_integer()), "{}", String::from_utf8_lossy(bad));
         }
         assert!(count(b"-1").is_err());
-        assert_eq!(float(b"1.5e3"), Ok(1500.0));
-        assert!(float(b"inf").is_err() && float(b"nan").is_err() && float(b" 1").is_err());
+        assert_eq!(float_increment(b"1.5e3"), Ok(1500.0));
+        assert!(float_increment(b" 1").is_err());
+        assert_eq!(float_increment(b"+inf"), Ok(f64::INFINITY));
+        assert!(float_increment(b"nan").is_err() && float_increment(b"").is_err());
     }
 }

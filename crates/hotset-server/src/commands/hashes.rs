@@ -6,7 +6,7 @@
 //! hold semantics of its own, write a reply before the call has succeeded, or decide
 //! anything by a command's name (the table chose this function).
 
-use super::args::{self, CmdResult};
+use super::args::{self, CmdError, CmdResult};
 use super::keys::{ScanOptions, cursor};
 use crate::resp::reply::Reply;
 use hotset_core::kv::KvOps;
@@ -78,7 +78,13 @@ pub fn hincrby<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
 }
 
 pub fn hincrbyfloat<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    r.bulk(&kv.hincr_by_float(a[1], a[2], args::float(a[3])?)?);
+    // Unlike INCRBYFLOAT (which refuses the result), Redis refuses an infinite increment
+    // here, with its own words.
+    let by = args::float_increment(a[3])?;
+    if !by.is_finite() {
+        return Err(CmdError("ERR value is NaN or Infinity".into()));
+    }
+    r.bulk(&kv.hincr_by_float(a[1], a[2], by)?);
     Ok(())
 }
 
@@ -89,6 +95,45 @@ pub fn hkeys<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
 
 pub fn hvals<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     bulks(&kv.hvals(a[1])?, r);
+    Ok(())
+}
+
+/// HRANDFIELD key [count [WITHVALUES]]: without a count one field or nil; with one, an
+/// array (of [field, value] pairs in RESP3 with WITHVALUES, flat in RESP2).
+pub fn hrandfield<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let out_of_range = || CmdError("ERR value is out of range".into());
+    let (count, with_values) = match a {
+        [_, _] => {
+            let pairs = kv.hrandfield(a[1], 1, false)?;
+            r.bulk_or_null(pairs.first().map(|(field, _)| field.as_slice()));
+            return Ok(());
+        }
+        [_, _, count] => (args::int(count)?, false),
+        [_, _, count, option] if args::is(option, "WITHVALUES") => (args::int(count)?, true),
+        _ => return Err(args::syntax()),
+    };
+    // Redis' bounds: -LONG_MAX at most, and half of it with values (two replies each).
+    let limit = if with_values { i64::MAX / 2 } else { i64::MAX };
+    if count < -limit || count > limit {
+        return Err(out_of_range());
+    }
+    let pairs = kv.hrandfield(a[1], count, with_values)?;
+    if with_values && r.protocol == crate::resp::reply::Protocol::Resp3 {
+        r.array(pairs.len());
+        for (field, value) in &pairs {
+            r.array(2);
+            r.bulk(field);
+            r.bulk(value);
+        }
+    } else {
+        r.array(pairs.len() * if with_values { 2 } else { 1 });
+        for (field, value) in &pairs {
+            r.bulk(field);
+            if with_values {
+                r.bulk(value);
+            }
+        }
+    }
     Ok(())
 }
 

@@ -151,6 +151,47 @@ pub fn debug(_: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'
     Ok(())
 }
 
+/// MEMORY USAGE key [SAMPLES n] | STATS | DOCTOR | PURGE: what keys and the server hold.
+/// A key's usage is what its shard counts for it (key, value, bookkeeping, TTL entry):
+/// exact for strings, and for a collection its counted size whatever SAMPLES asks.
+pub fn memory(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    use hotset_core::kv::KvOps;
+    let sub = a[1];
+    if args::is(sub, "USAGE") {
+        match a {
+            [_, _, _] => {}
+            [_, _, _, option, count] if args::is(option, "SAMPLES") => {
+                args::int(count)?;
+            }
+            [_, _, _, ..] => return Err(syntax()),
+            _ => return Err(CmdError("ERR wrong number of arguments for 'memory|usage' command".into())),
+        }
+        match session.keyspace.memory_usage(a[2])? {
+            Some(bytes) => r.int(bytes as i64),
+            None => r.null(),
+        }
+    } else if args::is(sub, "STATS") {
+        let db = state.db();
+        let spaces: Vec<_> = db.keyspaces().list().iter().filter_map(|n| db.keyspaces().get(n)).collect();
+        let keys: usize = spaces.iter().map(|k| k.len()).sum();
+        let dataset: usize = spaces.iter().map(|k| k.memory_bytes()).sum();
+        r.map(3);
+        r.bulk(b"keys.count");
+        r.int(keys as i64);
+        r.bulk(b"dataset.bytes");
+        r.int(dataset as i64);
+        r.bulk(b"clients.normal");
+        r.int(state.connected_clients() as i64);
+    } else if args::is(sub, "DOCTOR") {
+        r.verbatim("Hotset reports its memory in INFO memory and MEMORY STATS; there is no diagnosis to add.\n");
+    } else if args::is(sub, "PURGE") {
+        r.ok();
+    } else {
+        return Err(unknown_subcommand("MEMORY", sub));
+    }
+    Ok(())
+}
+
 /// FUNCTION FLUSH [ASYNC|SYNC] | FUNCTION LIST: no function library can be loaded yet
 /// (Lua comes with stored procedures), so there is none to flush or list.
 pub fn function(_: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {

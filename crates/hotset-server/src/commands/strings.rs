@@ -62,7 +62,7 @@ pub fn decrby<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
 }
 
 pub fn incrbyfloat<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    r.bulk(&kv.incr_by_float(a[1], args::float(a[2])?)?);
+    r.bulk(&kv.incr_by_float(a[1], args::float_increment(a[2])?)?);
     Ok(())
 }
 

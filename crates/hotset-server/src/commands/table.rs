@@ -334,6 +334,7 @@ pub static COMMANDS: &[Spec] = &[
     kv!("HLEN", 2, false, "hash", "Number of fields in a hash.", hashes::hlen),
     kv!("HMGET", -3, false, "hash", "The values of several hash fields.", hashes::hmget),
     kv!("HMSET", -4, true, "hash", "Sets several hash fields (deprecated form of HSET).", hashes::hmset),
+    kv!("HRANDFIELD", -2, false, "hash", "Random fields of a hash, with their values on request.", hashes::hrandfield),
     kv!("HSCAN", -3, false, "hash", "Iterates over the fields of a hash.", hashes::hscan),
     kv!("HSET", -4, true, "hash", "Sets hash fields; returns how many were new.", hashes::hset),
     kv!("HSETNX", 4, true, "hash", "Sets a hash field only if it does not exist.", hashes::hsetnx),
@@ -345,6 +346,9 @@ pub static COMMANDS: &[Spec] = &[
     conn("INFO", -1, server::info, "Server information and statistics.").queue_then_refuse(),
     kv!("KEYS", 2, false, "generic", "Every key matching a glob pattern.", keys::keys).keyless(),
     conn("LASTSAVE", 1, server::lastsave, "Unix time of the last successful snapshot.").queue_then_refuse(),
+    conn("MEMORY", -2, server::memory, "Memory use: USAGE key, STATS, DOCTOR, PURGE.")
+        .keys(2, 2, 1)
+        .queue_then_refuse(),
     kv!("MGET", -2, false, "string", "The values of several keys.", strings::mget).keys(1, -1, 1),
     kv!("MSET", -3, true, "string", "Sets several keys atomically.", strings::mset).keys(1, -1, 2),
     kv!("MSETNX", -3, true, "string", "Sets several keys only if none of them exists.", strings::msetnx).keys(1, -1, 2),

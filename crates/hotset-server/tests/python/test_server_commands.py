@@ -223,3 +223,39 @@ def read_until(sock, end):
         assert chunk, f"closed after {data!r}"
         data += chunk
     return data
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_hrandfield_and_memory_usage(server, protocol):
+    r = server.client(protocol=protocol, decode_responses=True)
+    fields = {f"f{i}": f"v{i}" for i in range(100)}
+    r.hset("h", mapping=fields)
+    assert r.hrandfield("h") in fields
+    assert r.hrandfield("missing") is None
+    assert r.hrandfield("missing", 5) == [] and r.hrandfield("h", 0) == []
+    # Positive counts: distinct fields, all of them past the size.
+    for count in (3, 50, 90, 100, 1000):
+        picked = r.hrandfield("h", count)
+        assert len(picked) == min(count, 100) and len(set(picked)) == len(picked) and set(picked) <= set(fields)
+    # Negative counts: that many, repeats allowed.
+    picked = r.hrandfield("h", -500)
+    assert len(picked) == 500 and set(picked) <= set(fields) and len(set(picked)) < 500
+    pairs = r.execute_command("HRANDFIELD", "h", 5, "WITHVALUES")
+    if protocol == 3:
+        assert len(pairs) == 5 and all(fields[f] == v for f, v in pairs)
+    else:
+        assert len(pairs) == 10 and all(fields[f] == v for f, v in zip(pairs[::2], pairs[1::2]))
+    with pytest.raises(redis.ResponseError, match="value is out of range"):
+        r.execute_command("HRANDFIELD", "h", -9223372036854775808)
+    with pytest.raises(redis.ResponseError, match="value is out of range"):
+        r.execute_command("HRANDFIELD", "h", -9223372036854770000, "WITHVALUES")
+    r.set("k", "x" * 1000)
+    assert r.memory_usage("k") >= 1000 + 1
+    assert r.memory_usage("h") > sum(len(f) + len(v) for f, v in fields.items())
+    assert r.memory_usage("missing") is None
+    with pytest.raises(redis.ResponseError, match="value is NaN or Infinity"):
+        r.hincrbyfloat("hf", "f", float("inf"))
+    assert r.exists("hf") == 0
+    r.set("n", 1)
+    with pytest.raises(redis.ResponseError, match="would produce NaN or Infinity"):
+        r.incrbyfloat("n", float("inf"))
