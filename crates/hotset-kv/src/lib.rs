@@ -90,6 +90,7 @@ pub use store::glob::{Glob, glob_match};
 pub use store::router::MAX_SHARDS;
 pub use store::scan::FieldPairs;
 pub use txn::KeyspaceTxn;
+pub use types::bits::{BitRange, RangeUnit};
 pub use types::keys::{TTL_MISSING, TTL_NONE};
 pub use types::number::format_i64_inline;
 

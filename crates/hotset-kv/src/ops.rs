@@ -15,10 +15,11 @@
 //! order (read for MGET/EXISTS/KEYS/DBSIZE, write otherwise).
 
 use super::access::{KvResult, ShardAccess};
-use super::options::{ExpireCondition, SetCondition, SetOptions, SetOutcome};
+use super::options::{ExpireCondition, SetCondition, SetExpiry, SetOptions, SetOutcome};
 use crate::store::expiry::deadline_after;
 use crate::store::glob::Glob;
 use crate::store::scan::{FieldPairs, scan_keys};
+use crate::types::bits::BitRange;
 
 fn firsts<'a>(pairs: &'a [(&'a [u8], &'a [u8])]) -> impl Iterator<Item = &'a [u8]> + 'a {
     pairs.iter().map(|(k, _)| *k)
@@ -69,6 +70,44 @@ pub trait KvOps: ShardAccess {
     /// APPEND: returns the new length. Keeps the TTL.
     fn append(&self, key: &[u8], tail: &[u8]) -> KvResult<usize> {
         self.write_key(key, |s, k, ctx| s.append(k, ctx, tail))
+    }
+
+    /// GETEX: the string, with its TTL changed (see `Shard::getex`).
+    fn getex(&self, key: &[u8], change: Option<Option<SetExpiry>>) -> KvResult<Option<Vec<u8>>> {
+        if change.is_none() {
+            return self.get(key);
+        }
+        self.write_key(key, |s, k, ctx| s.getex(k, ctx.now, change))
+    }
+
+    /// GETRANGE (SUBSTR): bytes `start..=end`, negatives from the end, clamped.
+    fn getrange(&self, key: &[u8], start: i64, end: i64) -> KvResult<Vec<u8>> {
+        self.read_key(key, |s, k, ctx| s.getrange(k, ctx.now, start, end))
+    }
+
+    /// SETRANGE: writes `value` at `offset` (zero padding); the new length.
+    fn setrange(&self, key: &[u8], offset: usize, value: &[u8]) -> KvResult<usize> {
+        self.write_key(key, |s, k, ctx| s.setrange(k, ctx, offset, value))
+    }
+
+    /// GETBIT.
+    fn getbit(&self, key: &[u8], offset: u64) -> KvResult<u8> {
+        self.read_key(key, |s, k, ctx| s.getbit(k, ctx.now, offset))
+    }
+
+    /// SETBIT: the bit's previous value.
+    fn setbit(&self, key: &[u8], offset: u64, on: bool) -> KvResult<u8> {
+        self.write_key(key, |s, k, ctx| s.setbit(k, ctx, offset, on))
+    }
+
+    /// BITCOUNT over the string or a range of it.
+    fn bitcount(&self, key: &[u8], range: Option<BitRange>) -> KvResult<u64> {
+        self.read_key(key, |s, k, ctx| s.bitcount(k, ctx.now, range))
+    }
+
+    /// BITPOS: the first bit equal to `wanted`, or -1 (see `Shard::bitpos`).
+    fn bitpos(&self, key: &[u8], wanted: u8, range: Option<BitRange>, end_given: bool) -> KvResult<i64> {
+        self.read_key(key, |s, k, ctx| s.bitpos(k, ctx.now, wanted, range, end_given))
     }
 
     /// STRLEN: length in bytes, 0 if missing.

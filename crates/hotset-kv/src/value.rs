@@ -102,6 +102,14 @@ impl StrValue {
         }
     }
 
+    /// The bytes, owned: a long string's buffer moves out without a copy.
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            Self::Raw(bytes) => bytes,
+            other => other.to_bytes(),
+        }
+    }
+
     /// Length in bytes (STRLEN).
     pub fn len(&self) -> usize {
         match self {

@@ -9,6 +9,7 @@
 //! locks and passes one "now"; `persist` logs what a write touched), or change a key
 //! before every check that can fail has passed.
 
+pub(crate) mod bits;
 pub(crate) mod field_map;
 pub(crate) mod hashes;
 pub(crate) mod keys;

@@ -139,6 +139,36 @@ impl Shard {
         Ok(new_len)
     }
 
+    /// GETEX: the string, and its TTL changed as `change` says (`None`: unchanged;
+    /// `Some(None)`: PERSIST; `Some(Some(expiry))`: EX/PX/EXAT/PXAT, a deadline already
+    /// passed deleting the key).
+    pub fn getex(&mut self, key: KeyRef<'_>, now: u64, change: Option<Option<SetExpiry>>) -> KvResult<Option<Vec<u8>>> {
+        let Some(change) = change else {
+            return self.get_string(key, now);
+        };
+        let deadline = match change {
+            None => None,
+            Some(expiry) => {
+                let options = SetOptions { expiry: Some(expiry), ..SetOptions::default() };
+                match set_ttl(&options, now).map_err(|_| KvError::InvalidExpireTime { command: "getex" })? {
+                    SetTtl::At(at) => Some(Some(at)),
+                    _ => Some(None),
+                }
+            }
+        };
+        let Some(mut live) = self.get_mut_untouched(key, now) else { return Ok(None) };
+        let bytes = as_str(live.value())?.to_bytes();
+        match deadline {
+            // PERSIST: only a key with a TTL changes.
+            None if live.expire_at().is_none() => return Ok(Some(bytes)),
+            None => live.set_expire_at(None),
+            Some(Some(at)) => live.set_expire_at(Some(at)),
+            Some(None) => drop(live.remove()),
+        }
+        self.touch(key.bytes);
+        Ok(Some(bytes))
+    }
+
     /// INCRBY (DECRBY is INCRBY of the negation): returns the new value.
     pub fn incr_by(&mut self, key: KeyRef<'_>, now: u64, by: i64) -> KvResult<i64> {
         let Some(mut live) = self.get_mut(key, now) else {

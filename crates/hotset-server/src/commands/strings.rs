@@ -9,7 +9,7 @@
 
 use super::args::{self, CmdError, CmdResult, syntax};
 use crate::resp::reply::Reply;
-use hotset_core::kv::{KvOps, SetCondition, SetExpiry, SetOptions};
+use hotset_core::kv::{BitRange, KvOps, RangeUnit, SetCondition, SetExpiry, SetOptions};
 
 pub fn get<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     kv.get_with(a[1], |value| r.bulk_or_null(value))?;
@@ -170,5 +170,115 @@ fn set_with_ttl<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>, command: &str,
     let options = SetOptions { expiry: Some(SetExpiry::Ex(ms)), ..SetOptions::default() };
     kv.set(a[1], a[3], options)?;
     r.ok();
+    Ok(())
+}
+
+/// GETEX key [EX s | PX ms | EXAT t | PXAT t | PERSIST]
+pub fn getex<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let invalid = || CmdError("ERR invalid expire time in 'getex' command".into());
+    let change = match a {
+        [_, _] => None,
+        [_, _, word] if args::is(word, "PERSIST") => Some(None),
+        [_, _, word, value] => {
+            let (scale, absolute) = if args::is(word, "EX") {
+                (1000, false)
+            } else if args::is(word, "PX") {
+                (1, false)
+            } else if args::is(word, "EXAT") {
+                (1000, true)
+            } else if args::is(word, "PXAT") {
+                (1, true)
+            } else {
+                return Err(syntax());
+            };
+            let value = args::int(value)?;
+            if value <= 0 {
+                return Err(invalid());
+            }
+            let ms = (value as u64).checked_mul(scale).filter(|ms| *ms <= i64::MAX as u64).ok_or_else(invalid)?;
+            Some(Some(if absolute { SetExpiry::At(ms) } else { SetExpiry::Ex(ms) }))
+        }
+        _ => return Err(syntax()),
+    };
+    r.bulk_or_null(kv.getex(a[1], change)?.as_deref());
+    Ok(())
+}
+
+/// GETRANGE key start end (and SUBSTR, its old name).
+pub fn getrange<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.bulk(&kv.getrange(a[1], args::int(a[2])?, args::int(a[3])?)?);
+    Ok(())
+}
+
+/// SETRANGE key offset value
+pub fn setrange<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let offset = usize::try_from(args::int(a[2])?).map_err(|_| CmdError("ERR offset is out of range".into()))?;
+    r.int(kv.setrange(a[1], offset, a[3])? as i64);
+    Ok(())
+}
+
+/// A bit offset: below 2^32, as Redis allows (512 MB of bits).
+fn bit_offset(arg: &[u8]) -> Result<u64, CmdError> {
+    let error = || CmdError("ERR bit offset is not an integer or out of range".into());
+    let offset = args::int(arg).map_err(|_| error())?;
+    u64::try_from(offset).ok().filter(|o| *o < 1 << 32).ok_or_else(error)
+}
+
+/// GETBIT key offset
+pub fn getbit<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.int(i64::from(kv.getbit(a[1], bit_offset(a[2])?)?));
+    Ok(())
+}
+
+/// SETBIT key offset 0|1
+pub fn setbit<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let offset = bit_offset(a[2])?;
+    let on = match a[3] {
+        b"1" => true,
+        b"0" => false,
+        _ => return Err(CmdError("ERR bit is not an integer or out of range".into())),
+    };
+    r.int(i64::from(kv.setbit(a[1], offset, on)?));
+    Ok(())
+}
+
+/// `start end [BYTE|BIT]` of BITCOUNT and BITPOS, from `at`.
+fn bit_range(a: &[&[u8]], at: usize) -> Result<Option<BitRange>, CmdError> {
+    let Some(start) = a.get(at) else { return Ok(None) };
+    let start = args::int(start)?;
+    let end = match a.get(at + 1) {
+        Some(end) => args::int(end)?,
+        None => i64::MAX,
+    };
+    let unit = match a.get(at + 2) {
+        None => RangeUnit::Byte,
+        Some(word) if args::is(word, "BYTE") => RangeUnit::Byte,
+        Some(word) if args::is(word, "BIT") => RangeUnit::Bit,
+        Some(_) => return Err(syntax()),
+    };
+    if a.len() > at + 3 {
+        return Err(syntax());
+    }
+    Ok(Some(BitRange { start, end, unit }))
+}
+
+/// BITCOUNT key [start end [BYTE|BIT]]
+pub fn bitcount<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    if a.len() == 3 {
+        return Err(syntax());
+    }
+    r.int(kv.bitcount(a[1], bit_range(a, 2)?)? as i64);
+    Ok(())
+}
+
+/// BITPOS key 0|1 [start [end [BYTE|BIT]]]
+pub fn bitpos<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let wanted = match a[2] {
+        b"1" => 1,
+        b"0" => 0,
+        _ => return Err(CmdError("ERR The bit argument must be 1 or 0.".into())),
+    };
+    let range = bit_range(a, 3)?;
+    r.int(kv.bitpos(a[1], wanted, range, a.len() > 4)?);
     Ok(())
 }

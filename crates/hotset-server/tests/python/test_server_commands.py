@@ -259,3 +259,63 @@ def test_hrandfield_and_memory_usage(server, protocol):
     r.set("n", 1)
     with pytest.raises(redis.ResponseError, match="would produce NaN or Infinity"):
         r.incrbyfloat("n", float("inf"))
+
+
+def test_string_ranges_and_bits_survive_a_kill(tmp_path):
+    server = Server(str(tmp_path / "data"))
+    r = server.client()
+    r.set("s", "Hello World")
+    assert r.getrange("s", 0, 4) == b"Hello" and r.getrange("s", -5, -1) == b"World"
+    assert r.getrange("s", 5, 2) == b"" and r.getrange("s", -100, 100) == b"Hello World"
+    assert r.execute_command("SUBSTR", "s", 6, -1) == b"World"
+    assert r.setrange("s", 6, "Redis") == 11 and r.get("s") == b"Hello Redis"
+    assert r.setrange("pad", 3, "x") == 4 and r.get("pad") == b"\x00\x00\x00x"
+    assert r.setrange("none", 5, "") == 0 and r.exists("none") == 0, "an empty write creates nothing"
+    with pytest.raises(redis.ResponseError, match="offset is out of range"):
+        r.setrange("s", -1, "x")
+    with pytest.raises(redis.ResponseError, match="maximum allowed size"):
+        r.setrange("s", 512 * 1024 * 1024 - 4, "world")
+    r.set("n", 12345)  # stored as an integer: the byte writes see its text
+    assert r.setrange("n", 0, "9") == 5 and r.get("n") == b"92345" and r.incr("n") == 92346
+    # Bits: bit 0 is the high bit of byte 0.
+    assert r.setbit("b", 7, 1) == 0 and r.get("b") == b"\x01"
+    assert r.setbit("b", 7, 1) == 1 and r.getbit("b", 7) == 1 and r.getbit("b", 100) == 0
+    assert r.setbit("b", 23, 1) == 0 and r.get("b") == b"\x01\x00\x01"
+    with pytest.raises(redis.ResponseError, match="bit offset is not an integer or out of range"):
+        r.setbit("b", 2**32, 1)
+    with pytest.raises(redis.ResponseError, match="bit is not an integer or out of range"):
+        r.execute_command("SETBIT", "b", 1, 2)
+    r.set("v", b"\xff\xf0\x00")
+    assert r.bitcount("v") == 12 and r.bitcount("v", 1, 1) == 4 and r.bitcount("missing") == 0
+    assert r.execute_command("BITCOUNT", "v", 5, 30, "BIT") == 7
+    assert r.bitpos("v", 0) == 12 and r.bitpos("v", 1, 2) == -1 and r.bitpos("v", 0, 0, 0) == -1
+    assert r.bitpos("missing", 0) == 0 and r.bitpos("missing", 1) == -1
+    r.set("ones", b"\xff")
+    assert r.bitpos("ones", 0) == 8, "past the end when no end is given"
+    assert r.execute_command("BITPOS", "ones", 0, 0, -1) == -1
+    with pytest.raises(redis.ResponseError, match="syntax error"):
+        r.execute_command("BITCOUNT", "v", 0)
+    with pytest.raises(redis.ResponseError, match="The bit argument must be 1 or 0"):
+        r.execute_command("BITPOS", "v", 2)
+    r.hset("h", "f", "v")
+    for call in (lambda: r.setbit("h", 1, 1), lambda: r.setrange("h", 0, "x"), lambda: r.getrange("h", 0, 1)):
+        with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+            call()
+    # GETEX changes the TTL and returns the value.
+    r.set("t", "v")
+    assert r.getex("t", ex=100) == b"v" and 99 <= r.ttl("t") <= 100
+    assert r.getex("t", persist=True) == b"v" and r.ttl("t") == -1
+    assert r.getex("t", pxat=1) == b"v" and r.exists("t") == 0, "a deadline passed deletes the key"
+    assert r.getex("t") is None
+    with pytest.raises(redis.ResponseError, match="invalid expire time in 'getex' command"):
+        r.execute_command("GETEX", "s", "EX", 0)
+    with pytest.raises(redis.ResponseError, match="syntax error"):
+        r.execute_command("GETEX", "s", "EX", 10, "PX", 10)
+    server.kill()
+    server = Server(str(tmp_path / "data"))
+    try:
+        r = server.client()
+        assert r.get("s") == b"Hello Redis" and r.get("b") == b"\x01\x00\x01" and r.get("n") == b"92346"
+        assert r.get("pad") == b"\x00\x00\x00x" and r.exists("t") == 0
+    finally:
+        server.stop()
