@@ -65,4 +65,6 @@ pub enum ExpireCondition {
     /// Only when the new expiry is earlier than the current one (a key
     /// without expiry counts as infinitely late, so LT always applies).
     Lt,
+    /// XX and LT together: only when the key has an expiry and the new one is earlier.
+    XxLt,
 }

@@ -34,7 +34,20 @@ const ACK_BATCH: usize = 256;
 /// records, small enough that a group holds little memory and keeps the namespace's
 /// readers waiting only a few milliseconds. (The ordered indexes take no part: a table's
 /// copy builds them once, at its end: `TreeLoad`.)
+/// `HOTSET_SYNC_COPY_GROUP_ROWS` sets another count (smaller groups: less memory held,
+/// and a copy's progress seen in finer steps, as the crash tests need to stop it midway).
 const COPY_GROUP_ROWS: usize = 16_384;
+
+fn copy_group_rows() -> usize {
+    static ROWS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
+        std::env::var("HOTSET_SYNC_COPY_GROUP_ROWS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(COPY_GROUP_ROWS)
+    });
+    *ROWS
+}
 const COPY_GROUP_BYTES: usize = 16 << 20;
 /// Retry delays after a transient failure.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
@@ -856,7 +869,7 @@ fn apply_copy(
                 let (_, held, bytes) = pending.get_or_insert_with(|| (table, Vec::new(), 0));
                 *bytes += docs.iter().map(|doc| doc.len()).sum::<usize>();
                 held.extend(docs);
-                if held.len() >= COPY_GROUP_ROWS || *bytes >= COPY_GROUP_BYTES {
+                if held.len() >= copy_group_rows() || *bytes >= COPY_GROUP_BYTES {
                     flush(&mut pending)?;
                 }
             }

@@ -104,6 +104,7 @@ pub fn condition_allows(condition: Option<ExpireCondition>, current: Option<NonZ
         Some(ExpireCondition::Xx) => current.is_some(),
         Some(ExpireCondition::Gt) => current.is_some_and(|c| when > c),
         Some(ExpireCondition::Lt) => current.is_none_or(|c| when < c),
+        Some(ExpireCondition::XxLt) => current.is_some_and(|c| when < c),
     }
 }
 

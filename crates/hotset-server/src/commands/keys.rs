@@ -143,19 +143,39 @@ struct Expiry {
     absolute: bool,
 }
 
-/// EXPIRE key seconds [NX|XX|GT|LT] and its millisecond / absolute variants.
+/// EXPIRE key seconds [NX | XX | GT | LT]... and its millisecond / absolute variants:
+/// options combine as Redis allows (XX with GT or LT; NX alone; not GT with LT).
 fn set_expiry<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>, expiry: Expiry) -> CmdResult {
-    let condition = match a.get(3) {
-        None => None,
-        Some(word) if args::is(word, "NX") => Some(ExpireCondition::Nx),
-        Some(word) if args::is(word, "XX") => Some(ExpireCondition::Xx),
-        Some(word) if args::is(word, "GT") => Some(ExpireCondition::Gt),
-        Some(word) if args::is(word, "LT") => Some(ExpireCondition::Lt),
-        Some(word) => return Err(CmdError(format!("ERR Unsupported option {}", String::from_utf8_lossy(word)))),
-    };
-    if a.len() > 4 {
-        return Err(syntax());
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for word in &a[3..] {
+        let flag = if args::is(word, "NX") {
+            &mut nx
+        } else if args::is(word, "XX") {
+            &mut xx
+        } else if args::is(word, "GT") {
+            &mut gt
+        } else if args::is(word, "LT") {
+            &mut lt
+        } else {
+            return Err(CmdError(format!("ERR Unsupported option {}", String::from_utf8_lossy(word))));
+        };
+        *flag = true;
     }
+    if nx && (xx || gt || lt) {
+        return Err(CmdError("ERR NX and XX, GT or LT options at the same time are not compatible".into()));
+    }
+    if gt && lt {
+        return Err(CmdError("ERR GT and LT options at the same time are not compatible".into()));
+    }
+    // GT already needs an expiry, so XX adds nothing to it; XX with LT does.
+    let condition = match (nx, xx, gt, lt) {
+        (true, ..) => Some(ExpireCondition::Nx),
+        (_, true, _, true) => Some(ExpireCondition::XxLt),
+        (_, _, true, _) => Some(ExpireCondition::Gt),
+        (_, _, _, true) => Some(ExpireCondition::Lt),
+        (_, true, ..) => Some(ExpireCondition::Xx),
+        _ => None,
+    };
     let amount = args::int(a[2])?;
     let command = expiry.command;
     let invalid = || CmdError(KvError::InvalidExpireTime { command }.to_string());

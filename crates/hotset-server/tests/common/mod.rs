@@ -33,6 +33,11 @@ impl Server {
     /// plain ports: clap refuses a flag given twice, so a test that turns a plain port off
     /// cannot pass it in `extra`.
     pub fn start_with_ports(dir: &Path, ports: &[&str], extra: &[&str]) -> Server {
+        Server::start_with_env(dir, ports, extra, &[])
+    }
+
+    /// `start_with_ports` with environment variables for the server.
+    pub fn start_with_env(dir: &Path, ports: &[&str], extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_hotset"))
             .args(["serve", "--data"])
             .arg(dir)
@@ -41,6 +46,7 @@ impl Server {
             .args(if extra.contains(&"--threads") { &[][..] } else { &["--threads", "2"][..] })
             .args(extra)
             .env("HOTSET_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

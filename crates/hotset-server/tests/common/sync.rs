@@ -825,7 +825,18 @@ pub fn crash_during_copy(source: &dyn Source, rows: u64, cycles: usize) {
     source.exec(COUNTERS_SCHEMA);
     source.exec(&source.fill_sql("counters", rows));
     let dir = tempfile::tempdir().unwrap();
-    let mut server = Server::start(dir.path(), &[]);
+    // Small copy groups: the copy's progress shows in fine steps, so a kill can land
+    // inside it whatever the machine's speed (16,384-row groups made a 200,000-row copy a
+    // dozen steps, and a busy machine could see none of them).
+    let start = || {
+        Server::start_with_env(
+            dir.path(),
+            &["--resp-port", "0", "--http-port", "0"],
+            &[],
+            &[("HOTSET_SYNC_COPY_GROUP_ROWS", "500")],
+        )
+    };
+    let mut server = start();
     declare(&server, &declaration(source, json!([{"table": source.qualified("counters"), "namespace": "counters"}])));
     let address = Mutex::new(server.http.clone());
     let (stop_writer, stop_reader) = (AtomicBool::new(false), AtomicBool::new(false));
@@ -850,7 +861,7 @@ pub fn crash_during_copy(source: &dyn Source, rows: u64, cycles: usize) {
                 during_copy += 1;
             }
             server.kill();
-            server = Server::start(dir.path(), &[]);
+            server = start();
             *address.lock().unwrap() = server.http.clone();
         }
         stop_writer.store(true, Ordering::SeqCst);

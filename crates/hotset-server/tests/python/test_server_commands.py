@@ -319,3 +319,22 @@ def test_string_ranges_and_bits_survive_a_kill(tmp_path):
         assert r.get("pad") == b"\x00\x00\x00x" and r.exists("t") == 0
     finally:
         server.stop()
+
+
+def test_expire_options_combine_as_redis_allows(server):
+    r = server.client()
+    r.set("k", "v", ex=200)
+    assert r.execute_command("EXPIRE", "k", 100, "LT", "XX") == 1 and 50 <= r.ttl("k") <= 100
+    assert r.execute_command("EXPIRE", "k", 300, "XX", "GT") == 1 and r.ttl("k") > 200
+    r.set("p", "v")
+    assert r.execute_command("EXPIRE", "p", 100, "LT", "XX") == 0 and r.ttl("p") == -1, "XX: no expiry, no change"
+    assert r.execute_command("EXPIRE", "p", 100, "LT") == 1, "LT alone: no expiry counts as infinitely late"
+    for options, text in [
+        (("LT", "GT"), "GT and LT options at the same time are not compatible"),
+        (("NX", "GT"), "NX and XX, GT or LT options at the same time are not compatible"),
+        (("NX", "XX"), "NX and XX, GT or LT options at the same time are not compatible"),
+        (("AB",), "Unsupported option AB"),
+        (("XX", "AB"), "Unsupported option AB"),
+    ]:
+        with pytest.raises(redis.ResponseError, match=text):
+            r.execute_command("EXPIRE", "k", 200, *options)
