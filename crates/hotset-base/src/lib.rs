@@ -3,12 +3,11 @@
 //! through [`journal`], and state them in the one change-record format, [`record`] (built
 //! from the byte helpers of [`wire`]).
 //!
-//! Owns: the seams every engine is built on and the bytes of the log and snapshots (every
-//! kind's number, the key-value and document operations), and nothing that knows how a
-//! namespace or a keyspace is kept in memory.
-//! Never: depend on another crate of the workspace (it sits at the bottom of the
-//! dependency graph: base <- kv <- core <- the rest), perform I/O, spawn threads, or know
-//! an engine's data structures.
+//! Owns: the seams every engine is built on, and the bytes of the log and snapshots
+//! (every kind's number, the key-value and document operations). Never: depend on
+//! another crate of the workspace (it sits at the bottom of the dependency graph:
+//! base <- kv <- core <- the rest), perform I/O, spawn threads, or know how a namespace
+//! or a keyspace is kept in memory.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
