@@ -74,10 +74,10 @@ pub trait KvOps: ShardAccess {
 
     /// GETEX: the string, with its TTL changed (see `Shard::getex`).
     fn getex(&self, key: &[u8], change: Option<Option<SetExpiry>>) -> KvResult<Option<Vec<u8>>> {
-        if change.is_none() {
-            return self.get(key);
+        match change {
+            None => self.get(key),
+            Some(change) => self.write_key(key, |s, k, ctx| s.getex(k, ctx.now, change)),
         }
-        self.write_key(key, |s, k, ctx| s.getex(k, ctx.now, change))
     }
 
     /// GETRANGE (SUBSTR): bytes `start..=end`, negatives from the end, clamped.

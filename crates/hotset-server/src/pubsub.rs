@@ -302,6 +302,11 @@ impl PubSub {
         names
     }
 
+    /// How many names of `kind` have subscribers (INFO's `pubsub_channels`).
+    pub fn names(&self, kind: Kind) -> usize {
+        self.inner.lock().names.keys().filter(|(k, _)| *k == kind).count()
+    }
+
     /// PUBSUB NUMSUB / SHARDNUMSUB: the subscribers of one name.
     pub fn subscribers(&self, kind: Kind, name: &[u8]) -> usize {
         self.inner.lock().names.get(&(kind, Arc::from(name))).map_or(0, BTreeMap::len)

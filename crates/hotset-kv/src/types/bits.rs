@@ -9,7 +9,6 @@
 //! value), grow a string past the value limit, or change a key's TTL.
 
 use crate::access::{Ctx, KvResult};
-use crate::error::KvError;
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;
 use crate::types::strings::as_str;
@@ -116,11 +115,10 @@ impl Shard {
         range: Option<BitRange>,
         end_given: bool,
     ) -> KvResult<i64> {
-        let exists = self.get(key, now).is_some();
-        self.with_string_bytes(key, now, |bytes| {
-            if !exists {
-                return if wanted == 1 { -1 } else { 0 };
-            }
+        let Some(entry) = self.get(key, now) else {
+            return Ok(if wanted == 1 { -1 } else { 0 });
+        };
+        Ok(as_str(&entry.value)?.with_bytes(|bytes| {
             let bits = bytes.len() as u64 * 8;
             let span = match range {
                 None => (bits > 0).then(|| (0, bits - 1)),
@@ -148,7 +146,7 @@ impl Shard {
                 at += 1;
             }
             if wanted == 0 && !end_given { (last + 1) as i64 } else { -1 }
-        })
+        }))
     }
 
     /// Runs `write` on the string at `key` grown with zero bytes to at least `len` bytes
@@ -188,8 +186,8 @@ impl Shard {
         if value.is_empty() {
             return self.with_string_bytes(key, ctx.now, <[u8]>::len);
         }
-        let end =
-            offset.checked_add(value.len()).ok_or(KvError::ValueTooLarge { limit: usize::MAX, actual: usize::MAX })?;
+        // Saturating: an offset near usize::MAX fails the value limit like any other.
+        let end = offset.saturating_add(value.len());
         self.write_string_bytes(key, ctx, end, |bytes| {
             bytes[offset..end].copy_from_slice(value);
             bytes.len()

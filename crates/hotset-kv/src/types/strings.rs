@@ -139,13 +139,9 @@ impl Shard {
         Ok(new_len)
     }
 
-    /// GETEX: the string, and its TTL changed as `change` says (`None`: unchanged;
-    /// `Some(None)`: PERSIST; `Some(Some(expiry))`: EX/PX/EXAT/PXAT, a deadline already
-    /// passed deleting the key).
-    pub fn getex(&mut self, key: KeyRef<'_>, now: u64, change: Option<Option<SetExpiry>>) -> KvResult<Option<Vec<u8>>> {
-        let Some(change) = change else {
-            return self.get_string(key, now);
-        };
+    /// GETEX with a TTL change: the string, and its TTL changed (`None`: PERSIST;
+    /// `Some(expiry)`: EX/PX/EXAT/PXAT, a deadline already passed deleting the key).
+    pub fn getex(&mut self, key: KeyRef<'_>, now: u64, change: Option<SetExpiry>) -> KvResult<Option<Vec<u8>>> {
         let deadline = match change {
             None => None,
             Some(expiry) => {

@@ -152,9 +152,14 @@ def test_config_timeout_closes_idle_clients(server):
     idle = socket.create_connection((server.host, server.port), timeout=10)
     # The server closes it: the read ends (b"") well before the socket's own timeout.
     assert idle.recv(16) == b""
+    # A subscriber is never idle: it outlives a client the timeout closes after it.
     subscriber = r.pubsub()
     subscriber.subscribe("c")
     subscriber.get_message(timeout=10)
+    later = socket.create_connection((server.host, server.port), timeout=10)
+    assert later.recv(16) == b""
+    assert r.publish("c", "still here") == 1
+    assert subscriber.get_message(timeout=10)["data"] == b"still here"
     r.config_set("timeout", 0)
     assert r.ping()
 
