@@ -16,7 +16,7 @@ use hotset_core::error::ErrorCode;
 use hotset_core::maintenance::Round;
 use hotset_core::query::QueryResult;
 use hotset_core::{Acks, Database, Durability, Maintenance, Query, Writes};
-use hotset_storage::{Store, StoreError};
+use hotset_storage::{ReadBarrier, Store, StoreError};
 use parking_lot::RwLock;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +34,8 @@ pub struct Engine {
     db: Arc<Database>,
     /// The folder's store; `None` in memory, and once closed.
     store: RwLock<Option<Store>>,
+    /// What an answer waits for on a folder (`None` in memory: nothing to lose).
+    barrier: Option<ReadBarrier>,
     /// In memory, the database's background work (a store runs its own).
     maintenance: Option<Maintenance>,
     settings: Settings,
@@ -46,6 +48,7 @@ impl Engine {
     pub fn on_store(store: Store, settings: Settings) -> Engine {
         Engine {
             db: Arc::clone(store.database()),
+            barrier: Some(store.read_barrier()),
             store: RwLock::new(Some(store)),
             maintenance: None,
             settings,
@@ -60,6 +63,7 @@ impl Engine {
         Ok(Engine {
             db,
             store: RwLock::new(None),
+            barrier: None,
             maintenance: Some(maintenance),
             settings,
             statements: hotset_sql::StatementCache::default(),
@@ -75,6 +79,13 @@ impl Engine {
     /// operation: a server's INFO, waiting for the log, shutting down.
     pub fn store(&self) -> &RwLock<Option<Store>> {
         &self.store
+    }
+
+    /// What a server awaits before it sends an answer, so no client sees a write that a
+    /// kill -9 could still take back (`hotset_storage::ReadBarrier`); `None`: send now.
+    /// Every answer, reads' too: a read shows other clients' writes.
+    pub fn settled(&self) -> Option<impl std::future::Future<Output = ()> + use<>> {
+        self.barrier.as_ref()?.pending()
     }
 
     /// Stops the background work, then (on a folder) writes and fsyncs the log and

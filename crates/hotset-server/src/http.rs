@@ -203,12 +203,21 @@ type ApiResult<T = Json<Value>> = Result<T, ApiError>;
 /// costs two thread switches, more than most queries (the profile-search query over 1M
 /// rows spent about 30% of the server's time in the scheduler that way); a long read is
 /// bounded by the server's query time limit.
+///
+/// The answer waits until the log holds every write it could show (`Engine::settled`).
 async fn apply(state: &Arc<ServerState>, request: Request) -> Result<Answer, ApiError> {
-    if !request.blocks() {
-        return Ok(state.engine.apply(request)?);
+    // The barrier is taken right after the request ran: a later one would also wait for
+    // writes that came after it, which its answer cannot show.
+    let (answer, settled) = if request.blocks() {
+        let state = Arc::clone(state);
+        blocking(move || Ok((state.engine.apply(request), state.engine.settled()))).await?
+    } else {
+        (state.engine.apply(request), state.engine.settled())
+    };
+    if let Some(settled) = settled {
+        settled.await;
     }
-    let state = Arc::clone(state);
-    blocking(move || Ok(state.engine.apply(request)?)).await
+    Ok(answer?)
 }
 
 /// Runs `work` on the blocking pool.

@@ -24,5 +24,5 @@ pub mod wal;
 pub use disk::{Disk, DiskFile, FaultyDisk, OsDisk};
 pub use frame::{FRAME_HEADER_BYTES, FRAME_PAYLOAD_BYTES_MAX, FrameRead, encode_frame, read_frame};
 pub use snapshot::{SnapshotError, SnapshotHooks, SnapshotInfo};
-pub use store::{RecoveryReport, Store, StoreError, StoreOptions};
+pub use store::{ReadBarrier, RecoveryReport, Store, StoreError, StoreOptions};
 pub use wal::{FsyncPolicy, RecoveryMode, ReplayReport, TornTail, Wal, WalError, WalOptions, WalStats, replay};

@@ -332,6 +332,11 @@ impl Store {
         }
     }
 
+    /// What a server's reads wait on before they answer (see [`ReadBarrier`]).
+    pub fn read_barrier(&self) -> ReadBarrier {
+        ReadBarrier(Arc::clone(&self.shared.journal.checked))
+    }
+
     /// Stops maintenance, writes and fsyncs the log, stops it and releases the folder.
     /// Handles to the database kept past this can read but no longer write.
     pub fn close(self) -> Result<(), StoreError> {
@@ -347,6 +352,31 @@ impl Drop for Store {
         if let Err(error) = self.shared.journal.close() {
             tracing::error!(%error, "closing the log failed");
         }
+    }
+}
+
+/// Makes a server's answers no fresher than its log: a write is visible to readers as
+/// soon as it is applied, before its record is written, so an answer sent at once could
+/// show a client what a kill -9 a moment later takes back (a synced row's version going
+/// back after a restart, a value that was read and then never existed). An answer waits
+/// instead until every record appended before it was built is as safe as the fsync policy
+/// promises a write's answer (written under `periodic`, fsynced under `always`, nothing
+/// under `never`), as Redis sends no reply before its AOF buffer is written. Cheap when
+/// nothing is pending (two atomic loads, no lock); under a write load a read waits for the
+/// group commit it would otherwise overtake. Holds the log itself, not the store's lock:
+/// after the store closes the wait ends at once.
+#[derive(Clone)]
+pub struct ReadBarrier(Arc<Wal>);
+
+impl ReadBarrier {
+    /// `None` when an answer can go now; else the wait (its outcome is not the reader's:
+    /// a write the log failed was refused to its writer, and the reader answers anyway).
+    pub fn pending(&self) -> Option<impl std::future::Future<Output = ()> + use<>> {
+        let lsn = self.0.unsettled()?;
+        let wait = self.0.wait_async(lsn);
+        Some(async move {
+            let _ = wait.await;
+        })
     }
 }
 

@@ -746,3 +746,63 @@ fn a_write_that_finds_no_room_in_time_gets_the_storage_error() {
     let store = Store::open(options(dir.path())).unwrap();
     assert_eq!(store.query(&Query::new("items")).unwrap().items.len(), id as usize + 1);
 }
+
+/// Runs `future` to its end on this thread, parking between polls.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+/// The read barrier: while a write's record is not yet written (the disk stalled), an
+/// answer that could show the write waits for it; once the disk answers, the wait ends,
+/// and with every record written nothing is pending.
+#[test]
+fn a_read_barrier_waits_for_the_records_before_it_and_no_longer() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(FaultyDisk::new());
+    let mut options = options(dir.path());
+    options.fsync = FsyncPolicy::Periodic(Duration::from_secs(1));
+    options.disk = disk.clone();
+    let store = Store::open(options).unwrap();
+    store.create_namespace("items", schema()).unwrap();
+    store.upsert("items", &json!({"id": 1, "year": 2000, "name": "a"})).unwrap();
+    let barrier = store.read_barrier();
+    assert!(barrier.pending().is_none(), "every record was written before the write answered");
+
+    let _unstall = Unstall(disk.clone());
+    disk.set_stalled(true);
+    let acks = hotset_core::Acks::new();
+    let writes = store.database().writes(hotset_core::Durability::Collect(&acks));
+    writes.upsert("items", &json!({"id": 2, "year": 2001, "name": "b"})).unwrap();
+    assert!(store.get("items", &json!(2)).unwrap().is_some(), "the write is visible before its record is written");
+    let pending = barrier.pending().expect("an answer now must wait for the write's record");
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        block_on(pending);
+        let _ = done.send(());
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while disk.blocked() == 0 {
+        assert!(Instant::now() < deadline, "nobody ever tried to write the record");
+        std::thread::yield_now();
+    }
+    assert!(finished.try_recv().is_err(), "the barrier ended while the record could not be written");
+    disk.set_stalled(false);
+    finished.recv_timeout(Duration::from_secs(20)).expect("the barrier ends once the record is written");
+    assert!(barrier.pending().is_none(), "nothing is pending once every record is written");
+    acks.wait().unwrap();
+    store.close().unwrap();
+}

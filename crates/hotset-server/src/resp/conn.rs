@@ -75,9 +75,16 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(state: Arc<ServerState>, m
         session.acks = Acks::new();
         limits.bulk_bytes_max = state.params.proto_max_bulk_len.load(Ordering::Relaxed) as usize;
         let batch = run_batch(&state, &mut session, &mut inbox, &input, &mut out, &limits);
+        // Nor does a reply show another client's write before the log holds it. Taken
+        // now, not after the writes settle: by then other clients' later writes, which
+        // no reply of this batch shows, would be waited for too.
+        let settled = state.engine.settled();
         let acks = std::mem::take(&mut session.acks);
         input.drain(..batch.consumed);
         settle_writes(&state, &batch.writes, &acks, &mut out).await;
+        if let Some(settled) = settled {
+            settled.await;
+        }
         if !out.is_empty() {
             if send(&mut stream, &out).await.is_err() {
                 return;

@@ -277,6 +277,18 @@ impl Wal {
         })
     }
 
+    /// The last record appended before the call, when it has not yet got as far as
+    /// [`wait`](Self::wait) waits for (`None`: every record has, or the policy waits for
+    /// nothing). A reader that saw the effect of a write and answers only once this record
+    /// is that safe never shows a client what a killed process then takes back: the record
+    /// of everything it read was appended before (under the lock the read took after it).
+    /// Lock-free: two atomic loads when nothing is pending.
+    pub fn unsettled(&self) -> Option<u64> {
+        let lsn = self.shared.appended_lsn();
+        let reach = self.reach()?;
+        (!self.shared.has_reached(lsn, reach)).then_some(lsn)
+    }
+
     /// Writes and fsyncs every record appended before the call, whatever the policy; returns
     /// the durable lsn. Never held back by coalescing: the request wakes the writer.
     pub fn sync(&self) -> Result<u64, WalError> {

@@ -224,6 +224,9 @@ pub(super) struct Shared {
     durable_lsn: AtomicU64,
     /// A copy of `ack.written_lsn`, for the same reason.
     written_lsn: AtomicU64,
+    /// The last lsn handed out (set under `queue`'s lock), for readers that must not answer
+    /// with what a crash could still take back (`Wal::unsettled`) without taking the lock.
+    appended_lsn: AtomicU64,
     /// The writer coalesces records (`Never`): appenders note when a batch began.
     coalesce: bool,
     /// Waiters write the queue themselves when the writer is free (`Periodic`): appenders
@@ -269,6 +272,7 @@ impl Shared {
         let lsn = queue.next_lsn;
         // Cannot overflow: a u64 of records is beyond any disk.
         queue.next_lsn = lsn.checked_add(1).expect("lsn space exhausted");
+        self.appended_lsn.store(lsn, Ordering::Release);
         if self.coalesce && queue.buffer.is_empty() {
             queue.first_queued_at = Some(Instant::now());
         }
@@ -381,8 +385,13 @@ impl Shared {
         lsn <= self.durable_lsn()
     }
 
+    /// The last record appended, without a lock.
+    pub fn appended_lsn(&self) -> u64 {
+        self.appended_lsn.load(Ordering::Acquire)
+    }
+
     /// Whether record `lsn` is known to have reached `reach`, without a lock.
-    fn has_reached(&self, lsn: u64, reach: Reach) -> bool {
+    pub fn has_reached(&self, lsn: u64, reach: Reach) -> bool {
         let reached = match reach {
             Reach::Written => &self.written_lsn,
             Reach::Durable => &self.durable_lsn,
@@ -664,6 +673,7 @@ impl Writer {
             failed: AtomicBool::new(false),
             durable_lsn: AtomicU64::new(next_lsn - 1),
             written_lsn: AtomicU64::new(next_lsn - 1),
+            appended_lsn: AtomicU64::new(next_lsn - 1),
             // Only where nobody waits for a record to be written: under `Periodic` every
             // write's answer waits for its `write(2)`, so holding records back would only
             // add the window to every write's latency.
