@@ -8,6 +8,7 @@ use hotset_core::{Error, FieldType, IndexDef, Query, WriteMode};
 use hotset_storage::frame::{FrameRead, read_frame};
 use hotset_storage::wal::segment::{SEGMENT_HEADER_BYTES, parse_segment_name};
 use hotset_storage::{FaultyDisk, FsyncPolicy, RecoveryMode, Store, StoreOptions};
+use hotset_testkit::block_on;
 use hotset_testkit::durable::{copy_folder, dump};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -745,25 +746,6 @@ fn a_write_that_finds_no_room_in_time_gets_the_storage_error() {
     store.close().unwrap();
     let store = Store::open(options(dir.path())).unwrap();
     assert_eq!(store.query(&Query::new("items")).unwrap().items.len(), id as usize + 1);
-}
-
-/// Runs `future` to its end on this thread, parking between polls.
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = std::task::Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-        std::thread::park();
-    }
 }
 
 /// The read barrier: while a write's record is not yet written (the disk stalled), an

@@ -20,6 +20,7 @@ use hotset_storage::wal::segment::{SEGMENT_HEADER_BYTES, segment_path};
 use hotset_storage::{
     FaultyDisk, FsyncPolicy, RecoveryMode, ReplayReport, Wal, WalError, WalOptions, WalStats, replay,
 };
+use hotset_testkit::block_on;
 use proptest::prelude::*;
 
 type Records = Vec<(u64, Vec<u8>)>;
@@ -1300,25 +1301,6 @@ proptest! {
             }
             Err(error) => prop_assert!(matches!(error, WalError::MissingSegment { .. }), "{}", error),
         }
-    }
-}
-
-/// Runs a future to completion on this thread, parking between polls.
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = std::task::Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-        std::thread::park();
     }
 }
 
