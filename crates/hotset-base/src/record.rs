@@ -29,8 +29,13 @@
 //!                                                  | 2 key:bytes
 //!                                                  | 3 key:bytes expire_at_ms:varint
 //!                                                      count (field:bytes value:bytes)*
-//!                                                      count field:bytes* }*
+//!                                                      count field:bytes*
+//!                                                  | 4 key:bytes expire_at_ms:varint first:zigzag
+//!                                                      length:varint count (position:zigzag element:bytes)*
+//!                                                  | 5 key:bytes expire_at_ms:varint count member:bytes*
+//!                                                      count member:bytes* }*
 //!        value = 1 bytes | 2 zigzag-varint integer | 3 count (field:bytes value:bytes)*
+//!              | 4 first:zigzag count element:bytes* | 5 count member:bytes*
 //!   8 drop keyspace      keyspace:bytes
 //!   9 group              count part:bytes*  (each part a payload of any kind but 9)
 //!  10 metadata           key:bytes  { 0 (removed) | 1 value:bytes }
@@ -39,7 +44,9 @@
 //! end of the payload; the record's length comes from the log frame around it. Formats
 //! differ only in the index definitions of kinds 1 and 4; the head (kind, then the name of
 //! the namespace, keyspace or metadata key) is the same in every format, which `target`
-//! relies on. A group is the one change with several targets: its parts are changes of
+//! relies on. Key-value operations 4 and 5 and values 4 and 5 (lists and sets) came
+//! without a new format: they add bytes no earlier file holds and read no earlier byte
+//! differently, so a build without them stops at them as at any unknown kind. A group is the one change with several targets: its parts are changes of
 //! their own, each with one target, and what recovery routes are the parts (`parts`).
 
 use crate::wire::{Reader, RecordError, put_bytes, put_varint};
@@ -136,6 +143,35 @@ pub enum KvChange<'a> {
         /// The key's deadline in milliseconds since the Unix epoch; `None` for no expiry.
         expire_at_ms: Option<u64>,
     },
+    /// An existing list after a write that did not shift its elements (pushes and pops at
+    /// either end, LSET, LTRIM): the positions it covers now and the elements written at
+    /// their positions. Elements have absolute positions (a push at the head takes the
+    /// one before the head), so replaying this sets the same state however often it is
+    /// applied: the list is cut or padded to the window, then the elements are put.
+    ListEdit {
+        /// The list's key.
+        key: &'a [u8],
+        /// The position of the head now.
+        first: i64,
+        /// How many elements it holds now.
+        len: u64,
+        /// Elements written, by position (all inside the window).
+        puts: Vec<(i64, &'a [u8])>,
+        /// The key's deadline in milliseconds since the Unix epoch; `None` for no expiry.
+        expire_at_ms: Option<u64>,
+    },
+    /// Some members of an existing set: members now present and members now absent, as
+    /// `HashFields` is for hashes.
+    SetMembers {
+        /// The set's key.
+        key: &'a [u8],
+        /// Members now in the set.
+        added: Vec<&'a [u8]>,
+        /// Members now absent.
+        removed: Vec<&'a [u8]>,
+        /// The key's deadline in milliseconds since the Unix epoch; `None` for no expiry.
+        expire_at_ms: Option<u64>,
+    },
 }
 
 /// A key's value.
@@ -147,6 +183,16 @@ pub enum KvData<'a> {
     Int(i64),
     /// A hash: field and value pairs.
     Hash(Vec<(&'a [u8], &'a [u8])>),
+    /// A list: the absolute position of its head (see [`KvChange::ListEdit`]) and its
+    /// elements from the head.
+    List {
+        /// The position of the head.
+        first: i64,
+        /// The elements, head first.
+        items: Vec<&'a [u8]>,
+    },
+    /// A set: its members.
+    Set(Vec<&'a [u8]>),
 }
 
 /// The numbers of change kinds, of the operations inside `Docs` and `Kv` changes, and of
@@ -178,12 +224,20 @@ pub mod kind {
     pub const OP_DELETE: u8 = 2;
     /// Operation 3 of a `Kv` change: some fields of a hash.
     pub const OP_HASH_FIELDS: u8 = 3;
+    /// Operation 4 of a `Kv` change: a list's window and the elements written in it.
+    pub const OP_LIST_EDIT: u8 = 4;
+    /// Operation 5 of a `Kv` change: some members of a set.
+    pub const OP_SET_MEMBERS: u8 = 5;
     /// Value kind 1 of a key: a string of bytes.
     pub const VALUE_STR: u8 = 1;
     /// Value kind 2 of a key: an integer (zigzag varint).
     pub const VALUE_INT: u8 = 2;
     /// Value kind 3 of a key: a hash.
     pub const VALUE_HASH: u8 = 3;
+    /// Value kind 4 of a key: a list.
+    pub const VALUE_LIST: u8 = 4;
+    /// Value kind 5 of a key: a set.
+    pub const VALUE_SET: u8 = 5;
 }
 
 /// What the change in `bytes` changes, read from its head alone. Every change names
@@ -289,13 +343,54 @@ impl KvChange<'_> {
                     put_bytes(out, field);
                     put_bytes(out, value);
                 }
-                put_varint(out, removed.len() as u64);
-                for field in removed {
-                    put_bytes(out, field);
+                put_list(out, removed);
+            }
+            KvChange::ListEdit { key, first, len, puts, expire_at_ms } => {
+                out.push(kind::OP_LIST_EDIT);
+                put_bytes(out, key);
+                put_varint(out, expire_at_ms.unwrap_or(0));
+                put_zigzag(out, *first);
+                put_varint(out, *len);
+                put_varint(out, puts.len() as u64);
+                for (position, item) in puts {
+                    put_zigzag(out, *position);
+                    put_bytes(out, item);
                 }
+            }
+            KvChange::SetMembers { key, added, removed, expire_at_ms } => {
+                out.push(kind::OP_SET_MEMBERS);
+                put_bytes(out, key);
+                put_varint(out, expire_at_ms.unwrap_or(0));
+                put_list(out, added);
+                put_list(out, removed);
             }
         }
     }
+}
+
+/// A count, then each of `items` as bytes.
+fn put_list(out: &mut Vec<u8>, items: &[&[u8]]) {
+    put_varint(out, items.len() as u64);
+    for item in items {
+        put_bytes(out, item);
+    }
+}
+
+/// A signed integer as a zigzag varint (small magnitudes take few bytes either side of 0).
+fn put_zigzag(out: &mut Vec<u8>, value: i64) {
+    put_varint(out, ((value << 1) ^ (value >> 63)) as u64);
+}
+
+/// Reads what `put_zigzag` wrote.
+fn zigzag(reader: &mut Reader<'_>) -> Result<i64> {
+    let zigzag = reader.varint()?;
+    Ok(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
+}
+
+/// Reads what `put_list` wrote.
+fn list<'a>(reader: &mut Reader<'a>, what: &str) -> Result<Vec<&'a [u8]>> {
+    let count = reader.count(1, what)?;
+    (0..count).map(|_| reader.bytes()).collect()
 }
 
 impl KvData<'_> {
@@ -307,7 +402,7 @@ impl KvData<'_> {
             }
             KvData::Int(value) => {
                 out.push(kind::VALUE_INT);
-                put_varint(out, ((value << 1) ^ (value >> 63)) as u64);
+                put_zigzag(out, *value);
             }
             KvData::Hash(pairs) => {
                 out.push(kind::VALUE_HASH);
@@ -316,6 +411,15 @@ impl KvData<'_> {
                     put_bytes(out, field);
                     put_bytes(out, value);
                 }
+            }
+            KvData::List { first, items } => {
+                out.push(kind::VALUE_LIST);
+                put_zigzag(out, *first);
+                put_list(out, items);
+            }
+            KvData::Set(members) => {
+                out.push(kind::VALUE_SET);
+                put_list(out, members);
             }
         }
     }
@@ -360,9 +464,27 @@ pub fn decode_kv_ops<'a>(reader: &mut Reader<'a>, format: Format) -> Result<Vec<
                 for _ in 0..count {
                     set.push((reader.bytes()?, reader.bytes()?));
                 }
-                let count = reader.count(1, "removed hash fields")?;
-                let removed = (0..count).map(|_| reader.bytes()).collect::<Result<_>>()?;
+                let removed = list(reader, "removed hash fields")?;
                 KvChange::HashFields { key, set, removed, expire_at_ms }
+            }
+            kind::OP_LIST_EDIT => {
+                let key = reader.bytes()?;
+                let expire_at_ms = Some(reader.varint()?).filter(|&at| at != 0);
+                let first = zigzag(reader)?;
+                let len = reader.varint()?;
+                let count = reader.count(2, "list elements")?;
+                let mut puts = Vec::with_capacity(count);
+                for _ in 0..count {
+                    puts.push((zigzag(reader)?, reader.bytes()?));
+                }
+                KvChange::ListEdit { key, first, len, puts, expire_at_ms }
+            }
+            kind::OP_SET_MEMBERS => {
+                let key = reader.bytes()?;
+                let expire_at_ms = Some(reader.varint()?).filter(|&at| at != 0);
+                let added = list(reader, "set members")?;
+                let removed = list(reader, "removed set members")?;
+                KvChange::SetMembers { key, added, removed, expire_at_ms }
             }
             _ => return reader.fail("unknown key-value operation"),
         });
@@ -373,10 +495,7 @@ pub fn decode_kv_ops<'a>(reader: &mut Reader<'a>, format: Format) -> Result<Vec<
 fn decode_kv_value<'a>(reader: &mut Reader<'a>) -> Result<KvData<'a>> {
     Ok(match reader.byte()? {
         kind::VALUE_STR => KvData::Str(reader.bytes()?),
-        kind::VALUE_INT => {
-            let zigzag = reader.varint()?;
-            KvData::Int(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
-        }
+        kind::VALUE_INT => KvData::Int(zigzag(reader)?),
         kind::VALUE_HASH => {
             let count = reader.count(2, "hash fields")?;
             let mut pairs = Vec::with_capacity(count);
@@ -385,6 +504,8 @@ fn decode_kv_value<'a>(reader: &mut Reader<'a>) -> Result<KvData<'a>> {
             }
             KvData::Hash(pairs)
         }
+        kind::VALUE_LIST => KvData::List { first: zigzag(reader)?, items: list(reader, "list elements")? },
+        kind::VALUE_SET => KvData::Set(list(reader, "set members")?),
         _ => return reader.fail("unknown value kind"),
     })
 }

@@ -33,9 +33,12 @@ pub enum KvError {
     /// INCRBYFLOAT/HINCRBYFLOAT whose result is NaN or infinite.
     #[error("ERR increment would produce NaN or Infinity")]
     NanOrInfinity,
-    /// RENAME of a missing key.
+    /// RENAME or LSET of a missing key.
     #[error("ERR no such key")]
     NoSuchKey,
+    /// LSET at an index outside the list.
+    #[error("ERR index out of range")]
+    IndexOutOfRange,
     /// A string value would exceed [`KvLimits::value_bytes_max`](super::KvLimits).
     #[error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")]
     ValueTooLarge {

@@ -1,5 +1,5 @@
 //! Redis-compatible key-value keyspaces: the engine behind Hotset's string,
-//! hash and generic key commands. `hotset-core` holds a [`Keyspaces`] in every
+//! hash, list, set and generic key commands. `hotset-core` holds a [`Keyspaces`] in every
 //! `Database` and re-exports this crate as `hotset_core::kv`.
 //!
 //! Owns: the public API of the crate — [`Keyspaces`] (named databases),
@@ -18,7 +18,7 @@
 //! # Model
 //! - Keys and values are byte strings. A key holds a string (integers are
 //!   strings that parse as `i64`, stored natively so INCR is cheap, but read
-//!   back byte-exact) or a hash (field → value).
+//!   back byte-exact), a hash (field → value), a list or a set.
 //! - A keyspace is split into N shards (power of two, default 16) by a
 //!   fixed-seed ahash of the key; each shard is a `parking_lot::RwLock`.
 //!   Single-key commands lock one shard; multi-key commands (MGET, MSET,
@@ -92,7 +92,10 @@ pub use store::scan::FieldPairs;
 pub use txn::KeyspaceTxn;
 pub use types::bits::{BitRange, RangeUnit};
 pub use types::keys::{TTL_MISSING, TTL_NONE};
+pub use types::list::End;
+pub use types::lists::{Popped, PosOptions};
 pub use types::number::format_i64_inline;
+pub use types::sets::SetAlgebra;
 
 // Both handles are shared across server threads; fail the build, not a
 // deployment, if a field ever breaks that.

@@ -20,12 +20,15 @@ use crate::store::expiry::deadline_after;
 use crate::store::glob::Glob;
 use crate::store::scan::{FieldPairs, scan_keys};
 use crate::types::bits::BitRange;
+use crate::types::list::End;
+use crate::types::lists::{Popped, PosOptions};
+use crate::types::sets::SetAlgebra;
 
 fn firsts<'a>(pairs: &'a [(&'a [u8], &'a [u8])]) -> impl Iterator<Item = &'a [u8]> + 'a {
     pairs.iter().map(|(k, _)| *k)
 }
 
-/// Redis string, hash and generic key commands. Bring this trait into scope
+/// Redis string, hash, list, set and generic key commands. Bring this trait into scope
 /// (`use hotset_kv::KvOps;`, or `hotset_core::kv::KvOps`) to call them on a
 /// `Keyspace` or `KeyspaceTxn`.
 ///
@@ -340,5 +343,135 @@ pub trait KvOps: ShardAccess {
     /// for fields present throughout.
     fn hscan(&self, key: &[u8], cursor: u64, pattern: Option<&[u8]>, count: usize) -> KvResult<(u64, FieldPairs)> {
         self.read_key(key, |s, k, ctx| s.hscan(k, ctx.now, cursor, pattern, count))
+    }
+
+    // ----- lists ---------------------------------------------------------
+
+    /// LPUSH/RPUSH (`only_existing`: LPUSHX/RPUSHX): the list's new length.
+    fn push(&self, key: &[u8], end: End, items: &[&[u8]], only_existing: bool) -> KvResult<usize> {
+        self.write_key(key, |s, k, ctx| s.push(k, ctx, end, items, only_existing))
+    }
+
+    /// LPOP/RPOP: up to `count` elements; `None` when the key is missing.
+    fn pop(&self, key: &[u8], end: End, count: usize) -> KvResult<Option<Vec<Vec<u8>>>> {
+        self.write_key(key, |s, k, ctx| s.pop(k, ctx.now, end, count))
+    }
+
+    /// LLEN.
+    fn llen(&self, key: &[u8]) -> KvResult<usize> {
+        self.read_key(key, |s, k, ctx| s.llen(k, ctx.now))
+    }
+
+    /// LINDEX.
+    fn lindex(&self, key: &[u8], index: i64) -> KvResult<Option<Vec<u8>>> {
+        self.read_key(key, |s, k, ctx| s.lindex(k, ctx.now, index))
+    }
+
+    /// LRANGE.
+    fn lrange(&self, key: &[u8], start: i64, stop: i64) -> KvResult<Vec<Vec<u8>>> {
+        self.read_key(key, |s, k, ctx| s.lrange(k, ctx.now, start, stop))
+    }
+
+    /// LSET.
+    fn lset(&self, key: &[u8], index: i64, item: &[u8]) -> KvResult<()> {
+        self.write_key(key, |s, k, ctx| s.lset(k, ctx, index, item))
+    }
+
+    /// LINSERT: the new length, -1 without the pivot, 0 without the key.
+    fn linsert(&self, key: &[u8], after: bool, pivot: &[u8], item: &[u8]) -> KvResult<i64> {
+        self.write_key(key, |s, k, ctx| s.linsert(k, ctx, after, pivot, item))
+    }
+
+    /// LREM: how many elements equal to `item` were removed.
+    fn lrem(&self, key: &[u8], count: i64, item: &[u8]) -> KvResult<usize> {
+        self.write_key(key, |s, k, ctx| s.lrem(k, ctx.now, count, item))
+    }
+
+    /// LTRIM.
+    fn ltrim(&self, key: &[u8], start: i64, stop: i64) -> KvResult<()> {
+        self.write_key(key, |s, k, ctx| s.ltrim(k, ctx.now, start, stop))
+    }
+
+    /// LPOS: indexes of elements equal to `item`.
+    fn lpos(&self, key: &[u8], item: &[u8], options: PosOptions) -> KvResult<Vec<usize>> {
+        self.read_key(key, |s, k, ctx| s.lpos(k, ctx.now, item, options))
+    }
+
+    /// LMOVE (RPOPLPUSH): the element moved, `None` when `src` is missing.
+    fn lmove(&self, src: &[u8], dst: &[u8], from: End, to: End) -> KvResult<Option<Vec<u8>>> {
+        self.write_keys([src, dst], |g, ctx| g.lmove(src, dst, ctx, from, to))
+    }
+
+    /// LMPOP: the first of `keys` holding a list, with up to `count` elements popped.
+    fn lmpop(&self, keys: &[&[u8]], end: End, count: usize) -> KvResult<Option<Popped>> {
+        self.write_keys(keys.iter().copied(), |g, ctx| g.lmpop(keys, ctx.now, end, count))
+    }
+
+    // ----- sets ----------------------------------------------------------
+
+    /// SADD: how many members were new.
+    fn sadd(&self, key: &[u8], members: &[&[u8]]) -> KvResult<usize> {
+        self.write_key(key, |s, k, ctx| s.sadd(k, ctx.now, members))
+    }
+
+    /// SREM: how many members were removed.
+    fn srem(&self, key: &[u8], members: &[&[u8]]) -> KvResult<usize> {
+        self.write_key(key, |s, k, ctx| s.srem(k, ctx.now, members))
+    }
+
+    /// SISMEMBER and SMISMEMBER: whether each of `members` is in the set.
+    fn smismember(&self, key: &[u8], members: &[&[u8]]) -> KvResult<Vec<bool>> {
+        self.read_key(key, |s, k, ctx| {
+            let set = s.read_set(k, ctx.now)?;
+            Ok(members.iter().map(|member| set.is_some_and(|set| set.contains(member))).collect())
+        })
+    }
+
+    /// SCARD.
+    fn scard(&self, key: &[u8]) -> KvResult<usize> {
+        self.read_key(key, |s, k, ctx| Ok(s.read_set(k, ctx.now)?.map_or(0, |set| set.len())))
+    }
+
+    /// SMEMBERS.
+    fn smembers(&self, key: &[u8]) -> KvResult<Vec<Vec<u8>>> {
+        self.read_key(key, |s, k, ctx| {
+            Ok(s.read_set(k, ctx.now)?.map(|set| set.iter().map(<[u8]>::to_vec).collect()).unwrap_or_default())
+        })
+    }
+
+    /// SPOP: up to `count` random members, removed; `None` when the key is missing.
+    fn spop(&self, key: &[u8], count: usize) -> KvResult<Option<Vec<Vec<u8>>>> {
+        self.write_key(key, |s, k, ctx| s.spop(k, ctx.now, count))
+    }
+
+    /// SRANDMEMBER key count (see `Shard::srandmember`).
+    fn srandmember(&self, key: &[u8], count: i64) -> KvResult<Vec<Vec<u8>>> {
+        self.read_key(key, |s, k, ctx| s.srandmember(k, ctx.now, count))
+    }
+
+    /// SMOVE: whether `member` moved (or was already in `dst` == `src`).
+    fn smove(&self, src: &[u8], dst: &[u8], member: &[u8]) -> KvResult<bool> {
+        self.write_keys([src, dst], |g, ctx| g.smove(src, dst, ctx.now, member))
+    }
+
+    /// SINTER, SUNION, SDIFF.
+    fn set_algebra(&self, algebra: SetAlgebra, keys: &[&[u8]]) -> KvResult<Vec<Vec<u8>>> {
+        self.read_keys(keys.iter().copied(), |g, ctx| g.set_algebra(algebra, keys, ctx.now))
+    }
+
+    /// SINTERSTORE, SUNIONSTORE, SDIFFSTORE: the stored result's size.
+    fn set_algebra_store(&self, algebra: SetAlgebra, dst: &[u8], keys: &[&[u8]]) -> KvResult<usize> {
+        let all = std::iter::once(dst).chain(keys.iter().copied());
+        self.write_keys(all, |g, ctx| g.set_algebra_store(algebra, dst, keys, ctx.now))
+    }
+
+    /// SINTERCARD: the intersection's size, counting stops at `limit` (0: none).
+    fn sintercard(&self, keys: &[&[u8]], limit: usize) -> KvResult<usize> {
+        self.read_keys(keys.iter().copied(), |g, ctx| g.sintercard(keys, ctx.now, limit))
+    }
+
+    /// SSCAN: `(next_cursor, members)`, as HSCAN.
+    fn sscan(&self, key: &[u8], cursor: u64, pattern: Option<&[u8]>, count: usize) -> KvResult<(u64, Vec<Vec<u8>>)> {
+        self.read_key(key, |s, k, ctx| s.sscan(k, ctx.now, cursor, pattern, count))
     }
 }

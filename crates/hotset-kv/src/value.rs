@@ -1,6 +1,6 @@
 //! What a key holds.
 //!
-//! Owns: [`Value`] (string or hash), [`StrValue`] (the two encodings of a
+//! Owns: [`Value`] (string, hash, list or set), [`StrValue`] (the two encodings of a
 //! string) and [`Entry`] (value + optional absolute expiry).
 //!
 //! Must never: expose an encoding difference to callers. `Int(i)` is only an
@@ -17,7 +17,9 @@ use std::num::NonZeroU64;
 
 use crate::store::small_bytes::InlineBytes;
 use crate::types::field_map::FieldMap;
+use crate::types::list::List;
 use crate::types::number::{format_i64_inline, i64_text_len, parse_f64, parse_i64};
+use crate::types::set::MemberSet;
 
 /// A string value in its cheapest faithful encoding.
 #[derive(Debug, Clone)]
@@ -150,6 +152,10 @@ pub enum Value {
     Str(StrValue),
     /// A Redis hash. Boxed so string keys do not pay for the map's size.
     Hash(Box<FieldMap>),
+    /// A Redis list, boxed likewise.
+    List(Box<List>),
+    /// A Redis set, boxed likewise.
+    Set(Box<MemberSet>),
 }
 
 impl Value {
@@ -158,6 +164,8 @@ impl Value {
         match self {
             Self::Str(_) => "string",
             Self::Hash(_) => "hash",
+            Self::List(_) => "list",
+            Self::Set(_) => "set",
         }
     }
 
@@ -166,6 +174,8 @@ impl Value {
         match self {
             Self::Str(s) => s.heap_bytes(),
             Self::Hash(h) => std::mem::size_of::<FieldMap>() + h.heap_bytes(),
+            Self::List(l) => std::mem::size_of::<List>() + l.heap_bytes(),
+            Self::Set(s) => std::mem::size_of::<MemberSet>() + s.heap_bytes(),
         }
     }
 }

@@ -13,6 +13,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod auth;
+mod blocking;
 mod client;
 mod commands;
 mod config;

@@ -28,6 +28,9 @@ pub enum Push {
     Message { kind: Kind, pattern: Option<Arc<[u8]>>, channel: Arc<[u8]>, payload: Arc<[u8]> },
     /// Close the connection (CLIENT KILL, or an outbox over its limit).
     Kill,
+    /// A blocked client's answer (`crate::blocking`): its reply, written once the log
+    /// holds record `lsn` (the pop made on its behalf).
+    Unblocked { reply: Vec<u8>, lsn: Option<u64> },
 }
 
 impl Push {
@@ -38,6 +41,7 @@ impl Push {
                 64 + channel.len() + payload.len() + pattern.as_ref().map_or(0, |p| p.len())
             }
             Push::Kill => 0,
+            Push::Unblocked { reply, .. } => reply.len(),
         }
     }
 }

@@ -30,6 +30,8 @@ pub struct ServerState {
     pub clients: Mutex<BTreeMap<u64, ClientInfo>>,
     /// Every pub/sub subscription.
     pub pubsub: PubSub,
+    /// Clients blocked on lists.
+    pub blocking: crate::blocking::Blocking,
     next_client_id: AtomicU64,
     pub stats: Stats,
     /// The TLS listeners' acceptors, once they serve (for their handshake failure counts).
@@ -141,6 +143,7 @@ impl ServerState {
             started: Instant::now(),
             clients: Mutex::new(BTreeMap::new()),
             pubsub: PubSub::default(),
+            blocking: crate::blocking::Blocking::default(),
             next_client_id: AtomicU64::new(1),
             stats: Stats::default(),
             tls: std::sync::OnceLock::new(),
@@ -193,6 +196,7 @@ impl ServerState {
     pub fn disconnect(&self, id: u64) {
         self.clients.lock().remove(&id);
         self.pubsub.disconnect(id);
+        self.blocking.cancel(id);
     }
 
     /// Changes what the client list shows for connection `id`.

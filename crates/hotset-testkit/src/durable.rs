@@ -176,6 +176,12 @@ pub fn dump(db: &Database) -> Dump {
                     pairs.sort();
                     pairs
                 }
+                "list" => keyspace.lrange(&key, 0, -1).unwrap_or_default(),
+                "set" => {
+                    let mut members = keyspace.smembers(&key).unwrap_or_default();
+                    members.sort();
+                    members
+                }
                 _ => continue,
             };
             let expire_at_ms = keyspace.expire_time_ms(&key).unwrap_or(-2);

@@ -19,6 +19,7 @@ use crate::error::KvError;
 use crate::keyspace::Keyspace;
 use crate::store::router::KeyRef;
 use crate::store::shard::{Shard, Touched};
+use crate::store::small_bytes::SmallBytes;
 use crate::value::{Entry, StrValue, Value};
 use hotset_base::journal::{Ack, Durability};
 use hotset_base::record::{KvChange, KvData, encode_kv_head};
@@ -36,6 +37,8 @@ fn data_of(value: &Value) -> KvData<'_> {
         Value::Str(StrValue::Int(number)) => KvData::Int(*number),
         Value::Str(text) => KvData::Str(text.text().unwrap_or_default()),
         Value::Hash(map) => KvData::Hash(map.iter().collect()),
+        Value::List(list) => KvData::List { first: list.first(), items: list.iter().collect() },
+        Value::Set(set) => KvData::Set(set.iter().collect()),
     }
 }
 
@@ -44,20 +47,49 @@ fn encode_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
     KvChange::Put { key, value: data_of(&entry.value), expire_at_ms }.encode(out);
 }
 
-/// The record of a hash write that changed only `fields` of `key`: their values now and
-/// the ones now gone; the whole key when it is no longer a hash (or is gone).
+/// The record of a hash or set write that changed only `fields` (members) of `key`: their
+/// values now and the ones now gone; the whole key when it is neither any more (or is
+/// gone).
 fn encode_fields<'f>(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, fields: impl Iterator<Item = &'f [u8]>) {
     let Some(entry) = entry else { return KvChange::Delete { key }.encode(out) };
-    let Value::Hash(map) = &entry.value else { return encode_entry(out, key, entry) };
-    let (mut set, mut removed) = (Vec::new(), Vec::new());
-    for field in fields {
-        match map.get(field) {
-            Some(value) => set.push((field, value)),
-            None => removed.push(field),
+    let expire_at_ms = entry.expire_at.map(NonZeroU64::get);
+    match &entry.value {
+        Value::Hash(map) => {
+            let (mut set, mut removed) = (Vec::new(), Vec::new());
+            for field in fields {
+                match map.get(field) {
+                    Some(value) => set.push((field, value)),
+                    None => removed.push(field),
+                }
+            }
+            KvChange::HashFields { key, set, removed, expire_at_ms }.encode(out);
         }
+        Value::Set(members) => {
+            let (added, removed) = fields.partition(|member| members.contains(member));
+            KvChange::SetMembers { key, added, removed, expire_at_ms }.encode(out);
+        }
+        _ => encode_entry(out, key, entry),
+    }
+}
+
+/// The record of list writes that did not shift `key`'s elements: its window now and the
+/// elements now at the positions in `spans` (merged; those outside the window are gone
+/// again); the whole key when it is no longer a list (or is gone).
+fn encode_spans(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, spans: &[(SmallBytes, i64, i64)]) {
+    let Some(entry) = entry else { return KvChange::Delete { key }.encode(out) };
+    let Value::List(list) = &entry.value else { return encode_entry(out, key, entry) };
+    let (first, end) = (list.first(), list.first() + list.len() as i64);
+    let mut puts = Vec::new();
+    // Spans arrive sorted by start: a position is put once however many spans hold it.
+    let mut next = first;
+    for &(_, start, stop) in spans {
+        for position in start.max(next)..stop.min(end) {
+            puts.push((position, list.get((position - first) as usize).expect("inside the window")));
+        }
+        next = next.max(stop);
     }
     let expire_at_ms = entry.expire_at.map(NonZeroU64::get);
-    KvChange::HashFields { key, set, removed, expire_at_ms }.encode(out);
+    KvChange::ListEdit { key, first, len: list.len() as u64, puts, expire_at_ms }.encode(out);
 }
 
 impl Keyspace {
@@ -83,7 +115,10 @@ impl Keyspace {
         // Most writes touch one shard: no allocation for the list of shards.
         let mut work: smallvec::SmallVec<[(&mut Shard, Touched); 1]> = smallvec::SmallVec::new();
         for shard in shards {
-            let noted = shard.touched.as_mut().filter(|t| t.flushed || !t.keys.is_empty() || !t.fields.is_empty());
+            let noted = shard
+                .touched
+                .as_mut()
+                .filter(|t| t.flushed || !t.keys.is_empty() || !t.fields.is_empty() || !t.spans.is_empty());
             if let Some(touched) = noted.map(std::mem::take) {
                 work.push((shard, touched));
             }
@@ -96,9 +131,11 @@ impl Keyspace {
             touched.keys.dedup();
             touched.fields.sort_unstable();
             touched.fields.dedup();
-            // A key logged whole needs no field record.
+            touched.spans.sort_unstable();
+            // A key logged whole needs no field or span record.
             let whole = &touched.keys;
             touched.fields.retain(|(key, _)| whole.binary_search(key).is_err());
+            touched.spans.retain(|(key, _, _)| whole.binary_search(key).is_err());
         }
         let flush = work.iter().any(|(_, touched)| touched.flushed);
         let lsn = journal.append(&mut |out| {
@@ -115,14 +152,20 @@ impl Keyspace {
                     let names = fields.iter().map(|(_, field)| &**field);
                     encode_fields(out, key, shard.get(KeyRef::new(key), now), names);
                 }
+                for spans in touched.spans.chunk_by(|a, b| a.0 == b.0) {
+                    let key = &*spans[0].0;
+                    encode_spans(out, key, shard.get(KeyRef::new(key), now), spans);
+                }
             }
         });
         // The emptied lists go back to their shards, so the next write reuses their
         // capacity instead of allocating; a list a huge write grew is dropped.
         for (shard, mut touched) in work {
-            if touched.keys.capacity() <= TOUCHED_KEEP && touched.fields.capacity() <= TOUCHED_KEEP {
+            let capacities = [touched.keys.capacity(), touched.fields.capacity(), touched.spans.capacity()];
+            if capacities.iter().all(|&capacity| capacity <= TOUCHED_KEEP) {
                 touched.keys.clear();
                 touched.fields.clear();
+                touched.spans.clear();
                 touched.flushed = false;
                 shard.touched = Some(touched);
             }

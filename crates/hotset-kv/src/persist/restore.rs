@@ -16,6 +16,7 @@ use crate::registry::Keyspaces;
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;
 use crate::types::field_map::FieldMap;
+use crate::types::list::{End, List};
 use crate::value::{StrValue, Value};
 use hotset_base::record::{KvChange, KvData};
 
@@ -51,7 +52,17 @@ impl Keyspace {
                 }
                 Value::Hash(Box::new(map))
             }
+            KvData::List { first, items } => {
+                let mut list = List::starting_at(*first);
+                items.iter().for_each(|item| list.push(End::Right, item));
+                Value::List(Box::new(list))
+            }
+            KvData::Set(members) => Value::Set(Box::new(members.iter().map(|member| member.to_vec()).collect())),
         };
+        if value_is_empty(&value) {
+            shard.remove(key, now);
+            return;
+        }
         shard.put(key, now, value, expire_at);
     }
 
@@ -89,7 +100,69 @@ impl Keyspace {
                 }
                 map.is_empty()
             }
-            Value::Str(_) => unreachable!("a hash, checked above"),
+            _ => unreachable!("a hash, checked above"),
+        });
+        if empty {
+            live.remove();
+        } else {
+            live.set_expire_at(expire_at);
+        }
+    }
+
+    /// Recovery: a list's window and the elements written in it (`KvChange::ListEdit`). A
+    /// missing key, or one holding another type (as the newer state of a fuzzy snapshot
+    /// can), becomes a list of the window with the elements the record holds.
+    pub fn restore_list_edit(
+        &self,
+        key: &[u8],
+        first: i64,
+        len: u64,
+        puts: &[(i64, &[u8])],
+        expire_at_ms: Option<u64>,
+    ) {
+        let Some((mut shard, key, now, expire_at)) = self.restore_target(key, expire_at_ms) else { return };
+        if len == 0 {
+            shard.remove(key, now);
+            return;
+        }
+        if !shard.get(key, now).is_some_and(|entry| matches!(entry.value, Value::List(_))) {
+            shard.put(key, now, Value::List(Box::new(List::starting_at(first))), expire_at);
+        }
+        let mut live = shard.get_mut(key, now).expect("a live list, stored above");
+        live.update(|value| {
+            let Value::List(list) = value else { unreachable!("a list, stored above") };
+            list.restore_window(first, len);
+            for (position, item) in puts {
+                list.restore_at(*position, item);
+            }
+        });
+        live.set_expire_at(expire_at);
+    }
+
+    /// Recovery: adds and removes some members of a set, and sets its deadline, as
+    /// `restore_hash_fields` does for a hash.
+    pub fn restore_set_members(&self, key: &[u8], added: &[&[u8]], removed: &[&[u8]], expire_at_ms: Option<u64>) {
+        let Some((mut shard, key, now, expire_at)) = self.restore_target(key, expire_at_ms) else { return };
+        if !shard.get(key, now).is_some_and(|entry| matches!(entry.value, Value::Set(_))) {
+            match added.is_empty() {
+                true => drop(shard.remove(key, now)),
+                false => {
+                    let set = added.iter().map(|member| member.to_vec()).collect();
+                    shard.put(key, now, Value::Set(Box::new(set)), expire_at);
+                }
+            }
+            return;
+        }
+        let mut live = shard.get_mut(key, now).expect("a live set, checked above");
+        let empty = live.update(|value| {
+            let Value::Set(set) = value else { unreachable!("a set, checked above") };
+            added.iter().for_each(|member| {
+                let _ = set.insert(member);
+            });
+            removed.iter().for_each(|member| {
+                let _ = set.remove(member);
+            });
+            set.is_empty()
         });
         if empty {
             live.remove();
@@ -130,7 +203,24 @@ impl Keyspaces {
                 KvChange::HashFields { key, set, removed, expire_at_ms } => {
                     keyspace.restore_hash_fields(key, &set, &removed, expire_at_ms)
                 }
+                KvChange::ListEdit { key, first, len, puts, expire_at_ms } => {
+                    keyspace.restore_list_edit(key, first, len, &puts, expire_at_ms)
+                }
+                KvChange::SetMembers { key, added, removed, expire_at_ms } => {
+                    keyspace.restore_set_members(key, &added, &removed, expire_at_ms)
+                }
             }
         }
+    }
+}
+
+/// Whether a restored value holds nothing (a record never states an empty collection; a
+/// damaged one that does deletes the key rather than store what no command leaves).
+fn value_is_empty(value: &Value) -> bool {
+    match value {
+        Value::Str(_) => false,
+        Value::Hash(map) => map.is_empty(),
+        Value::List(list) => list.is_empty(),
+        Value::Set(set) => set.is_empty(),
     }
 }

@@ -1,4 +1,4 @@
-//! Cursor-based iteration: SCAN over a keyspace and HSCAN over a hash.
+//! Cursor-based iteration: SCAN over a keyspace, HSCAN over a hash and SSCAN over a set.
 //!
 //! Owns: the cursor encodings and the loop that spends a SCAN budget across
 //! shards.
@@ -23,7 +23,7 @@
 //!   slot 0. That can return duplicates (allowed) but never skips.
 //! - Cursor 0 starts a scan and a returned 0 ends it; an intermediate cursor
 //!   is never 0 because every call advances by at least one position.
-//! - HSCAN uses the same scheme on a hash's field slab with cursor
+//! - HSCAN and SSCAN use the same scheme on a hash's field slab (a set's member slab) with cursor
 //!   `epoch (16 bits) | slot (32 bits)`.
 
 use crate::access::{KvResult, ShardAccess};
@@ -36,11 +36,11 @@ const SLOT_BITS: u32 = 32;
 const EPOCH_BITS: u32 = 16;
 const SHARD_SHIFT: u32 = SLOT_BITS + EPOCH_BITS;
 
-fn encode_slab(c: SlabCursor) -> u64 {
+pub(crate) fn encode_slab(c: SlabCursor) -> u64 {
     (u64::from(c.epoch) << SLOT_BITS) | u64::from(c.slot)
 }
 
-fn decode_slab(cursor: u64) -> SlabCursor {
+pub(crate) fn decode_slab(cursor: u64) -> SlabCursor {
     SlabCursor { epoch: (cursor >> SLOT_BITS) as u16, slot: cursor as u32 }
 }
 
@@ -89,6 +89,21 @@ pub fn scan_keys<A: ShardAccess + ?Sized>(
 /// (field, value) pairs returned by HSCAN.
 pub type FieldPairs = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// One HSCAN or SSCAN step over a collection's slab: `walk` goes on from `cursor` with
+/// COUNT's budget, handing `found` what matches `pattern`; the next cursor and what it found.
+fn collection_step<T>(
+    cursor: u64,
+    pattern: Option<&[u8]>,
+    count: usize,
+    walk: impl FnOnce(SlabCursor, &mut ScanBudget, &Glob, &mut Vec<T>) -> Option<SlabCursor>,
+) -> (u64, Vec<T>) {
+    let glob = Glob::optional(pattern);
+    let mut budget = ScanBudget::for_count(count);
+    let mut found = Vec::new();
+    let resume = walk(decode_slab(cursor), &mut budget, &glob, &mut found);
+    (resume.map_or(0, encode_slab), found)
+}
+
 impl Shard {
     /// HSCAN of the hash at `key` (a missing key is an empty, finished scan).
     pub fn hscan(
@@ -99,17 +114,32 @@ impl Shard {
         pattern: Option<&[u8]>,
         count: usize,
     ) -> KvResult<(u64, FieldPairs)> {
-        let Some(hash) = self.read_hash(key, now)? else {
-            return Ok((0, Vec::new()));
-        };
-        let glob = Glob::optional(pattern);
-        let mut budget = ScanBudget::for_count(count);
-        let mut pairs = Vec::new();
-        let resume = hash.scan(decode_slab(cursor), &mut budget, |field, value| {
-            if glob.matches(field) {
-                pairs.push((field.to_vec(), value.to_vec()));
-            }
-        });
-        Ok((resume.map_or(0, encode_slab), pairs))
+        let Some(hash) = self.read_hash(key, now)? else { return Ok((0, Vec::new())) };
+        Ok(collection_step(cursor, pattern, count, |at, budget, glob, pairs| {
+            hash.scan(at, budget, |field, value| {
+                if glob.matches(field) {
+                    pairs.push((field.to_vec(), value.to_vec()));
+                }
+            })
+        }))
+    }
+
+    /// SSCAN of the set at `key` (a missing key is an empty, finished scan).
+    pub fn sscan(
+        &self,
+        key: KeyRef<'_>,
+        now: u64,
+        cursor: u64,
+        pattern: Option<&[u8]>,
+        count: usize,
+    ) -> KvResult<(u64, Vec<Vec<u8>>)> {
+        let Some(set) = self.read_set(key, now)? else { return Ok((0, Vec::new())) };
+        Ok(collection_step(cursor, pattern, count, |at, budget, glob, members| {
+            set.scan(at, budget, |member| {
+                if glob.matches(member) {
+                    members.push(member.to_vec());
+                }
+            })
+        }))
     }
 }

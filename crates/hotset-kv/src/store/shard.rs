@@ -15,7 +15,7 @@
 //! - `mem` = Σ `entry_cost` over all entries (expired-but-unreclaimed ones
 //!   included); every mutation of a value or its expiry goes through
 //!   `LiveEntry`/`insert`/`remove_slot`, which adjust it by delta.
-//! - No stored hash value is empty (hash commands delete such keys).
+//! - No stored hash, list or set is empty (their commands delete such keys).
 
 use std::num::NonZeroU64;
 
@@ -59,6 +59,10 @@ pub(crate) struct Touched {
     /// (key, field) pairs of hashes that existed and may have changed only in these
     /// fields (with repeats); a key also in `keys` is logged whole instead.
     pub fields: Vec<KeyField>,
+    /// Positions `start..end` of lists that existed and whose elements did not shift
+    /// (with repeats, possibly empty: a pop writes none but moves the window); a key also
+    /// in `keys` is logged whole instead.
+    pub spans: Vec<(SmallBytes, i64, i64)>,
     /// The shard was emptied (before the changes to `keys`).
     pub flushed: bool,
 }
@@ -153,6 +157,7 @@ impl Shard {
         if let Some(touched) = &mut self.touched {
             touched.keys.clear();
             touched.fields.clear();
+            touched.spans.clear();
             touched.flushed = true;
         }
         self.map.clear();
@@ -251,6 +256,16 @@ impl LiveEntry<'_> {
         if let Some(touched) = touched {
             let key = &map.get(self.slot).expect(LIVE_SLOT).key;
             touched.fields.extend(fields.map(|field| (key.clone(), SmallBytes::from(field))));
+        }
+    }
+
+    /// Notes positions `span` of this entry's list as written by the current write (an
+    /// empty span for one that only moves the list's ends), see `Touched::spans`.
+    pub fn touch_span(&mut self, span: std::ops::Range<i64>) {
+        let Shard { map, touched, .. } = &mut *self.shard;
+        if let Some(touched) = touched {
+            let key = &map.get(self.slot).expect(LIVE_SLOT).key;
+            touched.spans.push((key.clone(), span.start, span.end));
         }
     }
 

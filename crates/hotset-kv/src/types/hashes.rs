@@ -18,6 +18,7 @@ use crate::store::scan::FieldPairs;
 use crate::store::shard::Shard;
 use crate::types::field_map::FieldMap;
 use crate::types::number::{format_f64, format_i64, parse_f64, parse_i64};
+use crate::types::sample::sample;
 use crate::value::{Entry, Value};
 use rand::RngExt;
 
@@ -25,7 +26,7 @@ use rand::RngExt;
 fn as_hash(value: &Value) -> KvResult<&FieldMap> {
     match value {
         Value::Hash(h) => Ok(h),
-        Value::Str(_) => Err(KvError::WrongType),
+        _ => Err(KvError::WrongType),
     }
 }
 
@@ -55,7 +56,7 @@ impl Shard {
             live.touch_fields(fields);
             return live.update(|v| match v {
                 Value::Hash(h) => f(h),
-                Value::Str(_) => Err(KvError::WrongType),
+                _ => Err(KvError::WrongType),
             });
         }
         let mut map = FieldMap::default();
@@ -93,7 +94,7 @@ impl Shard {
         live.touch_fields(fields.iter().copied());
         let (removed, empty) = live.update(|v| match v {
             Value::Hash(h) => (fields.iter().filter(|f| h.remove(f)).count(), h.is_empty()),
-            Value::Str(_) => (0, false),
+            _ => (0, false),
         });
         if empty {
             live.remove();
@@ -140,32 +141,7 @@ impl Shard {
         let Some(hash) = self.read_hash(key, now)? else { return Ok(Vec::new()) };
         let owned = |(f, v): (&[u8], &[u8])| (f.to_vec(), if with_values { v.to_vec() } else { Vec::new() });
         let mut rng = rand::rng();
-        let mut pick = |n: usize| rng.random_range(0..n);
-        let wanted = count.unsigned_abs() as usize;
-        if count < 0 {
-            return Ok((0..wanted).filter_map(|_| hash.random(&mut pick).map(owned)).collect());
-        }
-        if wanted >= hash.len() {
-            return Ok(hash.iter().map(owned).collect());
-        }
-        if wanted * 3 < hash.len() {
-            // Few of many: random probes, repeats skipped.
-            let mut chosen: hashbrown::HashSet<&[u8]> = hashbrown::HashSet::with_capacity(wanted);
-            let mut pairs = Vec::with_capacity(wanted);
-            while pairs.len() < wanted {
-                let Some((field, value)) = hash.random(&mut pick) else { break };
-                if chosen.insert(field) {
-                    pairs.push(owned((field, value)));
-                }
-            }
-            return Ok(pairs);
-        }
-        // Most of them: a partial shuffle of all.
-        let mut all: Vec<(&[u8], &[u8])> = hash.iter().collect();
-        for i in 0..wanted {
-            let j = i + pick(all.len() - i);
-            all.swap(i, j);
-        }
-        Ok(all.into_iter().take(wanted).map(owned).collect())
+        let random = || hash.random(|n| rng.random_range(0..n));
+        Ok(sample(count, hash.len(), random, || hash.iter().collect()).into_iter().map(owned).collect())
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! Owns: the semantics of each family: `strings` (with `number`, Redis's integer and
 //! float text), `hashes` (with `field_map`, a hash's storage), `keys` (expiry, TYPE,
-//! EXISTS on one key) and `multi` (commands over several keys and shards).
+//! EXISTS on one key), `lists` (with `list`, a list's positioned sequence), `sets`
+//! (with `set`, a set's members), `bits` (bitmaps over strings), `sample` (random picks
+//! by Redis' count rules) and `multi` (commands over several keys and shards).
 //!
 //! Must never: lock, read the clock or touch the log (the caller holds the shards'
 //! locks and passes one "now"; `persist` logs what a write touched), or change a key
@@ -13,6 +15,11 @@ pub(crate) mod bits;
 pub(crate) mod field_map;
 pub(crate) mod hashes;
 pub(crate) mod keys;
+pub(crate) mod list;
+pub(crate) mod lists;
 pub(crate) mod multi;
 pub(crate) mod number;
+pub(crate) mod sample;
+pub(crate) mod set;
+pub(crate) mod sets;
 pub(crate) mod strings;

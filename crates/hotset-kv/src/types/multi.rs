@@ -27,7 +27,7 @@ impl<S: Deref<Target = Shard>> ShardGroup<S> {
                 let (shard, key) = self.shard(k)?;
                 Ok(shard.get(key, now).and_then(|e| match &e.value {
                     Value::Str(s) => Some(s.to_bytes()),
-                    Value::Hash(_) => None,
+                    _ => None,
                 }))
             })
             .collect()

@@ -26,7 +26,7 @@ use crate::value::{Entry, StrValue, Value};
 pub fn as_str(value: &Value) -> KvResult<&StrValue> {
     match value {
         Value::Str(s) => Ok(s),
-        Value::Hash(_) => Err(KvError::WrongType),
+        _ => Err(KvError::WrongType),
     }
 }
 

@@ -85,9 +85,10 @@ fn section(state: &ServerState, name: &str, text: &mut String) {
         "clients" => {
             let _ = write!(
                 text,
-                "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\npubsub_clients:{}\r\n",
+                "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:{}\r\n",
                 state.connected_clients(),
                 state.params.maxclients.load(Ordering::Relaxed),
+                state.blocking.blocked(),
                 state.pubsub.clients(),
             );
         }

@@ -10,7 +10,7 @@
 //! them all), or look at a command's name: what a command is and does is its
 //! `table::Spec`.
 //!
-//! Group modules hold one handler per command: `strings`, `keys`, `hashes` (key-value
+//! Group modules hold one handler per command: `strings`, `keys`, `hashes`, `lists`, `sets` (key-value
 //! commands, each written once generic over `KvOps` and held by the table for a keyspace
 //! and for EXEC's locked block), `documents` (`DOC.*`: namespaces, items, queries),
 //! `server` (connection and server commands); MULTI, EXEC and DISCARD are here.
@@ -21,11 +21,14 @@ mod documents;
 mod hashes;
 mod info;
 mod keys;
+pub mod lists;
 pub mod pubsub;
 mod server;
+mod sets;
 mod strings;
 pub mod table;
 
+use crate::blocking::BlockRequest;
 use crate::pubsub::Outbox;
 use crate::resp::reply::{Protocol, Reply};
 use crate::state::ServerState;
@@ -63,6 +66,10 @@ pub struct Session {
     /// batch (`Stats::add_tallies`): per-command shared counters cost cache-line traffic
     /// between cores on every request.
     pub tallies: Vec<Tally>,
+    /// Set when the last command blocked (BLPOP and kin): `Some(deadline)` (`None` inside:
+    /// no timeout). The connection reads no further request until a push or the deadline
+    /// ends the wait.
+    pub blocked: Option<Option<std::time::Instant>>,
 }
 
 /// One command's calls in a batch.
@@ -122,6 +129,7 @@ impl Session {
             subscriptions: 0,
             replies: Replies::On,
             tallies: Vec::new(),
+            blocked: None,
         }
     }
 
@@ -239,8 +247,41 @@ fn dispatch(
         Handler::Kv(kv) => (kv.direct)(&session.keyspace.writes(Durability::Collect(&session.acks)), args, r),
         Handler::AllKeyspaces(run) => run(state, &session.acks, args, r),
         Handler::Session(run) => run(state, session, args, r),
+        Handler::Blocking(parse) => block(state, session, parse(args), r),
     };
+    if spec.wakes && session.multi.is_none() {
+        state.blocking.wake(&session.keyspace_name, spec.key_args(args));
+    }
     ran.map(|()| spec).map_err(|error| Failure { spec: Some(spec), error, rejected: false })
+}
+
+/// A blocking command outside MULTI: pops at once when it can, else blocks the
+/// connection (`Session::blocked`) until a push serves it or its timeout passes.
+fn block(
+    state: &ServerState,
+    session: &mut Session,
+    request: Result<BlockRequest, CmdError>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    let request = request?;
+    let kv = session.keyspace.writes(Durability::Collect(&session.acks));
+    if crate::blocking::attempt(&kv, &request, false, r)? {
+        return Ok(());
+    }
+    let deadline = request.timeout.map(|timeout| std::time::Instant::now() + timeout);
+    let blocked = state.blocking.block(
+        session.id,
+        &session.keyspace,
+        &session.keyspace_name,
+        request,
+        &session.outbox,
+        &session.acks,
+        r,
+    )?;
+    if blocked {
+        session.blocked = Some(deadline);
+    }
+    Ok(())
 }
 
 /// Applies an operation-layer request (`DOC.*`, SAVE, BGSAVE) on this thread; one that
@@ -313,6 +354,13 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
             let result = match (queued.spec.in_multi, queued.spec.handler) {
                 (InMulti::Queue, Handler::Kv(kv)) => (kv.in_txn)(txn, &args, &mut reply),
                 (InMulti::Queue, Handler::Session(run)) => run(state, session, &args, &mut reply),
+                // Inside EXEC a blocking command never waits: null when there is nothing.
+                (InMulti::Queue, Handler::Blocking(parse)) => parse(&args).and_then(|request| {
+                    if !crate::blocking::attempt(txn, &request, false, &mut reply)? {
+                        reply.null_array();
+                    }
+                    Ok(())
+                }),
                 _ => Err(CmdError(format!("ERR {} cannot run inside MULTI", queued.spec.name))),
             };
             if let Err(CmdError(message)) = result {
@@ -323,6 +371,10 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
     });
     session.acks = acks;
     let replies = replies?;
+    for queued in multi.queued.iter().filter(|queued| queued.spec.wakes) {
+        let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
+        state.blocking.wake(&session.keyspace_name, queued.spec.key_args(&args));
+    }
     r.array(multi.queued.len());
     r.out.extend_from_slice(&replies);
     Ok(())

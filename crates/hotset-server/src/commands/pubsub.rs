@@ -149,6 +149,10 @@ fn confirmation(r: &mut Reply<'_>, word: &[u8], name: Option<&[u8]>, count: usiz
 /// Writes a push for the connection in its protocol: a message as Redis sends it
 /// (`message channel payload`, `pmessage pattern channel payload`, `smessage ...`).
 pub fn write_push(push: &Push, protocol: Protocol, out: &mut Vec<u8>) {
+    if let Push::Unblocked { reply, .. } = push {
+        out.extend_from_slice(reply);
+        return;
+    }
     let mut r = Reply { out, protocol };
     if let Push::Message { kind, pattern, channel, payload } = push {
         r.push(if pattern.is_some() { 4 } else { 3 });

@@ -332,11 +332,11 @@ pub fn client(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &
         }
         (b"ID", 2) => r.int(session.id as i64),
         (b"INFO", 2) => {
-            let line = state.clients.lock().get(&session.id).map(client_line).unwrap_or_default();
+            let line = state.clients.lock().get(&session.id).map(|info| client_line(state, info)).unwrap_or_default();
             r.verbatim(&line);
         }
         (b"LIST", 2) => {
-            let list: String = state.clients.lock().values().map(client_line).collect();
+            let list: String = state.clients.lock().values().map(|info| client_line(state, info)).collect();
             r.verbatim(&list);
         }
         (b"SETINFO", 4) => {
@@ -371,7 +371,16 @@ pub fn client(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &
             r.ok();
         }
         (b"KILL", 3..) => client_kill(state, session, &a[2..], r)?,
-        (b"SETNAME" | b"GETNAME" | b"ID" | b"INFO" | b"LIST" | b"SETINFO" | b"REPLY" | b"NO-EVICT" | b"KILL", _) => {
+        (b"UNBLOCK", 3 | 4) => {
+            let error = crate::blocking::unblock_mode(a.get(3))?;
+            let id = u64::try_from(args::int(a[2])?).unwrap_or(0);
+            r.int(i64::from(state.blocking.unblock(id, error)));
+        }
+        (
+            b"SETNAME" | b"GETNAME" | b"ID" | b"INFO" | b"LIST" | b"SETINFO" | b"REPLY" | b"NO-EVICT" | b"KILL"
+            | b"UNBLOCK",
+            _,
+        ) => {
             return Err(CmdError(format!(
                 "ERR wrong number of arguments for 'client|{}' command",
                 String::from_utf8_lossy(&sub).to_lowercase()
@@ -461,9 +470,10 @@ fn client_kill(state: &ServerState, session: &Session, a: &[&[u8]], r: &mut Repl
 }
 
 /// One CLIENT LIST line, in Redis' `key=value` form.
-fn client_line(info: &crate::state::ClientInfo) -> String {
+fn client_line(state: &ServerState, info: &crate::state::ClientInfo) -> String {
+    let flags = if state.blocking.is_blocked(info.id) { "b" } else { "N" };
     format!(
-        "id={} addr={} laddr= fd=0 name={} age={} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
+        "id={} addr={} laddr= fd=0 name={} age={} idle=0 flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
         info.id,
         info.addr,
         info.name,

@@ -8,8 +8,9 @@
 //! name decide anything outside this table: a group module has one function per command
 //! and never matches on a name, so a command's behaviour is found from its entry alone.
 
-use super::args::{self, CmdResult};
-use super::{Session, config, documents, hashes, keys, pubsub, server, strings};
+use super::args::{self, CmdError, CmdResult};
+use super::{Session, config, documents, hashes, keys, lists, pubsub, server, sets, strings};
+use crate::blocking::{self, BlockRequest};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
 use hotset_core::Acks;
@@ -39,6 +40,10 @@ pub enum Handler {
     AllKeyspaces(fn(&ServerState, &Acks, &[&[u8]], &mut Reply<'_>) -> CmdResult),
     /// Connection, server or document command.
     Session(SessionHandler),
+    /// A blocking list command, by its parser: it pops at once when it can (inside EXEC
+    /// it never waits, and answers null when there is nothing), else the connection
+    /// blocks (`crate::blocking`).
+    Blocking(fn(&[&[u8]]) -> Result<BlockRequest, CmdError>),
 }
 
 /// What a command does when sent between MULTI and EXEC.
@@ -96,6 +101,9 @@ pub struct Spec {
     pub keys: KeyPositions,
     /// What it does on a RESP2 connection in subscribed mode.
     pub subscribed: Subscribed,
+    /// Whether it may push onto a list under one of its keys: after it ran, clients
+    /// blocked on those keys are served (`Blocking::wake`).
+    pub wakes: bool,
     /// Redis command group, for COMMAND DOCS.
     pub group: &'static str,
     pub summary: &'static str,
@@ -120,6 +128,7 @@ macro_rules! kv {
             before_auth: false,
             keys: KeyPositions { first: 1, last: 1, step: 1 },
             subscribed: Subscribed::Refused,
+            wakes: false,
             group: $group,
             summary: $summary,
         }
@@ -142,6 +151,7 @@ const fn all_keyspaces(
         before_auth: false,
         keys: NO_KEYS,
         subscribed: Subscribed::Refused,
+        wakes: false,
         group,
         summary,
     }
@@ -157,6 +167,7 @@ const fn conn(name: &'static str, arity: i32, handler: SessionHandler, summary: 
         before_auth: false,
         keys: NO_KEYS,
         subscribed: Subscribed::Refused,
+        wakes: false,
         group: "connection",
         summary,
     }
@@ -173,7 +184,30 @@ const fn doc(name: &'static str, arity: i32, write: bool, handler: SessionHandle
         before_auth: false,
         keys: NO_KEYS,
         subscribed: Subscribed::Refused,
+        wakes: false,
         group: "document",
+        summary,
+    }
+}
+
+/// A blocking list command (see `Handler::Blocking`).
+const fn blocking(
+    name: &'static str,
+    arity: i32,
+    parse: fn(&[&[u8]]) -> Result<BlockRequest, CmdError>,
+    summary: &'static str,
+) -> Spec {
+    Spec {
+        name,
+        arity,
+        handler: Handler::Blocking(parse),
+        write: true,
+        in_multi: InMulti::Queue,
+        before_auth: false,
+        keys: KeyPositions { first: 1, last: 1, step: 1 },
+        subscribed: Subscribed::Refused,
+        wakes: false,
+        group: "list",
         summary,
     }
 }
@@ -210,6 +244,18 @@ impl Spec {
     const fn pushes(self) -> Spec {
         Spec { subscribed: Subscribed::Pushes, ..self }
     }
+
+    const fn wakes(self) -> Spec {
+        Spec { wakes: true, ..self }
+    }
+
+    /// The arguments that are keys, by `keys` (none for a command whose keys move).
+    pub fn key_args<'a>(&self, args: &'a [&'a [u8]]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let KeyPositions { first, last, step } = self.keys;
+        let last = if last < 0 { args.len() as i64 + last } else { last };
+        let (first, last, step) = if first > 0 && step > 0 { (first, last, step) } else { (1, 0, 1) };
+        (first..=last).step_by(step as usize).filter_map(move |at| args.get(at as usize).copied())
+    }
 }
 
 /// Every command, sorted by name (the order COMMAND lists them in).
@@ -219,7 +265,28 @@ pub static COMMANDS: &[Spec] = &[
     conn("BGSAVE", -1, server::bgsave, "Takes a snapshot of the database in the background."),
     kv!("BITCOUNT", -2, false, "bitmap", "Counts the set bits of a string, or of a range of it.", strings::bitcount),
     kv!("BITPOS", -3, false, "bitmap", "The first bit set to 1 or 0 in a string.", strings::bitpos),
-    conn("CLIENT", -2, server::client, "Connection management: SETNAME, GETNAME, ID, INFO, LIST, SETINFO."),
+    blocking("BLMOVE", 6, blocking::parse_blmove, "LMOVE, waiting for an element when the source is empty.")
+        .keys(1, 2, 1)
+        .wakes(),
+    blocking("BLMPOP", -5, blocking::parse_blmpop, "LMPOP, waiting for an element when every list is empty.").keyless(),
+    blocking("BLPOP", -3, blocking::parse_blpop, "LPOP of the first non-empty list, waiting when all are empty.")
+        .keys(1, -2, 1),
+    blocking("BRPOP", -3, blocking::parse_brpop, "RPOP of the first non-empty list, waiting when all are empty.")
+        .keys(1, -2, 1),
+    blocking(
+        "BRPOPLPUSH",
+        4,
+        blocking::parse_brpoplpush,
+        "RPOPLPUSH, waiting for an element when the source is empty.",
+    )
+    .keys(1, 2, 1)
+    .wakes(),
+    conn(
+        "CLIENT",
+        -2,
+        server::client,
+        "Connection management: SETNAME, GETNAME, ID, INFO, LIST, SETINFO, KILL, REPLY, UNBLOCK.",
+    ),
     conn("COMMAND", -1, server::command, "Information about the commands: COUNT, DOCS, INFO, LIST."),
     conn("CONFIG", -2, config::config, "Redis' runtime parameters: GET, SET, RESETSTAT, REWRITE."),
     kv!("DBSIZE", 1, false, "server", "Number of keys in the selected keyspace.", keys::dbsize).keyless(),
@@ -351,6 +418,21 @@ pub static COMMANDS: &[Spec] = &[
     conn("INFO", -1, server::info, "Server information and statistics.").queue_then_refuse(),
     kv!("KEYS", 2, false, "generic", "Every key matching a glob pattern.", keys::keys).keyless(),
     conn("LASTSAVE", 1, server::lastsave, "Unix time of the last successful snapshot.").queue_then_refuse(),
+    kv!("LINDEX", 3, false, "list", "The element of a list at an index.", lists::lindex),
+    kv!("LINSERT", 5, true, "list", "Inserts an element before or after another in a list.", lists::linsert).wakes(),
+    kv!("LLEN", 2, false, "list", "The length of a list.", lists::llen),
+    kv!("LMOVE", 5, true, "list", "Pops an element from one list and pushes it onto another.", lists::lmove)
+        .keys(1, 2, 1)
+        .wakes(),
+    kv!("LMPOP", -4, true, "list", "Pops elements from the first non-empty list of several.", lists::lmpop).keyless(),
+    kv!("LPOP", -2, true, "list", "Removes and returns the first elements of a list.", lists::lpop),
+    kv!("LPOS", -3, false, "list", "The indexes of the elements of a list equal to a value.", lists::lpos),
+    kv!("LPUSH", -3, true, "list", "Prepends elements to a list.", lists::lpush).wakes(),
+    kv!("LPUSHX", -3, true, "list", "Prepends elements to a list only if it exists.", lists::lpushx).wakes(),
+    kv!("LRANGE", 4, false, "list", "A range of the elements of a list.", lists::lrange),
+    kv!("LREM", 4, true, "list", "Removes elements equal to a value from a list.", lists::lrem),
+    kv!("LSET", 4, true, "list", "Sets the element of a list at an index.", lists::lset),
+    kv!("LTRIM", 4, true, "list", "Trims a list to a range.", lists::ltrim),
     conn("MEMORY", -2, server::memory, "Memory use: USAGE key, STATS, DOCTOR, PURGE.")
         .keys(2, 2, 1)
         .queue_then_refuse(),
@@ -370,23 +452,47 @@ pub static COMMANDS: &[Spec] = &[
     conn("PUBSUB", -2, pubsub::pubsub, "Pub/sub introspection: CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB."),
     conn("PUNSUBSCRIBE", -1, pubsub::punsubscribe, "Unsubscribes from patterns (all without arguments).").pushes(),
     conn("QUIT", -1, server::quit, "Closes the connection.").run_at_once().before_auth().in_subscribed_mode(),
-    kv!("RENAME", 3, true, "generic", "Renames a key, replacing the destination.", keys::rename).keys(1, 2, 1),
+    kv!("RENAME", 3, true, "generic", "Renames a key, replacing the destination.", keys::rename).keys(1, 2, 1).wakes(),
     kv!("RENAMENX", 3, true, "generic", "Renames a key only if the destination does not exist.", keys::renamenx)
-        .keys(1, 2, 1),
+        .keys(1, 2, 1)
+        .wakes(),
     conn("RESET", 1, server::reset, "Resets the connection's state.").run_at_once().before_auth().in_subscribed_mode(),
+    kv!("RPOP", -2, true, "list", "Removes and returns the last elements of a list.", lists::rpop),
+    kv!("RPOPLPUSH", 3, true, "list", "Pops the last element of a list and pushes it onto another.", lists::rpoplpush)
+        .keys(1, 2, 1)
+        .wakes(),
+    kv!("RPUSH", -3, true, "list", "Appends elements to a list.", lists::rpush).wakes(),
+    kv!("RPUSHX", -3, true, "list", "Appends elements to a list only if it exists.", lists::rpushx).wakes(),
+    kv!("SADD", -3, true, "set", "Adds members to a set.", sets::sadd),
     conn("SAVE", 1, server::save, "Takes a snapshot of the database and waits for it."),
     kv!("SCAN", -2, false, "generic", "Iterates over the keys of the keyspace.", keys::scan).keyless(),
+    kv!("SCARD", 2, false, "set", "The number of members of a set.", sets::scard),
+    kv!("SDIFF", -2, false, "set", "The members of a set in none of the others.", sets::sdiff).keys(1, -1, 1),
+    kv!("SDIFFSTORE", -3, true, "set", "Stores the difference of sets.", sets::sdiffstore).keys(1, -1, 1),
     conn("SELECT", 2, server::select, "Selects a keyspace by number or by name."),
     kv!("SET", -3, true, "string", "Sets a key's string value, with expiry and condition options.", strings::set),
     kv!("SETBIT", 4, true, "bitmap", "Sets or clears the bit at an offset of a string.", strings::setbit),
     kv!("SETEX", 4, true, "string", "Sets a key's value and time to live in seconds.", strings::setex),
     kv!("SETNX", 3, true, "string", "Sets a key's value only if the key does not exist.", strings::setnx),
     kv!("SETRANGE", 4, true, "string", "Overwrites part of a string at an offset.", strings::setrange),
+    kv!("SINTER", -2, false, "set", "The members in every one of several sets.", sets::sinter).keys(1, -1, 1),
+    kv!("SINTERCARD", -3, false, "set", "The size of the intersection of sets.", sets::sintercard).keyless(),
+    kv!("SINTERSTORE", -3, true, "set", "Stores the intersection of sets.", sets::sinterstore).keys(1, -1, 1),
+    kv!("SISMEMBER", 3, false, "set", "Whether a value is a member of a set.", sets::sismember),
+    kv!("SMEMBERS", 2, false, "set", "Every member of a set.", sets::smembers),
+    kv!("SMISMEMBER", -3, false, "set", "Whether each of several values is a member of a set.", sets::smismember),
+    kv!("SMOVE", 4, true, "set", "Moves a member from one set to another.", sets::smove).keys(1, 2, 1),
+    kv!("SPOP", -2, true, "set", "Removes and returns random members of a set.", sets::spop),
     conn("SPUBLISH", 3, pubsub::spublish, "Posts a message to a shard channel; the number of receivers.").queue(),
+    kv!("SRANDMEMBER", -2, false, "set", "Random members of a set.", sets::srandmember),
+    kv!("SREM", -3, true, "set", "Removes members from a set.", sets::srem),
+    kv!("SSCAN", -3, false, "set", "Iterates over the members of a set.", sets::sscan),
     conn("SSUBSCRIBE", -2, pubsub::ssubscribe, "Subscribes to shard channels.").pushes(),
     kv!("STRLEN", 2, false, "string", "Length of a key's string value.", strings::strlen),
     conn("SUBSCRIBE", -2, pubsub::subscribe, "Subscribes to channels.").pushes(),
     kv!("SUBSTR", 4, false, "string", "A substring of a string value (GETRANGE's old name).", strings::getrange),
+    kv!("SUNION", -2, false, "set", "The members of any of several sets.", sets::sunion).keys(1, -1, 1),
+    kv!("SUNIONSTORE", -3, true, "set", "Stores the union of sets.", sets::sunionstore).keys(1, -1, 1),
     conn("SUNSUBSCRIBE", -1, pubsub::sunsubscribe, "Unsubscribes from shard channels (all without arguments).")
         .pushes(),
     conn("TIME", 1, server::time, "The server's time.").queue(),
@@ -472,7 +578,10 @@ mod tests {
         for spec in COMMANDS {
             match (spec.in_multi, spec.handler) {
                 // EXEC runs these; FLUSHALL's queueing makes EXEC refuse the transaction.
-                (InMulti::Queue, Handler::Kv(_) | Handler::Session(_) | Handler::AllKeyspaces(_)) => {}
+                (
+                    InMulti::Queue,
+                    Handler::Kv(_) | Handler::Session(_) | Handler::AllKeyspaces(_) | Handler::Blocking(_),
+                ) => {}
                 (InMulti::QueueThenRefuse | InMulti::RunAtOnce | InMulti::Refuse, Handler::Session(_)) => {}
                 (rule, _) => panic!("{}: {rule:?} needs a session handler", spec.name),
             }
@@ -497,6 +606,8 @@ mod tests {
             ("strings.rs", include_str!("strings.rs")),
             ("keys.rs", include_str!("keys.rs")),
             ("hashes.rs", include_str!("hashes.rs")),
+            ("lists.rs", include_str!("lists.rs")),
+            ("sets.rs", include_str!("sets.rs")),
             ("server.rs", include_str!("server.rs")),
             ("documents.rs", include_str!("documents.rs")),
             ("config.rs", include_str!("config.rs")),

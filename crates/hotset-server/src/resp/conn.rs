@@ -18,6 +18,7 @@ use super::parse::{FrameLimits, Parsed, parse};
 use crate::commands::pubsub::write_push;
 use crate::commands::{Session, execute};
 use crate::pubsub::{Inbox, Push};
+use crate::resp::reply::Reply;
 use crate::state::ServerState;
 use hotset_core::journal::Acks;
 use std::net::SocketAddr;
@@ -45,31 +46,46 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(state: Arc<ServerState>, m
     };
     let mut input: Vec<u8> = Vec::with_capacity(READ_BUFFER_BYTES);
     let mut out: Vec<u8> = Vec::with_capacity(READ_BUFFER_BYTES);
+    // Requests a blocking command left unread in `input` run once it is answered.
+    let mut resume = false;
     loop {
         if input.capacity() - input.len() < READ_BUFFER_BYTES / 4 {
             input.reserve(input.capacity().max(READ_BUFFER_BYTES));
         }
-        // A push (a message on a subscribed channel, CLIENT KILL) may come at any time,
-        // between requests. Both branches are cancel safe: a read that loses the race
-        // has read nothing.
-        tokio::select! {
-            biased;
-            push = inbox.recv() => {
-                if !take_pushes(push, &mut inbox, &session, &mut out) || send(&mut stream, &out).await.is_err() {
+        if session.blocked.is_some() {
+            if !wait_unblocked(&state, &mut session, &mut stream, &mut inbox, &mut input, &mut out).await {
+                let _ = stream.shutdown().await;
+                return;
+            }
+            out.clear();
+            resume = true;
+            continue;
+        }
+        if std::mem::take(&mut resume) {
+            // Straight to the batch: what was read while blocked is in `input`.
+        } else {
+            // A push (a message on a subscribed channel, CLIENT KILL) may come at any time,
+            // between requests. Both branches are cancel safe: a read that loses the race
+            // has read nothing.
+            tokio::select! {
+                biased;
+                push = inbox.recv() => {
+                    if !take_pushes(push, &mut inbox, &session, &mut out) || send(&mut stream, &out).await.is_err() {
+                        let _ = stream.shutdown().await;
+                        return;
+                    }
+                    out.clear();
+                    continue;
+                }
+                read = stream.read_buf(&mut input) => match read {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                },
+                () = idle(&state, &session) => {
+                    // Redis' `timeout`: an idle client (not a subscriber) is closed.
                     let _ = stream.shutdown().await;
                     return;
                 }
-                out.clear();
-                continue;
-            }
-            read = stream.read_buf(&mut input) => match read {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            },
-            () = idle(&state, &session) => {
-                // Redis' `timeout`: an idle client (not a subscriber) is closed.
-                let _ = stream.shutdown().await;
-                return;
             }
         }
         session.acks = Acks::new();
@@ -100,6 +116,76 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(state: Arc<ServerState>, m
         if input.is_empty() && input.capacity() > 1 << 20 {
             input = Vec::with_capacity(READ_BUFFER_BYTES);
         }
+    }
+}
+
+/// Waits while the connection is blocked (BLPOP and kin): for the push that serves it (its
+/// reply is written once the log holds the pop made for it), its deadline (a null reply),
+/// a kill or the client leaving (false: close). Requests the client sends meanwhile are
+/// read into `input` and run afterwards, in order.
+async fn wait_unblocked<S: AsyncRead + AsyncWrite + Unpin>(
+    state: &ServerState,
+    session: &mut Session,
+    stream: &mut S,
+    inbox: &mut Inbox,
+    input: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> bool {
+    let mut deadline = session.blocked.expect("called while blocked");
+    loop {
+        let timeout = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            push = inbox.recv() => match push {
+                Some(Push::Unblocked { reply, lsn }) => {
+                    session.blocked = None;
+                    let kept = match lsn {
+                        Some(lsn) => settle(state, lsn).await,
+                        None => Ok(()),
+                    };
+                    match kept {
+                        Ok(()) => out.extend_from_slice(&reply),
+                        Err(reason) => Reply { out: &mut *out, protocol: session.protocol }.error(&format!("MISCONF {reason}")),
+                    }
+                    return send(stream, out).await.is_ok();
+                }
+                Some(Push::Kill) | None => return false,
+                Some(message) => {
+                    write_push(&message, session.protocol, out);
+                    if send(stream, out).await.is_err() {
+                        return false;
+                    }
+                    out.clear();
+                }
+            },
+            read = stream.read_buf(input) => match read {
+                Ok(0) | Err(_) => return false,
+                Ok(_) => {}
+            },
+            () = timeout => {
+                if state.blocking.cancel(session.id) {
+                    session.blocked = None;
+                    Reply { out: &mut *out, protocol: session.protocol }.null_array();
+                    return send(stream, out).await.is_ok();
+                }
+                // Served meanwhile: its push is on the way.
+                deadline = None;
+            }
+        }
+    }
+}
+
+/// Waits for the log to acknowledge record `lsn`; the failure's words otherwise.
+async fn settle(state: &ServerState, lsn: u64) -> Result<(), String> {
+    let waiting = state.store().read().as_ref().map(|store| store.wait_acknowledged(lsn));
+    match waiting {
+        Some(waiting) => waiting.await.map_err(|error| error.to_string()),
+        None => Err("the server is shutting down".into()),
     }
 }
 
@@ -175,7 +261,9 @@ fn run_batch(
     let mut batch = Batch { consumed: 0, writes: Vec::new(), close: false };
     let mut args = Vec::new();
     let mut commands = 0;
-    while batch.consumed < input.len() && !session.closing {
+    // A command that blocked ends the batch: the requests after it wait until it is
+    // answered.
+    while batch.consumed < input.len() && !session.closing && session.blocked.is_none() {
         match parse(&input[batch.consumed..], &mut args, limits) {
             Parsed::Incomplete => break,
             Parsed::Invalid(reason) => {
@@ -256,13 +344,8 @@ async fn settle_writes(state: &ServerState, writes: &[Written], acks: &Acks, out
     let Some(last) = writes.iter().map(|w| w.lsn).max() else { return };
     debug_assert_eq!(Some(last), acks.last_lsn(), "every noted record belongs to a request");
     // The log writer wakes this task once the record is acknowledged: no thread waits.
-    let waiting = state.store().read().as_ref().map(|store| store.wait_acknowledged(last));
-    let outcome = match waiting {
-        Some(waiting) => waiting.await,
-        None => Err(hotset_core::Error::Storage { reason: "the server is shutting down".into() }),
-    };
-    if let Err(error) = outcome {
-        refuse_unlogged(writes, acks, &error.to_string(), out);
+    if let Err(reason) = settle(state, last).await {
+        refuse_unlogged(writes, acks, &reason, out);
     }
 }
 

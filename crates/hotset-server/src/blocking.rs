@@ -1,0 +1,342 @@
+//! Clients blocked on lists: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH and BLMPOP.
+//!
+//! Owns: `BlockRequest` (what a blocking command waits for, parsed once), `attempt` (the
+//! pop a blocking command does, for its own first try, inside EXEC, and on a blocked
+//! client's behalf), and `Blocking`, the registry of blocked clients: one FIFO queue per
+//! (keyspace, key), served by whichever connection made a key ready, right after its
+//! command (or its EXEC) finished, on its own thread. The served client's reply travels
+//! to it as a push (`Push::Unblocked`) with the log position of the pop, which its
+//! connection waits for before writing it.
+//!
+//! Never: hold the registry lock while a shard lock is held (the order is registry, then
+//! shards: a waker calls `wake` after its command released its shards), or let a push and
+//! a blocking client miss each other: a client registers after `blocked` is raised and a
+//! fence, and retries under the registry lock; a waker fences after its write and then
+//! reads `blocked`, so either the retry sees the element or the waker sees the client.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering, fence};
+use std::time::Duration;
+
+use crate::commands::args::{self, CmdError};
+use crate::commands::lists::{MPop, end, mpop_reply};
+use crate::pubsub::{Outbox, Push};
+use crate::resp::reply::{Protocol, Reply};
+use hotset_core::kv::{End, Keyspace, KvError, KvOps};
+use hotset_core::{Acks, Durability};
+use parking_lot::Mutex;
+
+/// What a blocking command pops.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlockOp {
+    /// BLPOP, BRPOP: one element from the first non-empty of the keys.
+    Pop(End),
+    /// BLMOVE, BRPOPLPUSH: from the one key onto `dst`.
+    Move { dst: Vec<u8>, from: End, to: End },
+    /// BLMPOP: up to `count` elements from the first non-empty of the keys.
+    MPop { end: End, count: usize },
+}
+
+/// A blocking command, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockRequest {
+    /// The keys it waits on, in the command's order.
+    pub keys: Vec<Vec<u8>>,
+    pub op: BlockOp,
+    /// How long it waits; `None`: for ever (a timeout of 0).
+    pub timeout: Option<Duration>,
+}
+
+/// Redis' blocking timeout: seconds, a float, not negative; 0 waits for ever.
+fn timeout(arg: &[u8]) -> Result<Option<Duration>, CmdError> {
+    let seconds: f64 = std::str::from_utf8(arg)
+        .ok()
+        .filter(|text| !text.is_empty() && text.trim() == *text)
+        .and_then(|text| text.parse().ok())
+        .filter(|seconds: &f64| seconds.is_finite())
+        .ok_or_else(|| CmdError("ERR timeout is not a float or out of range".into()))?;
+    if seconds < 0.0 {
+        return Err(CmdError("ERR timeout is negative".into()));
+    }
+    // Redis counts in milliseconds: 0.0001 waits 0 ms, which is for ever.
+    let millis = (seconds * 1000.0) as u64;
+    Ok((millis > 0).then(|| Duration::from_millis(millis)))
+}
+
+/// BLPOP key [key ...] timeout.
+pub fn parse_blpop(a: &[&[u8]]) -> Result<BlockRequest, CmdError> {
+    parse_pop(a, End::Left)
+}
+
+/// BRPOP key [key ...] timeout.
+pub fn parse_brpop(a: &[&[u8]]) -> Result<BlockRequest, CmdError> {
+    parse_pop(a, End::Right)
+}
+
+fn parse_pop(a: &[&[u8]], end: End) -> Result<BlockRequest, CmdError> {
+    let (last, keys) = a[1..].split_last().expect("the arity guarantees a key and a timeout");
+    Ok(BlockRequest { timeout: timeout(last)?, keys: keys.iter().map(|k| k.to_vec()).collect(), op: BlockOp::Pop(end) })
+}
+
+/// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout.
+pub fn parse_blmove(a: &[&[u8]]) -> Result<BlockRequest, CmdError> {
+    let (from, to) = (end(a[3])?, end(a[4])?);
+    let timeout = timeout(a[5])?;
+    Ok(BlockRequest { keys: vec![a[1].to_vec()], op: BlockOp::Move { dst: a[2].to_vec(), from, to }, timeout })
+}
+
+/// BRPOPLPUSH source destination timeout.
+pub fn parse_brpoplpush(a: &[&[u8]]) -> Result<BlockRequest, CmdError> {
+    let timeout = timeout(a[3])?;
+    let op = BlockOp::Move { dst: a[2].to_vec(), from: End::Right, to: End::Left };
+    Ok(BlockRequest { keys: vec![a[1].to_vec()], op, timeout })
+}
+
+/// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count].
+pub fn parse_blmpop(a: &[&[u8]]) -> Result<BlockRequest, CmdError> {
+    let timeout = timeout(a[1])?;
+    let MPop { keys, end, count } = MPop::parse(&a[2..])?;
+    Ok(BlockRequest { keys: keys.iter().map(|k| k.to_vec()).collect(), op: BlockOp::MPop { end, count }, timeout })
+}
+
+/// Tries `request` once on `kv`: writes its reply and returns true when it popped
+/// something. `serving`: on a blocked client's behalf, where a key of another type is
+/// passed over (Redis leaves the client blocked) instead of answered with WRONGTYPE;
+/// a BLMOVE whose destination holds another type is answered with the error then.
+pub fn attempt<K: KvOps>(kv: &K, request: &BlockRequest, serving: bool, r: &mut Reply<'_>) -> Result<bool, CmdError> {
+    let skip = |error: KvError| if serving && error == KvError::WrongType { Ok(None) } else { Err(error) };
+    match &request.op {
+        BlockOp::Pop(end) => {
+            for key in &request.keys {
+                if let Some(mut items) = kv.pop(key, *end, 1).or_else(skip)? {
+                    r.array(2);
+                    r.bulk(key);
+                    r.bulk(&items.pop().expect("a popped list had an element"));
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        BlockOp::MPop { end, count } => {
+            for key in &request.keys {
+                if let Some(items) = kv.pop(key, *end, *count).or_else(skip)? {
+                    mpop_reply(Some((key.clone(), items)), r);
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        BlockOp::Move { dst, from, to } => {
+            let src = &request.keys[0];
+            if serving && kv.llen(src).unwrap_or(0) == 0 {
+                return Ok(false);
+            }
+            match kv.lmove(src, dst, *from, *to) {
+                Ok(Some(item)) => {
+                    r.bulk(&item);
+                    Ok(true)
+                }
+                Ok(None) => Ok(false),
+                Err(error) if serving => {
+                    r.error(&error.to_string());
+                    Ok(true)
+                }
+                Err(error) => Err(error.into()),
+            }
+        }
+    }
+}
+
+/// A blocked client.
+struct Waiter {
+    keyspace: Arc<Keyspace>,
+    keyspace_name: String,
+    request: BlockRequest,
+    protocol: Protocol,
+    outbox: Outbox,
+}
+
+#[derive(Default)]
+struct Registry {
+    /// Clients waiting on each (keyspace, key), first come first served.
+    queues: HashMap<(String, Vec<u8>), VecDeque<u64>>,
+    waiters: HashMap<u64, Waiter>,
+}
+
+impl Registry {
+    /// Takes client `id` out of every queue it is in.
+    fn remove(&mut self, id: u64) -> Option<Waiter> {
+        let waiter = self.waiters.remove(&id)?;
+        for key in &waiter.request.keys {
+            let slot = (waiter.keyspace_name.clone(), key.clone());
+            if let Some(queue) = self.queues.get_mut(&slot) {
+                queue.retain(|&queued| queued != id);
+                if queue.is_empty() {
+                    self.queues.remove(&slot);
+                }
+            }
+        }
+        Some(waiter)
+    }
+}
+
+/// Every blocked client of the server.
+#[derive(Default)]
+pub struct Blocking {
+    /// Clients blocked now (INFO's `blocked_clients`); a waker reads it without the lock.
+    blocked: AtomicUsize,
+    inner: Mutex<Registry>,
+}
+
+impl Blocking {
+    /// How many clients are blocked.
+    pub fn blocked(&self) -> usize {
+        self.blocked.load(Ordering::Relaxed)
+    }
+
+    /// Whether client `id` is blocked.
+    pub fn is_blocked(&self, id: u64) -> bool {
+        self.blocked() > 0 && self.inner.lock().waiters.contains_key(&id)
+    }
+
+    /// Blocks client `id` on `request`, unless a retry under the registry lock pops
+    /// something: then its reply is in `r` and this returns false. The retry's write notes
+    /// its record into `acks` (the batch's).
+    #[allow(clippy::too_many_arguments)]
+    pub fn block(
+        &self,
+        id: u64,
+        keyspace: &Arc<Keyspace>,
+        keyspace_name: &str,
+        request: BlockRequest,
+        outbox: &Outbox,
+        acks: &Acks,
+        r: &mut Reply<'_>,
+    ) -> Result<bool, CmdError> {
+        self.blocked.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let mut registry = self.inner.lock();
+        let retried = attempt(&keyspace.writes(Durability::Collect(acks)), &request, false, r);
+        if !matches!(retried, Ok(false)) {
+            self.blocked.fetch_sub(1, Ordering::SeqCst);
+            return retried.map(|_| false);
+        }
+        for key in &request.keys {
+            registry.queues.entry((keyspace_name.to_string(), key.clone())).or_default().push_back(id);
+        }
+        let waiter = Waiter {
+            keyspace: Arc::clone(keyspace),
+            keyspace_name: keyspace_name.to_string(),
+            request,
+            protocol: r.protocol,
+            outbox: outbox.clone(),
+        };
+        let previous = registry.waiters.insert(id, waiter);
+        assert!(previous.is_none(), "client {id} blocked twice");
+        Ok(true)
+    }
+
+    /// After a write that may have made `keys` of `keyspace_name` ready: serves the
+    /// clients blocked on them, first come first served, for as long as they get
+    /// something; a served BLMOVE makes its destination ready in turn.
+    pub fn wake<'k>(&self, keyspace_name: &str, keys: impl IntoIterator<Item = &'k [u8]>) {
+        fence(Ordering::SeqCst);
+        if self.blocked.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let mut registry = self.inner.lock();
+        let mut ready: Vec<Vec<u8>> = keys.into_iter().map(<[u8]>::to_vec).collect();
+        while let Some(key) = ready.pop() {
+            let slot = (keyspace_name.to_string(), key);
+            while let Some(&id) = registry.queues.get(&slot).and_then(VecDeque::front) {
+                let waiter = &registry.waiters[&id];
+                let acks = Acks::new();
+                let mut out = Vec::new();
+                let mut reply = Reply { out: &mut out, protocol: waiter.protocol };
+                let kv = waiter.keyspace.writes(Durability::Collect(&acks));
+                let served = match attempt(&kv, &waiter.request, true, &mut reply) {
+                    Ok(served) => served,
+                    Err(CmdError(message)) => {
+                        reply.error(&message);
+                        true
+                    }
+                };
+                if !served {
+                    break;
+                }
+                let waiter = registry.remove(id).expect("the client was queued");
+                self.blocked.fetch_sub(1, Ordering::SeqCst);
+                if let BlockOp::Move { dst, .. } = &waiter.request.op {
+                    ready.push(dst.clone());
+                }
+                waiter.outbox.send(Push::Unblocked { reply: out, lsn: acks.last_lsn() });
+            }
+        }
+    }
+
+    /// Unregisters client `id` (its timeout passed, or it disconnected); false when it
+    /// was not blocked (a push already unblocked it).
+    pub fn cancel(&self, id: u64) -> bool {
+        if self.blocked() == 0 {
+            return false;
+        }
+        let removed = self.inner.lock().remove(id).is_some();
+        if removed {
+            self.blocked.fetch_sub(1, Ordering::SeqCst);
+        }
+        removed
+    }
+
+    /// CLIENT UNBLOCK: ends client `id`'s wait as a timeout would, or with the UNBLOCKED
+    /// error; false when it was not blocked.
+    pub fn unblock(&self, id: u64, error: bool) -> bool {
+        let Some(waiter) = self.inner.lock().remove(id) else { return false };
+        self.blocked.fetch_sub(1, Ordering::SeqCst);
+        let mut out = Vec::new();
+        let mut reply = Reply { out: &mut out, protocol: waiter.protocol };
+        match error {
+            true => reply.error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
+            false => reply.null_array(),
+        }
+        waiter.outbox.send(Push::Unblocked { reply: out, lsn: None });
+        true
+    }
+}
+
+/// Whether `arg` is CLIENT UNBLOCK's ERROR (true) or TIMEOUT (false) word.
+pub fn unblock_mode(arg: Option<&&[u8]>) -> Result<bool, CmdError> {
+    match arg {
+        None => Ok(false),
+        Some(word) if args::is(word, "TIMEOUT") => Ok(false),
+        Some(word) if args::is(word, "ERROR") => Ok(true),
+        Some(_) => Err(CmdError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_follow_redis() {
+        assert_eq!(timeout(b"0").unwrap(), None);
+        assert_eq!(timeout(b"0.0001").unwrap(), None, "under a millisecond waits for ever, as in Redis");
+        assert_eq!(timeout(b"1.5").unwrap(), Some(Duration::from_millis(1500)));
+        assert_eq!(timeout(b"-1").unwrap_err().0, "ERR timeout is negative");
+        for bad in [&b"abc"[..], b"", b" 1", b"inf", b"nan"] {
+            assert_eq!(timeout(bad).unwrap_err().0, "ERR timeout is not a float or out of range");
+        }
+    }
+
+    #[test]
+    fn requests_parse_their_keys_and_ends() {
+        let blpop = parse_blpop(&[b"BLPOP", b"a", b"b", b"0"]).unwrap();
+        assert_eq!((blpop.keys, blpop.op), (vec![b"a".to_vec(), b"b".to_vec()], BlockOp::Pop(End::Left)));
+        let blmove = parse_blmove(&[b"BLMOVE", b"s", b"d", b"right", b"LEFT", b"2"]).unwrap();
+        assert_eq!(blmove.op, BlockOp::Move { dst: b"d".to_vec(), from: End::Right, to: End::Left });
+        let blmpop = parse_blmpop(&[b"BLMPOP", b"0", b"2", b"a", b"b", b"RIGHT", b"COUNT", b"3"]).unwrap();
+        assert_eq!(blmpop.op, BlockOp::MPop { end: End::Right, count: 3 });
+        assert!(parse_blmove(&[b"BLMOVE", b"s", b"d", b"up", b"LEFT", b"2"]).is_err());
+    }
+}
