@@ -26,6 +26,7 @@ use super::access::{Ctx, KvResult, ShardAccess, ShardGroup};
 use super::config::{KeyspaceConfig, KvLimits};
 use super::ops::KvOps;
 use super::txn::KeyspaceTxn;
+use super::watch::WatchSlot;
 use crate::store::router::Router;
 use crate::store::shard::Shard;
 use hotset_base::clock::Clock;
@@ -45,6 +46,8 @@ pub struct Keyspace {
     pub(super) name: Arc<str>,
     /// Where writes are logged once a journal is attached (`persist.rs`).
     pub(super) journal: JournalSlot,
+    /// Who hears of changed keys while any key is watched (`watch.rs`).
+    pub(super) watch: WatchSlot,
 }
 
 impl fmt::Debug for Keyspace {
@@ -65,11 +68,18 @@ impl Keyspace {
     /// A keyspace with `config.shards` shards (rounded up to a power of two,
     /// clamped to 1..=65536) and `config.limits`.
     pub fn with_config(clock: Arc<dyn Clock>, config: KeyspaceConfig) -> Self {
-        Self::named("", clock, config, JournalSlot::default())
+        Self::named("", clock, config, JournalSlot::default(), WatchSlot::default())
     }
 
-    /// A keyspace of a registry: its records carry `name` and go to `journal`.
-    pub(super) fn named(name: &str, clock: Arc<dyn Clock>, config: KeyspaceConfig, journal: JournalSlot) -> Self {
+    /// A keyspace of a registry: its records carry `name` and go to `journal`; its changed
+    /// keys go to the registry's watcher.
+    pub(super) fn named(
+        name: &str,
+        clock: Arc<dyn Clock>,
+        config: KeyspaceConfig,
+        journal: JournalSlot,
+        watch: WatchSlot,
+    ) -> Self {
         let router = Router::new(config.shards);
         let shards = (0..router.shard_count()).map(|_| RwLock::new(Shard::default())).collect();
         Self {
@@ -80,6 +90,7 @@ impl Keyspace {
             expire_start: AtomicUsize::new(0),
             name: name.into(),
             journal,
+            watch,
         }
     }
 

@@ -75,6 +75,7 @@ mod store;
 mod txn;
 mod types;
 mod value;
+mod watch;
 
 #[cfg(test)]
 mod tests;
@@ -96,6 +97,7 @@ pub use types::list::End;
 pub use types::lists::{Popped, PosOptions};
 pub use types::number::format_i64_inline;
 pub use types::sets::SetAlgebra;
+pub use watch::KeyWatch;
 
 // Both handles are shared across server threads; fail the build, not a
 // deployment, if a field ever breaks that.

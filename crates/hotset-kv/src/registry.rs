@@ -21,6 +21,7 @@ use super::access::KvResult;
 use super::config::KeyspaceConfig;
 use super::error::KvError;
 use super::keyspace::Keyspace;
+use super::watch::{KeyWatch, WatchSlot};
 use hotset_base::clock::Clock;
 use hotset_base::journal::{Ack, JournalSlot};
 use hotset_base::record::{encode_drop_keyspace, encode_kv_head};
@@ -31,6 +32,7 @@ pub struct Keyspaces {
     config: KeyspaceConfig,
     spaces: RwLock<BTreeMap<String, Arc<Keyspace>>>,
     journal: JournalSlot,
+    watch: WatchSlot,
 }
 
 impl fmt::Debug for Keyspaces {
@@ -52,7 +54,7 @@ impl Keyspaces {
 
     /// A registry whose keyspaces log their writes to `journal` once one is attached.
     pub fn with_journal(clock: Arc<dyn Clock>, config: KeyspaceConfig, journal: JournalSlot) -> Self {
-        Self { clock, config, spaces: RwLock::new(BTreeMap::new()), journal }
+        Self { clock, config, spaces: RwLock::new(BTreeMap::new()), journal, watch: WatchSlot::default() }
     }
 
     /// A new keyspace, its creation logged (as an empty record naming it, so it exists
@@ -66,7 +68,7 @@ impl Keyspaces {
     fn build(&self, name: &str) -> Arc<Keyspace> {
         let lsn = self.journal.get().map(|journal| journal.append(&mut |out| encode_kv_head(out, name, false)));
         let _covered_by_the_first_write: Ack<'_> = self.journal.ack(lsn);
-        Arc::new(Keyspace::named(name, Arc::clone(&self.clock), self.config, self.journal.clone()))
+        Arc::new(Keyspace::named(name, Arc::clone(&self.clock), self.config, self.journal.clone(), self.watch.clone()))
     }
 
     /// Creates keyspace `name`; `KeyspaceExists` if the name is taken.
@@ -98,7 +100,15 @@ impl Keyspaces {
     /// Recovery: the keyspace called `name`, created without logging.
     pub fn get_or_create_quiet(&self, name: &str) -> Arc<Keyspace> {
         let mut spaces = self.spaces.write();
-        let build = || Arc::new(Keyspace::named(name, Arc::clone(&self.clock), self.config, self.journal.clone()));
+        let build = || {
+            Arc::new(Keyspace::named(
+                name,
+                Arc::clone(&self.clock),
+                self.config,
+                self.journal.clone(),
+                self.watch.clone(),
+            ))
+        };
         Arc::clone(spaces.entry(name.to_owned()).or_insert_with(build))
     }
 
@@ -110,6 +120,13 @@ impl Keyspaces {
     /// All names, sorted.
     pub fn list(&self) -> Vec<String> {
         self.spaces.read().keys().cloned().collect()
+    }
+
+    /// Sets the one watcher of every keyspace of the registry, present and future: while
+    /// `count` is above zero, every write tells it which keys it changed (the server's
+    /// WATCH). False when one was set already.
+    pub fn set_watch(&self, watcher: Arc<dyn KeyWatch>, count: Arc<std::sync::atomic::AtomicUsize>) -> bool {
+        self.watch.set(watcher, count)
     }
 
     /// Unregisters `name`; returns whether it existed. With a journal attached, the

@@ -27,6 +27,7 @@ mod server;
 mod state;
 mod tls;
 mod transfer;
+mod watch;
 
 use clap::{Args, Parser, Subcommand};
 use config::Config;

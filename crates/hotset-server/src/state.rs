@@ -32,6 +32,8 @@ pub struct ServerState {
     pub pubsub: PubSub,
     /// Clients blocked on lists.
     pub blocking: crate::blocking::Blocking,
+    /// Keys watched for MULTI/EXEC.
+    pub watches: Arc<crate::watch::Watches>,
     next_client_id: AtomicU64,
     pub stats: Stats,
     /// The TLS listeners' acceptors, once they serve (for their handshake failure counts).
@@ -133,6 +135,9 @@ impl ServerState {
         let settings = Settings { query_timeout: config.query_time_limit() };
         let engine = Arc::new(Engine::on_store(store, settings));
         let syncs = hotset_sync::Syncs::new(Arc::clone(&engine), runtime);
+        let watches = Arc::new(crate::watch::Watches::default());
+        let watcher: Arc<dyn hotset_core::kv::KeyWatch> = watches.clone();
+        assert!(engine.database().keyspaces().set_watch(watcher, watches.count()), "a database has one watcher");
         let params = crate::params::Params::new(&config.fixed_params());
         params.set_all(&config.redis_params()).expect("Config::validate checked the [redis] table");
         Arc::new(ServerState {
@@ -144,6 +149,7 @@ impl ServerState {
             clients: Mutex::new(BTreeMap::new()),
             pubsub: PubSub::default(),
             blocking: crate::blocking::Blocking::default(),
+            watches,
             next_client_id: AtomicU64::new(1),
             stats: Stats::default(),
             tls: std::sync::OnceLock::new(),
@@ -197,6 +203,7 @@ impl ServerState {
         self.clients.lock().remove(&id);
         self.pubsub.disconnect(id);
         self.blocking.cancel(id);
+        self.watches.unwatch(id);
     }
 
     /// Changes what the client list shows for connection `id`.

@@ -98,9 +98,10 @@ impl Keyspace {
         self.journal.writable().map_err(|e| KvError::Storage(e.to_string()))
     }
 
-    /// Starts noting touched keys on these (write-locked) shards, if writes are logged.
+    /// Starts noting touched keys on these (write-locked) shards, if writes are logged or
+    /// keys are watched.
     pub(super) fn track<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>) {
-        if self.journal.get().is_some() {
+        if self.journal.get().is_some() || self.watch.listening().is_some() {
             for shard in shards {
                 shard.touched.get_or_insert_with(Touched::default);
             }
@@ -108,10 +109,15 @@ impl Keyspace {
     }
 
     /// Logs the resulting state of every key the write touched on these (still
-    /// write-locked) shards as one record; returns its position, which is none if
-    /// nothing was touched or nothing is logged.
+    /// write-locked) shards as one record, and tells the watcher (`watch.rs`) which keys
+    /// they were; returns the record's position, which is none if nothing was touched or
+    /// nothing is logged.
     pub(super) fn log_touched<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>, now: u64) -> Ack<'_> {
-        let Some(journal) = self.journal.get() else { return Ack::none() };
+        let journal = self.journal.get();
+        let watcher = self.watch.listening();
+        if journal.is_none() && watcher.is_none() {
+            return Ack::none();
+        }
         // Most writes touch one shard: no allocation for the list of shards.
         let mut work: smallvec::SmallVec<[(&mut Shard, Touched); 1]> = smallvec::SmallVec::new();
         for shard in shards {
@@ -138,25 +144,34 @@ impl Keyspace {
             touched.spans.retain(|(key, _, _)| whole.binary_search(key).is_err());
         }
         let flush = work.iter().any(|(_, touched)| touched.flushed);
-        let lsn = journal.append(&mut |out| {
-            encode_kv_head(out, &self.name, flush);
-            for (shard, touched) in &work {
-                for key in &touched.keys {
-                    match shard.get(KeyRef::new(key), now) {
-                        Some(entry) => encode_entry(out, key, entry),
-                        None => KvChange::Delete { key }.encode(out),
+        if let Some(watcher) = watcher {
+            let mut keys = work.iter().flat_map(|(_, touched)| {
+                let fields = touched.fields.iter().map(|(key, _)| &**key);
+                touched.keys.iter().map(|key| &**key).chain(fields).chain(touched.spans.iter().map(|(key, ..)| &**key))
+            });
+            watcher.touched(&self.name, &mut keys, flush);
+        }
+        let lsn = journal.map(|journal| {
+            journal.append(&mut |out| {
+                encode_kv_head(out, &self.name, flush);
+                for (shard, touched) in &work {
+                    for key in &touched.keys {
+                        match shard.get(KeyRef::new(key), now) {
+                            Some(entry) => encode_entry(out, key, entry),
+                            None => KvChange::Delete { key }.encode(out),
+                        }
+                    }
+                    for fields in touched.fields.chunk_by(|a, b| a.0 == b.0) {
+                        let key = &*fields[0].0;
+                        let names = fields.iter().map(|(_, field)| &**field);
+                        encode_fields(out, key, shard.get(KeyRef::new(key), now), names);
+                    }
+                    for spans in touched.spans.chunk_by(|a, b| a.0 == b.0) {
+                        let key = &*spans[0].0;
+                        encode_spans(out, key, shard.get(KeyRef::new(key), now), spans);
                     }
                 }
-                for fields in touched.fields.chunk_by(|a, b| a.0 == b.0) {
-                    let key = &*fields[0].0;
-                    let names = fields.iter().map(|(_, field)| &**field);
-                    encode_fields(out, key, shard.get(KeyRef::new(key), now), names);
-                }
-                for spans in touched.spans.chunk_by(|a, b| a.0 == b.0) {
-                    let key = &*spans[0].0;
-                    encode_spans(out, key, shard.get(KeyRef::new(key), now), spans);
-                }
-            }
+            })
         });
         // The emptied lists go back to their shards, so the next write reuses their
         // capacity instead of allocating; a list a huge write grew is dropped.
@@ -170,7 +185,7 @@ impl Keyspace {
                 shard.touched = Some(touched);
             }
         }
-        self.journal.ack(Some(lsn))
+        self.journal.ack(lsn)
     }
 
     /// Settles the record of a write (after its locks are released) by `durability`.

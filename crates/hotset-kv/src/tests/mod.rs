@@ -21,6 +21,7 @@ mod model;
 mod scan;
 mod strings;
 mod txn;
+mod watch;
 
 /// Start time of every test clock (an arbitrary, realistic epoch-ms value).
 const T0: u64 = 1_700_000_000_000;

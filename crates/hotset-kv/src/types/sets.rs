@@ -136,21 +136,14 @@ impl<S: Deref<Target = Shard>> ShardGroup<S> {
             .collect()
     }
 
-    /// SINTER, SUNION, SDIFF: the resulting members. For SINTER a missing key met before
-    /// any key of another type ends it empty, as in Redis.
+    /// SINTER, SUNION, SDIFF: the resulting members. Every key is checked for its type
+    /// first (WRONGTYPE whatever else is missing, as Redis 7 does).
     pub fn set_algebra(&self, algebra: SetAlgebra, keys: &[&[u8]], now: u64) -> KvResult<Vec<Vec<u8>>> {
+        let sets = self.sets(keys, now)?;
         if algebra == SetAlgebra::Inter {
-            let mut sets = Vec::with_capacity(keys.len());
-            for key in keys {
-                let (shard, key) = self.shard(key)?;
-                match shard.read_set(key, now)? {
-                    Some(set) => sets.push(set),
-                    None => return Ok(Vec::new()),
-                }
-            }
+            let Some(sets) = sets.into_iter().collect::<Option<Vec<_>>>() else { return Ok(Vec::new()) };
             return Ok(intersection(&sets, usize::MAX));
         }
-        let sets = self.sets(keys, now)?;
         let present = || sets.iter().flatten();
         Ok(match algebra {
             SetAlgebra::Union => {
@@ -174,18 +167,7 @@ impl<S: Deref<Target = Shard>> ShardGroup<S> {
 
     /// SINTERCARD: the size of the intersection, counting stops at `limit` (0: none).
     pub fn sintercard(&self, keys: &[&[u8]], now: u64, limit: usize) -> KvResult<usize> {
-        let mut sets = Vec::with_capacity(keys.len());
-        let mut missing = false;
-        for key in keys {
-            let (shard, key) = self.shard(key)?;
-            match shard.read_set(key, now)? {
-                Some(set) => sets.push(set),
-                None => missing = true,
-            }
-        }
-        if missing {
-            return Ok(0);
-        }
+        let Some(sets) = self.sets(keys, now)?.into_iter().collect::<Option<Vec<_>>>() else { return Ok(0) };
         Ok(intersection(&sets, if limit == 0 { usize::MAX } else { limit }).len())
     }
 }

@@ -316,7 +316,8 @@ fn multi(_: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply
     Ok(())
 }
 
-fn discard(_: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+fn discard(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    state.watches.unwatch(session.id);
     match session.multi.take() {
         Some(_) => {
             r.ok();
@@ -326,13 +327,32 @@ fn discard(_: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Rep
     }
 }
 
+/// WATCH key [key ...]: EXEC will not run the transaction if one of them changes first.
+fn watch(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    if session.multi.is_some() {
+        return Err(CmdError("ERR WATCH inside MULTI is not allowed".into()));
+    }
+    state.watches.watch(session.id, &session.keyspace_name, &*session.keyspace, &a[1..]);
+    r.ok();
+    Ok(())
+}
+
+/// UNWATCH: forgets the connection's watched keys.
+fn unwatch(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    state.watches.unwatch(session.id);
+    r.ok();
+    Ok(())
+}
+
 /// EXEC: runs the queued commands with every shard of the keyspace locked, so no other
-/// client sees a state between them, and as one log record.
+/// client sees a state between them, and as one log record; nothing at all (a null
+/// answer) when a watched key changed since WATCH.
 fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let Some(multi) = session.multi.take() else {
         return Err(CmdError("ERR EXEC without MULTI".into()));
     };
     if multi.failed {
+        state.watches.unwatch(session.id);
         return Err(CmdError("EXECABORT Transaction discarded because of previous errors.".into()));
     }
     // FLUSHALL reaches other keyspaces, which the block does not lock: refuse it here
@@ -346,7 +366,12 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
     // collector goes back to the session after the block).
     let keyspace = Arc::clone(&session.keyspace);
     let acks = std::mem::take(&mut session.acks);
+    let (id, keyspace_name) = (session.id, session.keyspace_name.clone());
     let replies = keyspace.writes(Durability::Collect(&acks)).atomic_all(|txn| {
+        // With every shard locked, no write comes between this check and the queue.
+        if !state.watches.still_clean(id, txn, &keyspace_name) {
+            return None;
+        }
         let mut out = Vec::new();
         for queued in &multi.queued {
             let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
@@ -367,10 +392,14 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
                 reply.error(&message);
             }
         }
-        out
+        Some(out)
     });
     session.acks = acks;
-    let replies = replies?;
+    let Some(replies) = replies? else {
+        // A watched key was touched: the transaction does not run.
+        r.null_array();
+        return Ok(());
+    };
     for queued in multi.queued.iter().filter(|queued| queued.spec.wakes) {
         let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
         state.blocking.wake(&session.keyspace_name, queued.spec.key_args(&args));

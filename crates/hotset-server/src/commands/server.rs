@@ -86,6 +86,7 @@ pub fn quit(_: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
 /// when a password is set).
 pub fn reset(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     session.multi = None;
+    state.watches.unwatch(session.id);
     session.errors_json = false;
     session.replies = super::Replies::On;
     state.pubsub.disconnect(session.id);

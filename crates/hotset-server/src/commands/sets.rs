@@ -138,9 +138,11 @@ pub fn sintercard<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult
         .ok_or_else(|| CmdError("ERR Number of keys can't be greater than number of args".into()))?;
     let limit = match &a[keys_end..] {
         [] => 0,
-        [word, limit] if args::is(word, "LIMIT") => {
-            usize::try_from(args::int(limit)?).map_err(|_| CmdError("ERR LIMIT can't be negative".into()))?
-        }
+        // Redis' one text for a limit that is no integer or is negative.
+        [word, limit] if args::is(word, "LIMIT") => args::int(limit)
+            .ok()
+            .and_then(|limit| usize::try_from(limit).ok())
+            .ok_or_else(|| CmdError("ERR LIMIT can't be negative".into()))?,
         _ => return Err(args::syntax()),
     };
     r.int(kv.sintercard(&a[2..keys_end], limit)? as i64);

@@ -501,6 +501,8 @@ pub static COMMANDS: &[Spec] = &[
     kv!("UNLINK", -2, true, "generic", "Deletes keys (the same as DEL here: memory is freed at once).", keys::del)
         .keys(1, -1, 1),
     conn("UNSUBSCRIBE", -1, pubsub::unsubscribe, "Unsubscribes from channels (all without arguments).").pushes(),
+    conn("UNWATCH", 1, super::unwatch, "Forgets the watched keys.").queue(),
+    conn("WATCH", -2, super::watch, "Watches keys: EXEC runs only if none changes first.").run_at_once().keys(1, -1, 1),
 ];
 
 /// Longest command name the index covers (longer names are unknown).
@@ -591,7 +593,11 @@ mod tests {
             .filter(|s| s.in_multi == InMulti::Queue && matches!(s.handler, Handler::Session(_)))
             .map(|s| s.name)
             .collect();
-        assert_eq!(queued, ["ECHO", "PING", "PUBLISH", "SPUBLISH", "TIME"], "EXEC runs these with the keyspace locked");
+        assert_eq!(
+            queued,
+            ["ECHO", "PING", "PUBLISH", "SPUBLISH", "TIME", "UNWATCH"],
+            "EXEC runs these with the keyspace locked"
+        );
         let before_auth: Vec<&str> = COMMANDS.iter().filter(|s| s.before_auth).map(|s| s.name).collect();
         assert_eq!(before_auth, ["AUTH", "HELLO", "QUIT", "RESET"], "the commands a stranger may send");
     }

@@ -243,3 +243,62 @@ def test_a_blocked_client_that_leaves_is_forgotten(server):
     # The push stays in the list: nobody took it.
     r.rpush("q", "kept")
     assert r.lrange("q", 0, -1) == ["kept"]
+
+
+def test_watch_makes_exec_fail_when_a_watched_key_changes(server):
+    r = server.client(decode_responses=True, single_connection_client=True)
+    other = server.client(decode_responses=True)
+    r.set("balance", 10)
+    # Untouched: EXEC runs.
+    with r.pipeline(transaction=True) as pipe:
+        pipe.watch("balance")
+        assert pipe.get("balance") == "10"
+        pipe.multi()
+        pipe.incrby("balance", 5)
+        assert pipe.execute() == [15]
+    # Changed by another connection (a list push counts too): EXEC runs nothing.
+    for change in (lambda: other.set("balance", 0), lambda: other.rpush("queue", "x")):
+        with r.pipeline(transaction=True) as pipe:
+            pipe.watch("balance", "queue")
+            pipe.multi()
+            pipe.incrby("balance", 5)
+            change()
+            with pytest.raises(redis.WatchError):
+                pipe.execute()
+    assert r.get("balance") == "0", "the aborted transaction changed nothing"
+    # A failed EXEC ends the watch: the next transaction runs.
+    assert r.execute_command("MULTI") == "OK" and r.execute_command("ECHO", "e") == "QUEUED"
+    assert r.execute_command("EXEC") == ["e"]
+    # UNWATCH and DISCARD forget the watched keys.
+    r.execute_command("WATCH", "balance")
+    other.set("balance", 1)
+    r.execute_command("UNWATCH")
+    r.execute_command("MULTI")
+    r.execute_command("INCR", "balance")
+    assert r.execute_command("EXEC") == [2]
+    # FLUSHDB touches a watched key that existed, not one that did not.
+    r.execute_command("WATCH", "balance", "never")
+    other.flushdb()
+    r.execute_command("MULTI")
+    r.execute_command("ECHO", "e")
+    assert r.execute_command("EXEC") is None
+    r.execute_command("WATCH", "never")
+    other.flushdb()
+    r.execute_command("MULTI")
+    r.execute_command("ECHO", "e")
+    assert r.execute_command("EXEC") == ["e"]
+    # A watched key that expires meanwhile counts as changed.
+    r.set("short", "x", px=30)
+    r.execute_command("WATCH", "short")
+    import time
+
+    deadline = time.monotonic() + 10
+    while other.exists("short"):
+        assert time.monotonic() < deadline, "the key never expired"
+    r.execute_command("MULTI")
+    r.execute_command("ECHO", "e")
+    assert r.execute_command("EXEC") is None
+    r.execute_command("MULTI")
+    with pytest.raises(redis.ResponseError, match="^WATCH inside MULTI is not allowed"):
+        r.execute_command("WATCH", "x")
+    r.execute_command("DISCARD")
