@@ -237,6 +237,18 @@ pub trait KvOps: ShardAccess {
         self.write_keys([src, dst], |g, ctx| g.rename(src, dst, ctx.now, true))
     }
 
+    /// COPY: copies `src`'s value and deadline to `dst` (over it only with `replace`);
+    /// whether it copied.
+    fn copy(&self, src: &[u8], dst: &[u8], replace: bool) -> KvResult<bool> {
+        self.write_keys([src, dst], |g, ctx| g.copy(src, dst, ctx.now, replace))
+    }
+
+    /// RANDOMKEY: a random live key, `None` in an empty keyspace.
+    fn random_key(&self) -> KvResult<Option<Vec<u8>>> {
+        let all = self.router().all_shards();
+        self.read_group(&all, |g, ctx| Ok(g.random_key(ctx.now)))
+    }
+
     /// DBSIZE: number of keys (expired-but-unreclaimed keys included, as in
     /// Redis).
     fn dbsize(&self) -> KvResult<usize> {

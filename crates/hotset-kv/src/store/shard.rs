@@ -173,6 +173,13 @@ impl Shard {
         }
     }
 
+    /// A uniformly random key of the shard if the one drawn is live (`None` when the shard
+    /// is empty or the key drawn has expired); `pick(n)` returns a number below `n`.
+    pub fn random_live(&self, now: u64, pick: impl FnMut(usize) -> usize) -> Option<&[u8]> {
+        let slot = self.map.random(pick)?;
+        (!slot.value.is_expired(now)).then_some(&*slot.key)
+    }
+
     /// Live (key, entry) pairs in storage order.
     pub fn iter_live(&self, now: u64) -> impl Iterator<Item = (&[u8], &Entry)> {
         self.map.iter().filter(move |(_, s)| !s.value.is_expired(now)).map(|(_, s)| (&*s.key, &s.value))

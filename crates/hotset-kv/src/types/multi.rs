@@ -18,6 +18,7 @@ use crate::error::KvError;
 use crate::store::glob::Glob;
 use crate::store::shard::Shard;
 use crate::value::{StrValue, Value};
+use rand::RngExt;
 
 impl<S: Deref<Target = Shard>> ShardGroup<S> {
     /// MGET: a non-string or missing key yields `None`.
@@ -50,6 +51,27 @@ impl<S: Deref<Target = Shard>> ShardGroup<S> {
             .filter(|(k, _)| glob.matches(k))
             .map(|(k, _)| k.to_vec())
             .collect()
+    }
+
+    /// RANDOMKEY: a uniformly random live key (a shard chosen by its size, then a slot of
+    /// it), `None` when there is none. Expired keys found on the way are passed over, and
+    /// a keyspace of mostly expired keys falls back to walking the live ones.
+    pub fn random_key(&self, now: u64) -> Option<Vec<u8>> {
+        let total: usize = self.iter().map(Shard::len).sum();
+        let mut rng = rand::rng();
+        for _ in 0..total.min(64) {
+            let mut pick = rng.random_range(0..total);
+            let shard = self.iter().find(|shard| {
+                let here = pick < shard.len();
+                pick = pick.saturating_sub(shard.len());
+                here
+            })?;
+            if let Some(key) = shard.random_live(now, |n| rng.random_range(0..n)) {
+                return Some(key.to_vec());
+            }
+        }
+        let live: Vec<&[u8]> = self.iter().flat_map(|shard| shard.iter_live(now)).map(|(key, _)| key).collect();
+        (!live.is_empty()).then(|| live[rng.random_range(0..live.len())].to_vec())
     }
 
     /// DBSIZE: stored keys, including expired ones not yet reclaimed (as
@@ -114,6 +136,19 @@ impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
             return Err(KvError::NoSuchKey);
         };
         let (dst_shard, dst_key) = self.shard_mut(dst)?;
+        dst_shard.put(dst_key, now, entry.value, entry.expire_at);
+        Ok(true)
+    }
+
+    /// COPY: `dst` gets a copy of `src`'s value and deadline; false when `src` is missing,
+    /// or `dst` exists and `replace` is not set. The caller refuses `src` == `dst`.
+    pub fn copy(&mut self, src: &[u8], dst: &[u8], now: u64, replace: bool) -> KvResult<bool> {
+        let (shard, src_key) = self.shard(src)?;
+        let Some(entry) = shard.get(src_key, now).cloned() else { return Ok(false) };
+        let (dst_shard, dst_key) = self.shard_mut(dst)?;
+        if !replace && dst_shard.contains(dst_key, now) {
+            return Ok(false);
+        }
         dst_shard.put(dst_key, now, entry.value, entry.expire_at);
         Ok(true)
     }

@@ -77,6 +77,34 @@ pub fn renamenx<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     Ok(())
 }
 
+/// COPY source destination [DB destination-db] [REPLACE]: 1 when copied. Another
+/// keyspace as the destination is not supported yet (refused, never half done).
+pub fn copy<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let mut replace = false;
+    let mut at = 3;
+    while at < a.len() {
+        if args::is(a[at], "REPLACE") {
+            replace = true;
+            at += 1;
+        } else if args::is(a[at], "DB") && at + 1 < a.len() {
+            args::int(a[at + 1])?;
+            return Err(CmdError("ERR COPY into another database is not supported".into()));
+        } else {
+            return Err(args::syntax());
+        }
+    }
+    if a[1] == a[2] {
+        return Err(CmdError("ERR source and destination objects are the same".into()));
+    }
+    r.int(i64::from(kv.copy(a[1], a[2], replace)?));
+    Ok(())
+}
+
+pub fn randomkey<K: KvOps>(kv: &K, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.bulk_or_null(kv.random_key()?.as_deref());
+    Ok(())
+}
+
 pub fn dbsize<K: KvOps>(kv: &K, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     r.int(kv.dbsize()? as i64);
     Ok(())

@@ -289,6 +289,9 @@ pub static COMMANDS: &[Spec] = &[
     ),
     conn("COMMAND", -1, server::command, "Information about the commands: COUNT, DOCS, INFO, LIST."),
     conn("CONFIG", -2, config::config, "Redis' runtime parameters: GET, SET, RESETSTAT, REWRITE."),
+    kv!("COPY", -3, true, "generic", "Copies a key's value and deadline to another key.", keys::copy)
+        .keys(1, 2, 1)
+        .wakes(),
     kv!("DBSIZE", 1, false, "server", "Number of keys in the selected keyspace.", keys::dbsize).keyless(),
     conn("DEBUG", -2, server::debug, "Harmless debugging aids: LOG message, SLEEP seconds.").queue_then_refuse(),
     kv!("DECR", 2, true, "string", "Decrements the integer value of a key by one.", strings::decr),
@@ -452,6 +455,7 @@ pub static COMMANDS: &[Spec] = &[
     conn("PUBSUB", -2, pubsub::pubsub, "Pub/sub introspection: CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB."),
     conn("PUNSUBSCRIBE", -1, pubsub::punsubscribe, "Unsubscribes from patterns (all without arguments).").pushes(),
     conn("QUIT", -1, server::quit, "Closes the connection.").run_at_once().before_auth().in_subscribed_mode(),
+    kv!("RANDOMKEY", 1, false, "generic", "A random key.", keys::randomkey).keyless(),
     kv!("RENAME", 3, true, "generic", "Renames a key, replacing the destination.", keys::rename).keys(1, 2, 1).wakes(),
     kv!("RENAMENX", 3, true, "generic", "Renames a key only if the destination does not exist.", keys::renamenx)
         .keys(1, 2, 1)

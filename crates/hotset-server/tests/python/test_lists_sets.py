@@ -302,3 +302,25 @@ def test_watch_makes_exec_fail_when_a_watched_key_changes(server):
     with pytest.raises(redis.ResponseError, match="^WATCH inside MULTI is not allowed"):
         r.execute_command("WATCH", "x")
     r.execute_command("DISCARD")
+
+
+def test_copy_and_randomkey(server):
+    r = server.client(decode_responses=True)
+    assert r.randomkey() is None
+    r.rpush("l", "a", "b")
+    r.sadd("s", "m")
+    r.set("t", "v", ex=100)
+    assert r.copy("l", "l2") is True and r.lrange("l2", 0, -1) == ["a", "b"]
+    r.rpush("l2", "c")
+    assert r.lrange("l", 0, -1) == ["a", "b"], "the copy is independent"
+    assert r.copy("s", "l2") is False, "no REPLACE: an existing destination stays"
+    assert r.copy("s", "l2", replace=True) is True and r.type("l2") == "set"
+    assert r.copy("t", "t2") is True and 0 < r.ttl("t2") <= 100
+    assert r.copy("missing", "x") is False
+    with pytest.raises(redis.ResponseError, match="same"):
+        r.copy("l", "l")
+    with pytest.raises(redis.ResponseError, match="not an integer"):
+        r.execute_command("COPY", "l", "x", "DB", "notanumber")
+    keys = {"l", "l2", "s", "t", "t2"}
+    seen = {r.randomkey() for _ in range(200)}
+    assert seen == keys, f"200 draws cover the {len(keys)} keys: {seen}"
