@@ -91,7 +91,7 @@ pub use store::glob::{Glob, glob_match};
 pub use store::router::MAX_SHARDS;
 pub use store::scan::FieldPairs;
 pub use txn::KeyspaceTxn;
-pub use types::bits::{BitRange, RangeUnit};
+pub use types::bits::{BitOp, BitRange, RangeUnit};
 pub use types::keys::{TTL_MISSING, TTL_NONE};
 pub use types::list::End;
 pub use types::lists::{Popped, PosOptions};

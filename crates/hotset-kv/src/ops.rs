@@ -19,7 +19,7 @@ use super::options::{ExpireCondition, SetCondition, SetExpiry, SetOptions, SetOu
 use crate::store::expiry::deadline_after;
 use crate::store::glob::Glob;
 use crate::store::scan::{FieldPairs, scan_keys};
-use crate::types::bits::BitRange;
+use crate::types::bits::{BitOp, BitRange};
 use crate::types::list::End;
 use crate::types::lists::{Popped, PosOptions};
 use crate::types::sets::SetAlgebra;
@@ -111,6 +111,12 @@ pub trait KvOps: ShardAccess {
     /// BITPOS: the first bit equal to `wanted`, or -1 (see `Shard::bitpos`).
     fn bitpos(&self, key: &[u8], wanted: u8, range: Option<BitRange>, end_given: bool) -> KvResult<i64> {
         self.read_key(key, |s, k, ctx| s.bitpos(k, ctx.now, wanted, range, end_given))
+    }
+
+    /// BITOP: stores `op` over the strings at `keys` in `dst`; the result's length.
+    fn bitop(&self, op: BitOp, dst: &[u8], keys: &[&[u8]]) -> KvResult<usize> {
+        let all = std::iter::once(dst).chain(keys.iter().copied());
+        self.write_keys(all, |g, ctx| g.bitop(op, dst, keys, ctx.now))
     }
 
     /// STRLEN: length in bytes, 0 if missing.

@@ -2,14 +2,14 @@
 //!
 //! Owns: GET/SET flag combinations (NX/XX/KEEPTTL/GET/EX/PXAT), counters and
 //! their overflow/format errors, INCRBYFLOAT formatting, APPEND, MSET/MSETNX,
-//! the size limit and the exact Redis error texts.
+//! the size limit, BITOP and the exact Redis error texts.
 //!
 //! Must never: sleep; time only moves through the `ManualClock`.
 //!
 //! Invariants: each test builds its own keyspace.
 
 use super::{keyspace, keyspace_with, some};
-use crate::{KeyspaceConfig, KvError, KvLimits, KvOps, SetCondition, SetExpiry, SetOptions, SetOutcome};
+use crate::{BitOp, KeyspaceConfig, KvError, KvLimits, KvOps, SetCondition, SetExpiry, SetOptions, SetOutcome};
 use hotset_base::clock::Clock;
 
 fn opts() -> SetOptions {
@@ -253,4 +253,31 @@ fn error_texts_match_redis() {
     for (err, text) in cases {
         assert_eq!(err.to_string(), text);
     }
+}
+
+#[test]
+fn bitop_pads_reads_missing_keys_as_zeros_and_deletes_an_empty_result() {
+    let (_, ks) = keyspace();
+    ks.set(b"a", b"\x01\x02\xff\xff", opts()).unwrap();
+    ks.set(b"b", b"\x01\x02\xff", opts()).unwrap();
+    assert_eq!(ks.bitop(BitOp::And, b"r", &[b"a", b"b"]).unwrap(), 4);
+    assert_eq!(ks.get(b"r").unwrap(), some(b"\x01\x02\xff\x00"));
+    assert_eq!(ks.bitop(BitOp::Xor, b"r", &[b"a", b"b"]).unwrap(), 4);
+    assert_eq!(ks.get(b"r").unwrap(), some(b"\x00\x00\x00\xff"));
+    assert_eq!(ks.bitop(BitOp::Or, b"r", &[b"missing", b"b"]).unwrap(), 3);
+    assert_eq!(ks.get(b"r").unwrap(), some(b"\x01\x02\xff"));
+    assert_eq!(ks.bitop(BitOp::And, b"r", &[b"missing", b"b"]).unwrap(), 3);
+    assert_eq!(ks.get(b"r").unwrap(), some(b"\x00\x00\x00"), "a missing key is zeros");
+    // NOT onto its own source.
+    assert_eq!(ks.bitop(BitOp::Not, b"a", &[b"a"]).unwrap(), 4);
+    assert_eq!(ks.get(b"a").unwrap(), some(b"\xfe\xfd\x00\x00"));
+    // An empty result deletes the destination, whatever it held.
+    ks.set(b"e", b"", opts()).unwrap();
+    assert_eq!(ks.bitop(BitOp::Not, b"r", &[b"e"]).unwrap(), 0);
+    assert_eq!(ks.get(b"r").unwrap(), None);
+    // A source of another type refuses the whole command.
+    ks.set(b"r", b"kept", opts()).unwrap();
+    ks.hset(b"h", &[(b"f", b"v")]).unwrap();
+    assert_eq!(ks.bitop(BitOp::Or, b"r", &[b"b", b"h"]), Err(KvError::WrongType));
+    assert_eq!(ks.get(b"r").unwrap(), some(b"kept"));
 }

@@ -1,6 +1,6 @@
 //! Byte ranges and bits of strings, as operations on one locked shard.
 //!
-//! Owns: GETRANGE (SUBSTR), SETRANGE, GETBIT, SETBIT, BITCOUNT and BITPOS: Redis' index
+//! Owns: GETRANGE (SUBSTR), SETRANGE, GETBIT, SETBIT, BITCOUNT, BITPOS and BITOP: Redis' index
 //! rules (negative indexes count from the end, ranges clamp to the string), bit order
 //! (bit 0 is the most significant bit of byte 0), and the growth of a string by zero
 //! bytes when a write reaches past its end.
@@ -8,11 +8,59 @@
 //! Must never: create a key for a write that changes nothing (SETRANGE of an empty
 //! value), grow a string past the value limit, or change a key's TTL.
 
-use crate::access::{Ctx, KvResult};
+use std::ops::DerefMut;
+
+use crate::access::{Ctx, KvResult, ShardGroup};
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;
 use crate::types::strings::as_str;
 use crate::value::{Entry, StrValue, Value};
+
+/// BITOP's operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BitOp {
+    /// Bitwise AND of every source.
+    And,
+    /// Bitwise OR of every source.
+    Or,
+    /// Bitwise XOR of every source.
+    Xor,
+    /// Bitwise NOT of the one source.
+    Not,
+}
+
+impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
+    /// BITOP: `dst` becomes `op` over the strings at `keys` (a missing key is a string of
+    /// zero bytes; shorter strings are padded with zero bytes to the longest), without a
+    /// deadline; an empty result deletes `dst`. The result's length. WRONGTYPE on a source
+    /// of another type, before anything is written.
+    pub fn bitop(&mut self, op: BitOp, dst: &[u8], keys: &[&[u8]], now: u64) -> KvResult<usize> {
+        let mut sources = Vec::with_capacity(keys.len());
+        for key in keys {
+            let (shard, key) = self.shard(key)?;
+            sources.push(shard.get_string(key, now)?.unwrap_or_default());
+        }
+        let len = sources.iter().map(Vec::len).max().unwrap_or(0);
+        let result: Vec<u8> = (0..len)
+            .map(|i| {
+                let mut bytes = sources.iter().map(|source| source.get(i).copied().unwrap_or(0));
+                let first = bytes.next().unwrap_or(0);
+                match op {
+                    BitOp::And => bytes.fold(first, |all, byte| all & byte),
+                    BitOp::Or => bytes.fold(first, |all, byte| all | byte),
+                    BitOp::Xor => bytes.fold(first, |all, byte| all ^ byte),
+                    BitOp::Not => !first,
+                }
+            })
+            .collect();
+        let (shard, dst) = self.shard_mut(dst)?;
+        match result.is_empty() {
+            true => drop(shard.remove(dst, now)),
+            false => shard.put(dst, now, Value::Str(StrValue::from_vec(result)), None),
+        }
+        Ok(len)
+    }
+}
 
 /// The unit of BITCOUNT's and BITPOS' range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 
 use super::args::{self, CmdError, CmdResult, syntax};
 use crate::resp::reply::Reply;
-use hotset_core::kv::{BitRange, KvOps, RangeUnit, SetCondition, SetExpiry, SetOptions};
+use hotset_core::kv::{BitOp, BitRange, KvOps, RangeUnit, SetCondition, SetExpiry, SetOptions};
 
 pub fn get<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     kv.get_with(a[1], |value| r.bulk_or_null(value))?;
@@ -263,6 +263,26 @@ fn bit_range(a: &[&[u8]], at: usize) -> Result<Option<BitRange>, CmdError> {
 }
 
 /// BITCOUNT key [start end [BYTE|BIT]]
+/// BITOP AND|OR|XOR|NOT destkey key [key ...]: the length of the string stored.
+pub fn bitop<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let op = if args::is(a[1], "AND") {
+        BitOp::And
+    } else if args::is(a[1], "OR") {
+        BitOp::Or
+    } else if args::is(a[1], "XOR") {
+        BitOp::Xor
+    } else if args::is(a[1], "NOT") {
+        BitOp::Not
+    } else {
+        return Err(args::syntax());
+    };
+    if op == BitOp::Not && a.len() != 4 {
+        return Err(CmdError("ERR BITOP NOT must be called with a single source key.".into()));
+    }
+    r.int(kv.bitop(op, a[2], &a[3..])? as i64);
+    Ok(())
+}
+
 pub fn bitcount<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     if a.len() == 3 {
         return Err(syntax());

@@ -264,6 +264,7 @@ pub static COMMANDS: &[Spec] = &[
     conn("AUTH", -2, server::auth, "Authenticates the connection.").before_auth(),
     conn("BGSAVE", -1, server::bgsave, "Takes a snapshot of the database in the background."),
     kv!("BITCOUNT", -2, false, "bitmap", "Counts the set bits of a string, or of a range of it.", strings::bitcount),
+    kv!("BITOP", -4, true, "bitmap", "Stores a bitwise operation over strings.", strings::bitop).keys(2, -1, 1),
     kv!("BITPOS", -3, false, "bitmap", "The first bit set to 1 or 0 in a string.", strings::bitpos),
     blocking("BLMOVE", 6, blocking::parse_blmove, "LMOVE, waiting for an element when the source is empty.")
         .keys(1, 2, 1)

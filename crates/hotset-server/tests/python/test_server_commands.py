@@ -343,3 +343,21 @@ def test_expire_options_combine_as_redis_allows(server):
     ]:
         with pytest.raises(redis.ResponseError, match=text):
             r.execute_command("EXPIRE", "k", 200, *options)
+
+
+def test_bitop(server):
+    r = server.client()
+    r.set("a", b"\x01\x02\xff\xff")
+    r.set("b", b"\x01\x02\xff")
+    assert r.bitop("AND", "and", "a", "b") == 4 and r.get("and") == b"\x01\x02\xff\x00"
+    assert r.bitop("OR", "or", "missing", "b") == 3 and r.get("or") == b"\x01\x02\xff"
+    assert r.bitop("XOR", "xor", "a", "b") == 4 and r.get("xor") == b"\x00\x00\x00\xff"
+    assert r.bitop("NOT", "a", "a") == 4 and r.get("a") == b"\xfe\xfd\x00\x00"
+    with pytest.raises(redis.ResponseError, match="single source key"):
+        r.bitop("NOT", "x", "a", "b")
+    with pytest.raises(redis.ResponseError, match="syntax error"):
+        r.bitop("NAND", "x", "a")
+    r.rpush("l", "x")
+    with pytest.raises(redis.ResponseError, match="^WRONGTYPE"):
+        r.bitop("OR", "x", "a", "l")
+    assert r.exists("x") == 0
