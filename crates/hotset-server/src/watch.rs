@@ -41,7 +41,9 @@ struct ClientWatches {
 #[derive(Default)]
 struct Registry {
     /// Watchers of each (keyspace, key).
-    by_key: HashMap<(String, Vec<u8>), Vec<u64>>,
+    /// By keyspace, then key: nested so a write's report looks its keys up by borrowed
+    /// name and bytes, allocating nothing.
+    by_key: HashMap<String, HashMap<Vec<u8>, Vec<u64>>>,
     clients: HashMap<u64, ClientWatches>,
 }
 
@@ -73,7 +75,7 @@ impl Watches {
                     continue;
                 }
                 client.keys.push(Watched { keyspace: keyspace.to_string(), key: key.to_vec(), existed: false });
-                registry.by_key.entry((keyspace.to_string(), key.to_vec())).or_default().push(id);
+                registry.by_key.entry(keyspace.to_string()).or_default().entry(key.to_vec()).or_default().push(id);
                 self.count.fetch_add(1, Ordering::SeqCst);
             }
         }
@@ -119,12 +121,15 @@ impl Watches {
         let mut registry = self.inner.lock();
         let client = registry.clients.remove(&id)?;
         for watched in &client.keys {
-            let slot = (watched.keyspace.clone(), watched.key.clone());
-            if let Some(watchers) = registry.by_key.get_mut(&slot) {
+            let Some(keys) = registry.by_key.get_mut(&watched.keyspace) else { continue };
+            if let Some(watchers) = keys.get_mut(&watched.key) {
                 watchers.retain(|&watcher| watcher != id);
                 if watchers.is_empty() {
-                    registry.by_key.remove(&slot);
+                    keys.remove(&watched.key);
                 }
+            }
+            if keys.is_empty() {
+                registry.by_key.remove(&watched.keyspace);
             }
         }
         self.count.fetch_sub(client.keys.len(), Ordering::SeqCst);
@@ -143,10 +148,9 @@ impl KeyWatch for Watches {
                 }
             }
         }
+        let Some(watched) = registry.by_key.get(keyspace) else { return };
         for key in keys {
-            // One allocation per changed key while anyone watches anything: the lookup
-            // key is owned.
-            if let Some(watchers) = registry.by_key.get(&(keyspace.to_string(), key.to_vec())) {
+            if let Some(watchers) = watched.get(key) {
                 for id in watchers {
                     if let Some(client) = registry.clients.get_mut(id) {
                         client.dirty = true;

@@ -204,6 +204,15 @@ def test_blocking_commands_time_out_move_and_unblock(server):
     r.lpush("src", "x")
     assert moved.result(timeout=10) == "x"
     assert chained.result(timeout=10) == ("dst", "x")
+    # Served onto a destination of another type: the blocked client gets WRONGTYPE and the
+    # element stays in the source.
+    r.set("text-dst", "x")
+    wrong = pool.submit(waiter.blmove, "src2", "text-dst", 0, "LEFT", "RIGHT")
+    wait_blocked(r, 1)
+    r.lpush("src2", "kept")
+    with pytest.raises(redis.ResponseError, match="^WRONGTYPE"):
+        wrong.result(timeout=10)
+    assert r.lrange("src2", 0, -1) == ["kept"]
     # CLIENT UNBLOCK ends a wait as a timeout would, or with an error.
     waiter_id = waiter.client_id()
     blocked = pool.submit(waiter.brpop, ["nothing"], 0)
