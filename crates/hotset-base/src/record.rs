@@ -49,7 +49,7 @@
 //! differently, so a build without them stops at them as at any unknown kind. A group is the one change with several targets: its parts are changes of
 //! their own, each with one target, and what recovery routes are the parts (`parts`).
 
-use crate::wire::{Reader, RecordError, put_bytes, put_varint};
+use crate::wire::{Reader, RecordError, put_bytes, put_f64, put_varint};
 
 /// What the record's fallible reads return.
 type Result<T> = std::result::Result<T, RecordError>;
@@ -172,6 +172,18 @@ pub enum KvChange<'a> {
         /// The key's deadline in milliseconds since the Unix epoch; `None` for no expiry.
         expire_at_ms: Option<u64>,
     },
+    /// Some members of an existing sorted set: members now present with their scores,
+    /// and members now absent, as `SetMembers` is for sets.
+    ZSetMembers {
+        /// The sorted set's key.
+        key: &'a [u8],
+        /// Members now in the sorted set, with their scores.
+        added: Vec<(&'a [u8], f64)>,
+        /// Members now absent.
+        removed: Vec<&'a [u8]>,
+        /// The key's deadline in milliseconds since the Unix epoch; `None` for no expiry.
+        expire_at_ms: Option<u64>,
+    },
 }
 
 /// A key's value.
@@ -193,6 +205,8 @@ pub enum KvData<'a> {
     },
     /// A set: its members.
     Set(Vec<&'a [u8]>),
+    /// A sorted set: its members with their scores (never NaN).
+    ZSet(Vec<(&'a [u8], f64)>),
 }
 
 /// The numbers of change kinds, of the operations inside `Docs` and `Kv` changes, and of
@@ -228,6 +242,8 @@ pub mod kind {
     pub const OP_LIST_EDIT: u8 = 4;
     /// Operation 5 of a `Kv` change: some members of a set.
     pub const OP_SET_MEMBERS: u8 = 5;
+    /// Operation 6 of a `Kv` change: some members of a sorted set, with their scores.
+    pub const OP_ZSET_MEMBERS: u8 = 6;
     /// Value kind 1 of a key: a string of bytes.
     pub const VALUE_STR: u8 = 1;
     /// Value kind 2 of a key: an integer (zigzag varint).
@@ -238,6 +254,8 @@ pub mod kind {
     pub const VALUE_LIST: u8 = 4;
     /// Value kind 5 of a key: a set.
     pub const VALUE_SET: u8 = 5;
+    /// Value kind 6 of a key: a sorted set (members with scores).
+    pub const VALUE_ZSET: u8 = 6;
 }
 
 /// What the change in `bytes` changes, read from its head alone. Every change names
@@ -364,8 +382,40 @@ impl KvChange<'_> {
                 put_list(out, added);
                 put_list(out, removed);
             }
+            KvChange::ZSetMembers { key, added, removed, expire_at_ms } => {
+                out.push(kind::OP_ZSET_MEMBERS);
+                put_bytes(out, key);
+                put_varint(out, expire_at_ms.unwrap_or(0));
+                put_scored(out, added);
+                put_list(out, removed);
+            }
         }
     }
+}
+
+/// A count, then each member with its score.
+fn put_scored(out: &mut Vec<u8>, members: &[(&[u8], f64)]) {
+    put_varint(out, members.len() as u64);
+    for (member, score) in members {
+        put_bytes(out, member);
+        put_f64(out, *score);
+    }
+}
+
+/// Reads what `put_scored` wrote; a NaN score is refused (no command stores one).
+fn scored<'a>(reader: &mut Reader<'a>, what: &str) -> Result<Vec<(&'a [u8], f64)>> {
+    // A member takes its length byte and its eight score bytes at least.
+    let count = reader.count(9, what)?;
+    let mut members = Vec::with_capacity(count);
+    for _ in 0..count {
+        let member = reader.bytes()?;
+        let score = reader.f64()?;
+        if score.is_nan() {
+            return reader.fail("a sorted set member scores NaN");
+        }
+        members.push((member, score));
+    }
+    Ok(members)
 }
 
 /// A count, then each of `items` as bytes.
@@ -420,6 +470,10 @@ impl KvData<'_> {
             KvData::Set(members) => {
                 out.push(kind::VALUE_SET);
                 put_list(out, members);
+            }
+            KvData::ZSet(members) => {
+                out.push(kind::VALUE_ZSET);
+                put_scored(out, members);
             }
         }
     }
@@ -486,6 +540,13 @@ pub fn decode_kv_ops<'a>(reader: &mut Reader<'a>, format: Format) -> Result<Vec<
                 let removed = list(reader, "removed set members")?;
                 KvChange::SetMembers { key, added, removed, expire_at_ms }
             }
+            kind::OP_ZSET_MEMBERS => {
+                let key = reader.bytes()?;
+                let expire_at_ms = Some(reader.varint()?).filter(|&at| at != 0);
+                let added = scored(reader, "sorted set members")?;
+                let removed = list(reader, "removed sorted set members")?;
+                KvChange::ZSetMembers { key, added, removed, expire_at_ms }
+            }
             _ => return reader.fail("unknown key-value operation"),
         });
     }
@@ -506,6 +567,7 @@ fn decode_kv_value<'a>(reader: &mut Reader<'a>) -> Result<KvData<'a>> {
         }
         kind::VALUE_LIST => KvData::List { first: zigzag(reader)?, items: list(reader, "list elements")? },
         kind::VALUE_SET => KvData::Set(list(reader, "set members")?),
+        kind::VALUE_ZSET => KvData::ZSet(scored(reader, "sorted set members")?),
         _ => return reader.fail("unknown value kind"),
     })
 }

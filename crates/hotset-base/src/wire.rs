@@ -40,6 +40,11 @@ pub fn put_f32(out: &mut Vec<u8>, value: f32) {
     out.extend_from_slice(&value.to_bits().to_le_bytes());
 }
 
+/// A double as its IEEE bits, little-endian: exact, -0 and infinities included.
+pub fn put_f64(out: &mut Vec<u8>, value: f64) {
+    out.extend_from_slice(&value.to_bits().to_le_bytes());
+}
+
 /// Reads an encoding front to back; every read checks bounds and names what was cut short,
 /// where, and in what (`what`: "change", "index definition").
 pub struct Reader<'a> {
@@ -116,6 +121,16 @@ impl<'a> Reader<'a> {
         };
         self.at = end;
         Ok(f32::from_bits(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])))
+    }
+
+    /// The next double, as `put_f64` wrote it.
+    pub fn f64(&mut self) -> Result<f64> {
+        let end = self.at + 8;
+        let Some(bytes) = self.bytes.get(self.at..end) else {
+            return self.fail(&format!("the {} ends inside a number", self.what));
+        };
+        self.at = end;
+        Ok(f64::from_bits(u64::from_le_bytes(bytes.try_into().expect("eight bytes"))))
     }
 
     /// A count of items that take at least `min_bytes` each, refused when the rest of

@@ -341,6 +341,17 @@ mod tests {
                         removed: vec![b"m", b""],
                         expire_at_ms: Some(7),
                     },
+                    KvChange::Put {
+                        key: b"z",
+                        value: KvData::ZSet(vec![(b"a", -0.0), (b"", f64::INFINITY), (b"b", 1.1)]),
+                        expire_at_ms: None,
+                    },
+                    KvChange::ZSetMembers {
+                        key: b"z",
+                        added: vec![(b"c", f64::NEG_INFINITY), (b"d", 2.5e-300)],
+                        removed: vec![b"a"],
+                        expire_at_ms: Some(8),
+                    },
                 ],
             },
             Change::DropKeyspace { keyspace: "cache" },

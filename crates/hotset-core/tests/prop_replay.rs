@@ -7,7 +7,9 @@
 
 use hotset_core::change::Format;
 use hotset_core::clock::ManualClock;
-use hotset_core::kv::{End, KvOps, SetAlgebra, SetExpiry, SetOptions};
+use hotset_core::kv::{
+    Combine, End, KvOps, ScoreBound, SetAlgebra, SetExpiry, SetOptions, ZAddOptions, ZAlgebra, ZRange, ZRangeBy,
+};
 use hotset_core::query::SetField;
 use hotset_core::{Database, IndexDef, Limits, Query, Replay};
 use hotset_testkit::durable::{MemJournal, dump};
@@ -85,6 +87,20 @@ enum Op {
         which: u8,
         member: u8,
     },
+    /// ZADD (with a condition), ZINCRBY, ZREM, ZPOPMIN/MAX or ZREMRANGEBYSCORE on a
+    /// sorted set of small members.
+    ZWrite {
+        key: u8,
+        which: u8,
+        member: u8,
+        score: i8,
+    },
+    /// ZUNIONSTORE or ZRANGESTORE from two keys into a third.
+    ZStore {
+        a: u8,
+        b: u8,
+        range: bool,
+    },
     /// SMOVE, or SUNIONSTORE of two sets into a third key.
     SetPair {
         a: u8,
@@ -116,7 +132,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (key.clone(), 0u8..4, -4i8..4, any::<u16>()).prop_map(|(key, which, at, value)| Op::ListEdit { key, which, at, value }),
         1 => (key.clone(), key.clone(), any::<bool>()).prop_map(|(from, to, left)| Op::Move { from, to, left }),
         2 => (key.clone(), 0u8..3, 0u8..6).prop_map(|(key, which, member)| Op::SetWrite { key, which, member }),
-        1 => (key.clone(), key, any::<bool>()).prop_map(|(a, b, store)| Op::SetPair { a, b, store }),
+        1 => (key.clone(), key.clone(), any::<bool>()).prop_map(|(a, b, store)| Op::SetPair { a, b, store }),
+        // Few keys and members, so writes meet the sorted sets earlier ones made.
+        3 => (0u8..3, 0u8..6, 0u8..4, any::<i8>()).prop_map(|(key, which, member, score)| Op::ZWrite { key, which, member, score }),
+        1 => (key.clone(), key, any::<bool>()).prop_map(|(a, b, range)| Op::ZStore { a, b, range }),
         1 => (1u64..30).prop_map(Op::Advance),
         1 => (0i64..5).prop_map(Op::OtherNamespace),
         // Rare, because they wipe what came before.
@@ -215,6 +234,31 @@ fn run(db: &Database, clock: &ManualClock, schema: &[IndexDef], op: &Op) {
             match store {
                 true => drop(kv.set_algebra_store(SetAlgebra::Union, &key(11), &[&a, &b])),
                 false => drop(kv.smove(&a, &b, b"m1")),
+            }
+        }
+        Op::ZWrite { key: k, which, member, score } => {
+            let (k, member, score) = (key(*k), [b'z', b'0' + member], f64::from(*score) / 4.0);
+            match which {
+                0 => drop(kv.zadd(&k, ZAddOptions::default(), &[(score, &member), (-score, b"z9")])),
+                1 => {
+                    drop(kv.zadd(&k, ZAddOptions { gt: true, ch: true, ..ZAddOptions::default() }, &[(score, &member)]))
+                }
+                2 => drop(kv.zadd(&k, ZAddOptions { incr: true, ..ZAddOptions::default() }, &[(score, &member)])),
+                3 => drop(kv.zrem(&k, &[&member])),
+                4 => drop(kv.zpop(&k, score > 0.0, usize::from(member[1] % 3))),
+                _ => {
+                    let bound = |value| ScoreBound { value, exclusive: false };
+                    drop(kv.zremrange(&k, &ZRangeBy::Score(bound(score), bound(score + 4.0))))
+                }
+            }
+        }
+        Op::ZStore { a, b, range } => {
+            let (a, b) = (key(*a), key(*b));
+            match range {
+                true => {
+                    drop(kv.zrangestore(&key(10), &a, &ZRange { by: ZRangeBy::Rank(1, -2), rev: true, limit: None }))
+                }
+                false => drop(kv.zalgebra_store(ZAlgebra::Union, &key(10), &[&a, &b], &Combine::default())),
             }
         }
         Op::Flush => drop(kv.flush()),
@@ -616,4 +660,42 @@ fn list_writes_log_their_window_and_replay_idempotently() {
     assert_eq!(list.len(), 997);
     assert_eq!((list[0].as_slice(), list[3].as_slice()), (&b"value-3"[..], &b"changed"[..]));
     assert_eq!(list[996], b"value-2");
+}
+
+/// ZADD, ZINCRBY, ZREM, pops and range removals on a big sorted set log the members they
+/// changed (with their scores now), not the set; replaying the records, from the start and
+/// twice over, rebuilds it exactly, scores to the bit.
+#[test]
+fn sorted_set_writes_log_the_members_they_change() {
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let (db, journal) = logged_database(&clock);
+    let kv = db.keyspaces().get_or_create("0");
+    let members: Vec<String> = (0..1_000).map(|i| format!("member-{i}")).collect();
+    let pairs: Vec<(f64, &[u8])> = members.iter().enumerate().map(|(i, m)| (i as f64 / 3.0, m.as_bytes())).collect();
+    kv.zadd(b"board", ZAddOptions::default(), &pairs).unwrap();
+    assert!(journal.records_from(1).last().unwrap().1.len() > 10_000, "the creating write logs the whole set");
+    let before = journal.next_lsn();
+    kv.zadd(b"board", ZAddOptions::default(), &[(-0.0, b"member-7"), (f64::INFINITY, b"new")]).unwrap();
+    kv.zadd(b"board", ZAddOptions { incr: true, ..ZAddOptions::default() }, &[(0.1, b"member-8")]).unwrap();
+    kv.zrem(b"board", &[b"member-9", b"absent"]).unwrap();
+    assert_eq!(kv.zpop(b"board", true, 2).unwrap().unwrap()[0].0, b"new");
+    let bound = |value| ScoreBound { value, exclusive: false };
+    assert_eq!(kv.zremrange(b"board", &ZRangeBy::Score(bound(10.0), bound(11.0))).unwrap(), 4);
+    let small = journal.records_from(before);
+    assert_eq!(small.len(), 5);
+    for (lsn, record) in &small {
+        assert!(record.len() < 200, "record {lsn} holds the changed members only ({} bytes)", record.len());
+    }
+    let records = journal.records_from(1);
+    let rebuilt = rebuild(&clock, &[], &records, 1);
+    assert_eq!(dump(&rebuilt), dump(&db));
+    for (lsn, payload) in &records {
+        rebuilt.apply_change(payload, Format::CURRENT, Replay::Fuzzy).unwrap_or_else(|e| panic!("record {lsn}: {e}"));
+    }
+    assert_eq!(dump(&rebuilt), dump(&db));
+    let board = rebuilt.keyspaces().get("0").unwrap();
+    assert_eq!(board.zcard(b"board").unwrap(), 994);
+    let scores = board.zmscore(b"board", &[b"member-7", b"member-8", b"member-9"]).unwrap();
+    assert!(scores[0].is_some_and(|s| s == 0.0 && s.is_sign_negative()), "-0 kept: {scores:?}");
+    assert_eq!(scores[1..], [Some(8.0 / 3.0 + 0.1), None]);
 }

@@ -33,6 +33,9 @@ pub enum KvError {
     /// INCRBYFLOAT/HINCRBYFLOAT whose result is NaN or infinite.
     #[error("ERR increment would produce NaN or Infinity")]
     NanOrInfinity,
+    /// ZADD INCR or ZINCRBY whose result is NaN (inf plus -inf).
+    #[error("ERR resulting score is not a number (NaN)")]
+    ScoreNan,
     /// RENAME or LSET of a missing key.
     #[error("ERR no such key")]
     NoSuchKey,

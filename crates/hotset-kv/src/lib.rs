@@ -95,8 +95,10 @@ pub use types::bits::{BitOp, BitRange, RangeUnit};
 pub use types::keys::{TTL_MISSING, TTL_NONE};
 pub use types::list::End;
 pub use types::lists::{Popped, PosOptions};
-pub use types::number::format_i64_inline;
+pub use types::number::{format_i64_inline, parse_f64, write_d2string, write_g17};
 pub use types::sets::SetAlgebra;
+pub use types::zset::{LexBound, ScoreBound};
+pub use types::zsets::{Aggregate, Combine, Scored, ZAddOptions, ZAddOutcome, ZAlgebra, ZRange, ZRangeBy};
 pub use watch::KeyWatch;
 
 // Both handles are shared across server threads; fail the build, not a

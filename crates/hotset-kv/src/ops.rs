@@ -23,6 +23,7 @@ use crate::types::bits::{BitOp, BitRange};
 use crate::types::list::End;
 use crate::types::lists::{Popped, PosOptions};
 use crate::types::sets::SetAlgebra;
+use crate::types::zsets::{Combine, Scored, ZAddOptions, ZAddOutcome, ZAlgebra, ZRange, ZRangeBy};
 
 fn firsts<'a>(pairs: &'a [(&'a [u8], &'a [u8])]) -> impl Iterator<Item = &'a [u8]> + 'a {
     pairs.iter().map(|(k, _)| *k)
@@ -491,5 +492,94 @@ pub trait KvOps: ShardAccess {
     /// SSCAN: `(next_cursor, members)`, as HSCAN.
     fn sscan(&self, key: &[u8], cursor: u64, pattern: Option<&[u8]>, count: usize) -> KvResult<(u64, Vec<Vec<u8>>)> {
         self.read_key(key, |s, k, ctx| s.sscan(k, ctx.now, cursor, pattern, count))
+    }
+
+    // ----- sorted sets ---------------------------------------------------
+
+    /// ZADD (and ZINCRBY, with `options.incr`).
+    fn zadd(&self, key: &[u8], options: ZAddOptions, pairs: &[(f64, &[u8])]) -> KvResult<ZAddOutcome> {
+        self.write_key(key, |s, k, ctx| s.zadd(k, ctx.now, options, pairs))
+    }
+
+    /// ZREM: how many members were removed.
+    fn zrem(&self, key: &[u8], members: &[&[u8]]) -> KvResult<usize> {
+        self.write_key(key, |s, k, ctx| s.zrem(k, ctx.now, members))
+    }
+
+    /// ZCARD.
+    fn zcard(&self, key: &[u8]) -> KvResult<usize> {
+        self.read_key(key, |s, k, ctx| Ok(s.read_zset(k, ctx.now)?.map_or(0, |set| set.len())))
+    }
+
+    /// ZSCORE and ZMSCORE: each member's score.
+    fn zmscore(&self, key: &[u8], members: &[&[u8]]) -> KvResult<Vec<Option<f64>>> {
+        self.read_key(key, |s, k, ctx| {
+            let set = s.read_zset(k, ctx.now)?;
+            Ok(members.iter().map(|member| set.and_then(|set| set.score(member))).collect())
+        })
+    }
+
+    /// ZRANK and ZREVRANK (`rev`).
+    fn zrank(&self, key: &[u8], member: &[u8], rev: bool) -> KvResult<Option<usize>> {
+        self.read_key(key, |s, k, ctx| {
+            let Some(set) = s.read_zset(k, ctx.now)? else { return Ok(None) };
+            Ok(set.rank(member).map(|rank| if rev { set.len() - 1 - rank } else { rank }))
+        })
+    }
+
+    /// ZCOUNT and ZLEXCOUNT.
+    fn zcount(&self, key: &[u8], by: &ZRangeBy) -> KvResult<usize> {
+        self.read_key(key, |s, k, ctx| s.zcount(k, ctx.now, by))
+    }
+
+    /// ZRANGE in every form.
+    fn zrange(&self, key: &[u8], range: &ZRange) -> KvResult<Scored> {
+        self.read_key(key, |s, k, ctx| s.zrange(k, ctx.now, range))
+    }
+
+    /// ZRANGESTORE: the stored result's size.
+    fn zrangestore(&self, dst: &[u8], src: &[u8], range: &ZRange) -> KvResult<usize> {
+        self.write_keys([dst, src], |g, ctx| g.zrangestore(dst, src, range, ctx.now))
+    }
+
+    /// ZREMRANGEBYRANK, ZREMRANGEBYSCORE, ZREMRANGEBYLEX.
+    fn zremrange(&self, key: &[u8], by: &ZRangeBy) -> KvResult<usize> {
+        self.write_key(key, |s, k, ctx| s.zremrange(k, ctx.now, by))
+    }
+
+    /// ZPOPMIN and ZPOPMAX (`max`); `None` when the key is missing.
+    fn zpop(&self, key: &[u8], max: bool, count: usize) -> KvResult<Option<Scored>> {
+        self.write_key(key, |s, k, ctx| s.zpop(k, ctx.now, max, count))
+    }
+
+    /// ZMPOP: the first of `keys` holding a sorted set, with what was popped from it.
+    fn zmpop(&self, keys: &[&[u8]], max: bool, count: usize) -> KvResult<Option<(Vec<u8>, Scored)>> {
+        self.write_keys(keys.iter().copied(), |g, ctx| g.zmpop(keys, ctx.now, max, count))
+    }
+
+    /// ZRANDMEMBER key count (see `Shard::zrandmember`).
+    fn zrandmember(&self, key: &[u8], count: i64) -> KvResult<Scored> {
+        self.read_key(key, |s, k, ctx| s.zrandmember(k, ctx.now, count))
+    }
+
+    /// ZUNION, ZINTER, ZDIFF.
+    fn zalgebra(&self, algebra: ZAlgebra, keys: &[&[u8]], combine: &Combine) -> KvResult<Scored> {
+        self.read_keys(keys.iter().copied(), |g, ctx| g.zalgebra(algebra, keys, combine, ctx.now))
+    }
+
+    /// ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE: the stored result's size.
+    fn zalgebra_store(&self, algebra: ZAlgebra, dst: &[u8], keys: &[&[u8]], combine: &Combine) -> KvResult<usize> {
+        let all = std::iter::once(dst).chain(keys.iter().copied());
+        self.write_keys(all, |g, ctx| g.zalgebra_store(algebra, dst, keys, combine, ctx.now))
+    }
+
+    /// ZINTERCARD: the intersection's size, counting stops at `limit` (0: none).
+    fn zintercard(&self, keys: &[&[u8]], limit: usize) -> KvResult<usize> {
+        self.read_keys(keys.iter().copied(), |g, ctx| g.zintercard(keys, ctx.now, limit))
+    }
+
+    /// ZSCAN: `(next_cursor, members with scores)`.
+    fn zscan(&self, key: &[u8], cursor: u64, pattern: Option<&[u8]>, count: usize) -> KvResult<(u64, Scored)> {
+        self.read_key(key, |s, k, ctx| s.zscan(k, ctx.now, cursor, pattern, count))
     }
 }

@@ -1,6 +1,6 @@
 //! What a key holds.
 //!
-//! Owns: [`Value`] (string, hash, list or set), [`StrValue`] (the two encodings of a
+//! Owns: [`Value`] (string, hash, list, set or sorted set), [`StrValue`] (the two encodings of a
 //! string) and [`Entry`] (value + optional absolute expiry).
 //!
 //! Must never: expose an encoding difference to callers. `Int(i)` is only an
@@ -20,6 +20,7 @@ use crate::types::field_map::FieldMap;
 use crate::types::list::List;
 use crate::types::number::{format_i64_inline, i64_text_len, parse_f64, parse_i64};
 use crate::types::set::MemberSet;
+use crate::types::zset::SortedSet;
 
 /// A string value in its cheapest faithful encoding.
 #[derive(Debug, Clone)]
@@ -156,6 +157,8 @@ pub enum Value {
     List(Box<List>),
     /// A Redis set, boxed likewise.
     Set(Box<MemberSet>),
+    /// A Redis sorted set, boxed likewise.
+    ZSet(Box<SortedSet>),
 }
 
 impl Value {
@@ -166,6 +169,7 @@ impl Value {
             Self::Hash(_) => "hash",
             Self::List(_) => "list",
             Self::Set(_) => "set",
+            Self::ZSet(_) => "zset",
         }
     }
 
@@ -176,6 +180,7 @@ impl Value {
             Self::Hash(h) => std::mem::size_of::<FieldMap>() + h.heap_bytes(),
             Self::List(l) => std::mem::size_of::<List>() + l.heap_bytes(),
             Self::Set(s) => std::mem::size_of::<MemberSet>() + s.heap_bytes(),
+            Self::ZSet(z) => std::mem::size_of::<SortedSet>() + z.heap_bytes(),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Clients blocked on lists: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH and BLMPOP.
+//! Clients blocked on lists and sorted sets: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP,
+//! BZPOPMIN, BZPOPMAX and BZMPOP.
 //!
 //! Owns: `BlockRequest` (what a blocking command waits for, parsed once), `attempt` (the
 //! pop a blocking command does, for its own first try, inside EXEC, and on a blocked
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 use crate::commands::args::{self, CmdError};
 use crate::commands::lists::{MPop, end, mpop_reply};
+use crate::commands::zsets::{min_or_max, zmpop_reply};
 use crate::pubsub::{Outbox, Push};
 use crate::resp::reply::{Protocol, Reply};
 use hotset_core::kv::{End, Keyspace, KvError, KvOps};
@@ -36,6 +38,11 @@ pub enum BlockOp {
     Move { dst: Vec<u8>, from: End, to: End },
     /// BLMPOP: up to `count` elements from the first non-empty of the keys.
     MPop { end: End, count: usize },
+    /// BZPOPMIN, BZPOPMAX (`max`): the lowest (highest) member of the first non-empty
+    /// sorted set of the keys.
+    ZPop { max: bool },
+    /// BZMPOP: up to `count` members from the first non-empty sorted set of the keys.
+    ZMPop { max: bool, count: usize },
 }
 
 /// A blocking command, parsed.
@@ -100,16 +107,47 @@ pub fn parse_blmpop(a: &[&[u8]]) -> Result<BlockRequest, CmdError> {
     Ok(BlockRequest { keys: keys.iter().map(|k| k.to_vec()).collect(), op: BlockOp::MPop { end, count }, timeout })
 }
 
+/// BZPOPMIN key [key ...] timeout.
+pub fn parse_bzpopmin(a: &[&[u8]]) -> Result<BlockRequest, CmdError> {
+    parse_zpop(a, false)
+}
+
+/// BZPOPMAX key [key ...] timeout.
+pub fn parse_bzpopmax(a: &[&[u8]]) -> Result<BlockRequest, CmdError> {
+    parse_zpop(a, true)
+}
+
+fn parse_zpop(a: &[&[u8]], max: bool) -> Result<BlockRequest, CmdError> {
+    let (last, keys) = a[1..].split_last().expect("the arity guarantees a key and a timeout");
+    Ok(BlockRequest {
+        timeout: timeout(last)?,
+        keys: keys.iter().map(|k| k.to_vec()).collect(),
+        op: BlockOp::ZPop { max },
+    })
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count].
+pub fn parse_bzmpop(a: &[&[u8]]) -> Result<BlockRequest, CmdError> {
+    let timeout = timeout(a[1])?;
+    let MPop { keys, end: max, count } = MPop::parse_with(&a[2..], min_or_max)?;
+    Ok(BlockRequest { keys: keys.iter().map(|k| k.to_vec()).collect(), op: BlockOp::ZMPop { max, count }, timeout })
+}
+
+/// On a blocked client's behalf a key of another type is passed over (Redis leaves the
+/// client blocked); otherwise the error stands.
+fn passed_over<T>(serving: bool, error: KvError) -> Result<Option<T>, KvError> {
+    if serving && error == KvError::WrongType { Ok(None) } else { Err(error) }
+}
+
 /// Tries `request` once on `kv`: writes its reply and returns true when it popped
 /// something. `serving`: on a blocked client's behalf, where a key of another type is
 /// passed over (Redis leaves the client blocked) instead of answered with WRONGTYPE;
 /// a BLMOVE whose destination holds another type is answered with the error then.
 pub fn attempt<K: KvOps>(kv: &K, request: &BlockRequest, serving: bool, r: &mut Reply<'_>) -> Result<bool, CmdError> {
-    let skip = |error: KvError| if serving && error == KvError::WrongType { Ok(None) } else { Err(error) };
     match &request.op {
         BlockOp::Pop(end) => {
             for key in &request.keys {
-                if let Some(mut items) = kv.pop(key, *end, 1).or_else(skip)? {
+                if let Some(mut items) = kv.pop(key, *end, 1).or_else(|error| passed_over(serving, error))? {
                     r.array(2);
                     r.bulk(key);
                     r.bulk(&items.pop().expect("a popped list had an element"));
@@ -120,8 +158,31 @@ pub fn attempt<K: KvOps>(kv: &K, request: &BlockRequest, serving: bool, r: &mut 
         }
         BlockOp::MPop { end, count } => {
             for key in &request.keys {
-                if let Some(items) = kv.pop(key, *end, *count).or_else(skip)? {
+                if let Some(items) = kv.pop(key, *end, *count).or_else(|error| passed_over(serving, error))? {
                     mpop_reply(Some((key.clone(), items)), r);
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        BlockOp::ZPop { max } => {
+            for key in &request.keys {
+                if let Some(popped) = kv.zpop(key, *max, 1).or_else(|error| passed_over(serving, error))?
+                    && let Some((member, score)) = popped.first()
+                {
+                    r.array(3);
+                    r.bulk(key);
+                    r.bulk(member);
+                    r.double(*score);
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        BlockOp::ZMPop { max, count } => {
+            for key in &request.keys {
+                if let Some(popped) = kv.zpop(key, *max, *count).or_else(|error| passed_over(serving, error))? {
+                    zmpop_reply(Some((key.clone(), popped)), r);
                     return Ok(true);
                 }
             }

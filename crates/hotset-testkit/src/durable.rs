@@ -5,7 +5,7 @@
 //! be checked against the one that wrote the log.
 
 use hotset_core::journal::JournalError;
-use hotset_core::kv::KvOps;
+use hotset_core::kv::{KvOps, ZRange, ZRangeBy};
 use hotset_core::{Database, Journal, Query};
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex};
@@ -181,6 +181,15 @@ pub fn dump(db: &Database) -> Dump {
                     let mut members = keyspace.smembers(&key).unwrap_or_default();
                     members.sort();
                     members
+                }
+                // In order, each member with its score's exact bits.
+                "zset" => {
+                    let range = ZRange { by: ZRangeBy::Rank(0, -1), rev: false, limit: None };
+                    let members = keyspace.zrange(&key, &range).unwrap_or_default();
+                    members
+                        .into_iter()
+                        .map(|(m, score)| [m, b"=".to_vec(), score.to_bits().to_string().into_bytes()].concat())
+                        .collect()
                 }
                 _ => continue,
             };

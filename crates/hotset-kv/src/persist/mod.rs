@@ -39,6 +39,8 @@ fn data_of(value: &Value) -> KvData<'_> {
         Value::Hash(map) => KvData::Hash(map.iter().collect()),
         Value::List(list) => KvData::List { first: list.first(), items: list.iter().collect() },
         Value::Set(set) => KvData::Set(set.iter().collect()),
+        // In order: restoring appends, which packs the order's blocks full.
+        Value::ZSet(set) => KvData::ZSet(set.iter().collect()),
     }
 }
 
@@ -47,7 +49,7 @@ fn encode_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
     KvChange::Put { key, value: data_of(&entry.value), expire_at_ms }.encode(out);
 }
 
-/// The record of a hash or set write that changed only `fields` (members) of `key`: their
+/// The record of a hash, set or sorted-set write that changed only `fields` (members) of `key`: their
 /// values now and the ones now gone; the whole key when it is neither any more (or is
 /// gone).
 fn encode_fields<'f>(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, fields: impl Iterator<Item = &'f [u8]>) {
@@ -67,6 +69,16 @@ fn encode_fields<'f>(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, field
         Value::Set(members) => {
             let (added, removed) = fields.partition(|member| members.contains(member));
             KvChange::SetMembers { key, added, removed, expire_at_ms }.encode(out);
+        }
+        Value::ZSet(set) => {
+            let (mut added, mut removed) = (Vec::new(), Vec::new());
+            for member in fields {
+                match set.score(member) {
+                    Some(score) => added.push((member, score)),
+                    None => removed.push(member),
+                }
+            }
+            KvChange::ZSetMembers { key, added, removed, expire_at_ms }.encode(out);
         }
         _ => encode_entry(out, key, entry),
     }

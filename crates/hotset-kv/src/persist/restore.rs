@@ -58,6 +58,7 @@ impl Keyspace {
                 Value::List(Box::new(list))
             }
             KvData::Set(members) => Value::Set(Box::new(members.iter().map(|member| member.to_vec()).collect())),
+            KvData::ZSet(members) => Value::ZSet(Box::new(members.iter().copied().collect())),
         };
         if value_is_empty(&value) {
             shard.remove(key, now);
@@ -142,29 +143,73 @@ impl Keyspace {
     /// Recovery: adds and removes some members of a set, and sets its deadline, as
     /// `restore_hash_fields` does for a hash.
     pub fn restore_set_members(&self, key: &[u8], added: &[&[u8]], removed: &[&[u8]], expire_at_ms: Option<u64>) {
+        self.restore_members(
+            key,
+            expire_at_ms,
+            |value| matches!(value, Value::Set(_)),
+            || (!added.is_empty()).then(|| Value::Set(Box::new(added.iter().map(|member| member.to_vec()).collect()))),
+            |value| {
+                let Value::Set(set) = value else { unreachable!("a set, checked first") };
+                added.iter().for_each(|member| {
+                    let _ = set.insert(member);
+                });
+                removed.iter().for_each(|member| {
+                    let _ = set.remove(member);
+                });
+                set.is_empty()
+            },
+        );
+    }
+
+    /// Recovery: sets and removes some members of a sorted set, and sets its deadline, as
+    /// `restore_set_members` does for a set.
+    pub fn restore_zset_members(
+        &self,
+        key: &[u8],
+        added: &[(&[u8], f64)],
+        removed: &[&[u8]],
+        expire_at_ms: Option<u64>,
+    ) {
+        self.restore_members(
+            key,
+            expire_at_ms,
+            |value| matches!(value, Value::ZSet(_)),
+            || (!added.is_empty()).then(|| Value::ZSet(Box::new(added.iter().copied().collect()))),
+            |value| {
+                let Value::ZSet(set) = value else { unreachable!("a sorted set, checked first") };
+                added.iter().for_each(|(member, score)| {
+                    let _ = set.insert(member, *score);
+                });
+                removed.iter().for_each(|member| {
+                    let _ = set.remove(member);
+                });
+                set.is_empty()
+            },
+        );
+    }
+
+    /// The frame of a member-wise restore: a key that holds the kind (`is_kind`) is
+    /// edited in place (`edit`, true when it emptied it, which deletes the key); any
+    /// other key becomes what `fresh` builds from the added members alone, or goes when
+    /// there are none. Either way the deadline is set.
+    fn restore_members(
+        &self,
+        key: &[u8],
+        expire_at_ms: Option<u64>,
+        is_kind: impl Fn(&Value) -> bool,
+        fresh: impl FnOnce() -> Option<Value>,
+        edit: impl FnOnce(&mut Value) -> bool,
+    ) {
         let Some((mut shard, key, now, expire_at)) = self.restore_target(key, expire_at_ms) else { return };
-        if !shard.get(key, now).is_some_and(|entry| matches!(entry.value, Value::Set(_))) {
-            match added.is_empty() {
-                true => drop(shard.remove(key, now)),
-                false => {
-                    let set = added.iter().map(|member| member.to_vec()).collect();
-                    shard.put(key, now, Value::Set(Box::new(set)), expire_at);
-                }
+        if !shard.get(key, now).is_some_and(|entry| is_kind(&entry.value)) {
+            match fresh() {
+                None => drop(shard.remove(key, now)),
+                Some(value) => shard.put(key, now, value, expire_at),
             }
             return;
         }
-        let mut live = shard.get_mut(key, now).expect("a live set, checked above");
-        let empty = live.update(|value| {
-            let Value::Set(set) = value else { unreachable!("a set, checked above") };
-            added.iter().for_each(|member| {
-                let _ = set.insert(member);
-            });
-            removed.iter().for_each(|member| {
-                let _ = set.remove(member);
-            });
-            set.is_empty()
-        });
-        if empty {
+        let mut live = shard.get_mut(key, now).expect("a live key, checked above");
+        if live.update(edit) {
             live.remove();
         } else {
             live.set_expire_at(expire_at);
@@ -209,6 +254,9 @@ impl Keyspaces {
                 KvChange::SetMembers { key, added, removed, expire_at_ms } => {
                     keyspace.restore_set_members(key, &added, &removed, expire_at_ms)
                 }
+                KvChange::ZSetMembers { key, added, removed, expire_at_ms } => {
+                    keyspace.restore_zset_members(key, &added, &removed, expire_at_ms)
+                }
             }
         }
     }
@@ -222,5 +270,6 @@ fn value_is_empty(value: &Value) -> bool {
         Value::Hash(map) => map.is_empty(),
         Value::List(list) => list.is_empty(),
         Value::Set(set) => set.is_empty(),
+        Value::ZSet(set) => set.is_empty(),
     }
 }

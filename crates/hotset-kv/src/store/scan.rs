@@ -1,4 +1,5 @@
-//! Cursor-based iteration: SCAN over a keyspace, HSCAN over a hash and SSCAN over a set.
+//! Cursor-based iteration: SCAN over a keyspace, HSCAN over a hash, SSCAN over a set and
+//! ZSCAN over a sorted set.
 //!
 //! Owns: the cursor encodings and the loop that spends a SCAN budget across
 //! shards.
@@ -31,6 +32,7 @@ use crate::store::glob::Glob;
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;
 use crate::store::slab_map::{ScanBudget, SlabCursor};
+use crate::types::zsets::Scored;
 
 const SLOT_BITS: u32 = 32;
 const EPOCH_BITS: u32 = 16;
@@ -138,6 +140,25 @@ impl Shard {
             set.scan(at, budget, |member| {
                 if glob.matches(member) {
                     members.push(member.to_vec());
+                }
+            })
+        }))
+    }
+
+    /// ZSCAN of the sorted set at `key` (a missing key is an empty, finished scan).
+    pub fn zscan(
+        &self,
+        key: KeyRef<'_>,
+        now: u64,
+        cursor: u64,
+        pattern: Option<&[u8]>,
+        count: usize,
+    ) -> KvResult<(u64, Scored)> {
+        let Some(set) = self.read_zset(key, now)? else { return Ok((0, Vec::new())) };
+        Ok(collection_step(cursor, pattern, count, |at, budget, glob, members| {
+            set.scan(at, budget, |member, score| {
+                if glob.matches(member) {
+                    members.push((member.to_vec(), score));
                 }
             })
         }))

@@ -46,7 +46,7 @@ fn index_of(index: i64, len: usize) -> Option<usize> {
 
 /// Redis' range rule (LRANGE, LTRIM): `start..=stop`, negatives from the tail, clamped;
 /// `None` when empty.
-fn range_of(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
+pub(crate) fn range_of(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
     let len = len as i64;
     let start = if start < 0 { (start + len).max(0) } else { start };
     let stop = if stop < 0 { stop + len } else { stop.min(len - 1) };

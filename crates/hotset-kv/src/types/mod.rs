@@ -4,7 +4,8 @@
 //! Owns: the semantics of each family: `strings` (with `number`, Redis's integer and
 //! float text), `hashes` (with `field_map`, a hash's storage), `keys` (expiry, TYPE,
 //! EXISTS on one key), `lists` (with `list`, a list's positioned sequence), `sets`
-//! (with `set`, a set's members), `bits` (bitmaps over strings), `sample` (random picks
+//! (with `set`, a set's members), `zsets` (with `zset`, a sorted set's scores and
+//! order), `bits` (bitmaps over strings), `sample` (random picks
 //! by Redis' count rules) and `multi` (commands over several keys and shards).
 //!
 //! Must never: lock, read the clock or touch the log (the caller holds the shards'
@@ -23,3 +24,5 @@ pub(crate) mod sample;
 pub(crate) mod set;
 pub(crate) mod sets;
 pub(crate) mod strings;
+pub(crate) mod zset;
+pub(crate) mod zsets;

@@ -1,7 +1,8 @@
 //! Redis-compatible number parsing and formatting.
 //!
 //! Owns: the byte-level rules deciding whether a value is an integer or a
-//! float, and how INCRBYFLOAT results are printed.
+//! float, how INCRBYFLOAT results are printed, and how a sorted set's scores are
+//! printed (C's `%.17g`, which Redis 7.0 answers scores with, and its `d2string`).
 //!
 //! Must never: accept anything Redis rejects for counters (leading `+`,
 //! leading zeros, spaces, `-0`), since a value that is "an integer" here is
@@ -115,9 +116,118 @@ pub fn format_f64(v: f64) -> Vec<u8> {
     v.to_string().into_bytes()
 }
 
+/// Appends `v` as C's `printf("%.17g")` prints it: 17 significant digits, trailing zeros
+/// dropped, exponent notation below 1e-4 and from 1e17 (`1.1000000000000001`, `0.5`,
+/// `1e+20`), and `inf`, `-inf`, `-0` as Redis spells them. Allocates nothing.
+pub fn write_g17(v: f64, out: &mut Vec<u8>) {
+    use std::io::Write;
+    if v.is_nan() {
+        return out.extend_from_slice(b"nan");
+    }
+    if v.is_sign_negative() {
+        out.push(b'-');
+    }
+    if v.is_infinite() {
+        return out.extend_from_slice(b"inf");
+    }
+    if v == 0.0 {
+        return out.push(b'0');
+    }
+    // `{:.16e}` rounds to 17 significant digits as printf does (round half to even on
+    // the exact binary value): `d.dddddddddddddddde<exp>`.
+    let mut text = [0u8; 32];
+    let mut cursor = std::io::Cursor::new(&mut text[..]);
+    write!(cursor, "{:.16e}", v.abs()).expect("32 bytes hold any f64 in this form");
+    let written = cursor.position() as usize;
+    let text = &text[..written];
+    let e_at = text.iter().position(|&b| b == b'e').expect("exponent form");
+    let mut digits = [0u8; 17];
+    digits[0] = text[0];
+    digits[1..].copy_from_slice(&text[2..e_at]);
+    let exponent: i32 = std::str::from_utf8(&text[e_at + 1..]).expect("ascii").parse().expect("an exponent");
+    // Significant digits left once trailing zeros go.
+    let kept = 17 - digits.iter().rev().take_while(|&&d| d == b'0').count();
+    if (-4..17).contains(&exponent) {
+        if exponent < 0 {
+            out.extend_from_slice(b"0.");
+            out.extend(std::iter::repeat_n(b'0', (-exponent - 1) as usize));
+            out.extend_from_slice(&digits[..kept]);
+        } else {
+            let whole = exponent as usize + 1;
+            out.extend_from_slice(&digits[..whole]);
+            if kept > whole {
+                out.push(b'.');
+                out.extend_from_slice(&digits[whole..kept]);
+            }
+        }
+        return;
+    }
+    out.push(digits[0]);
+    if kept > 1 {
+        out.push(b'.');
+        out.extend_from_slice(&digits[1..kept]);
+    }
+    out.push(b'e');
+    out.push(if exponent < 0 { b'-' } else { b'+' });
+    let magnitude = exponent.unsigned_abs();
+    if magnitude < 10 {
+        out.push(b'0');
+    }
+    out.extend_from_slice(magnitude.to_string().as_bytes());
+}
+
+/// Appends `v` as Redis' `d2string` prints it (ZSCAN's scores, SORT's keys): a whole
+/// number that fits an `i64` as an integer, anything else as [`write_g17`].
+pub fn write_d2string(v: f64, out: &mut Vec<u8>) {
+    // The i64 range, excluding its ends (as Redis' double2ll), and an exact whole number.
+    if v != 0.0 && v > -9.223_372_036_854_775e18 && v < 9.223_372_036_854_775e18 && v.fract() == 0.0 {
+        let (buffer, start) = format_i64_inline(v as i64);
+        return out.extend_from_slice(&buffer[start..]);
+    }
+    write_g17(v, out);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn g17(v: f64) -> String {
+        let mut out = Vec::new();
+        write_g17(v, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn scores_print_as_printf_g17() {
+        for (v, text) in [
+            (1.1, "1.1000000000000001"),
+            (0.5, "0.5"),
+            (3.0, "3"),
+            (-2.5, "-2.5"),
+            (1e20, "1e+20"),
+            (1e16, "10000000000000000"),
+            (1e17, "1e+17"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (1e-5, "1.0000000000000001e-05"),
+            (0.0001, "0.0001"),
+            (0.00012, "0.00012"),
+            (-0.0, "-0"),
+            (0.0, "0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (1e300, "1.0000000000000001e+300"),
+            (5e-324, "4.9406564584124654e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+        ] {
+            assert_eq!(g17(v), text, "{v:e}");
+        }
+        let mut out = Vec::new();
+        write_d2string(1e18, &mut out);
+        assert_eq!(out, b"1000000000000000000", "d2string prints whole numbers as integers");
+        out.clear();
+        write_d2string(1.5, &mut out);
+        assert_eq!(out, b"1.5");
+    }
 
     #[test]
     fn inline_formatting_matches_the_allocating_one() {

@@ -181,16 +181,24 @@ pub fn rpoplpush<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult 
     Ok(())
 }
 
-/// The parsed form of LMPOP's (and BLMPOP's) `numkeys key [key ...] LEFT|RIGHT [COUNT n]`.
-pub struct MPop<'a> {
+/// The parsed form of LMPOP's (and BLMPOP's) `numkeys key [key ...] LEFT|RIGHT [COUNT n]`,
+/// and of ZMPOP's, whose end is MIN|MAX (`W`).
+pub struct MPop<'a, W = End> {
     pub keys: Vec<&'a [u8]>,
-    pub end: End,
+    pub end: W,
     pub count: usize,
 }
 
 impl<'a> MPop<'a> {
     /// Parses `a`, which starts at `numkeys`.
     pub fn parse(a: &[&'a [u8]]) -> Result<MPop<'a>, CmdError> {
+        MPop::parse_with(a, end)
+    }
+}
+
+impl<'a, W> MPop<'a, W> {
+    /// Parses `a`, which starts at `numkeys`, reading the end word with `which`.
+    pub fn parse_with(a: &[&'a [u8]], which: fn(&[u8]) -> Result<W, CmdError>) -> Result<MPop<'a, W>, CmdError> {
         let numkeys = args::int(a[0])
             .ok()
             .and_then(|n| usize::try_from(n).ok())
@@ -198,7 +206,7 @@ impl<'a> MPop<'a> {
             .ok_or_else(|| CmdError("ERR numkeys should be greater than 0".into()))?;
         let end_at = numkeys.checked_add(1).filter(|&at| at < a.len()).ok_or_else(args::syntax)?;
         let keys = a[1..end_at].to_vec();
-        let end = end(a[end_at])?;
+        let end = which(a[end_at])?;
         let count = match &a[end_at + 1..] {
             [] => 1,
             [word, count] if args::is(word, "COUNT") => args::int(count)

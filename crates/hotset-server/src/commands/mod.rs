@@ -27,6 +27,7 @@ mod server;
 mod sets;
 mod strings;
 pub mod table;
+pub mod zsets;
 
 use crate::blocking::BlockRequest;
 use crate::pubsub::Outbox;

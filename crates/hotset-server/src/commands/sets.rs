@@ -136,17 +136,21 @@ pub fn sintercard<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult
         .checked_add(2)
         .filter(|&end| end <= a.len())
         .ok_or_else(|| CmdError("ERR Number of keys can't be greater than number of args".into()))?;
-    let limit = match &a[keys_end..] {
-        [] => 0,
+    r.int(kv.sintercard(&a[2..keys_end], limit_option(&a[keys_end..])?)? as i64);
+    Ok(())
+}
+
+/// SINTERCARD's and ZINTERCARD's optional `LIMIT limit` after the keys (0: none).
+pub(super) fn limit_option(rest: &[&[u8]]) -> Result<usize, CmdError> {
+    match rest {
+        [] => Ok(0),
         // Redis' one text for a limit that is no integer or is negative.
         [word, limit] if args::is(word, "LIMIT") => args::int(limit)
             .ok()
             .and_then(|limit| usize::try_from(limit).ok())
-            .ok_or_else(|| CmdError("ERR LIMIT can't be negative".into()))?,
-        _ => return Err(args::syntax()),
-    };
-    r.int(kv.sintercard(&a[2..keys_end], limit)? as i64);
-    Ok(())
+            .ok_or_else(|| CmdError("ERR LIMIT can't be negative".into())),
+        _ => Err(args::syntax()),
+    }
 }
 
 pub fn sscan<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {

@@ -9,7 +9,7 @@
 //! and never matches on a name, so a command's behaviour is found from its entry alone.
 
 use super::args::{self, CmdError, CmdResult};
-use super::{Session, config, documents, hashes, keys, lists, pubsub, server, sets, strings};
+use super::{Session, config, documents, hashes, keys, lists, pubsub, server, sets, strings, zsets};
 use crate::blocking::{self, BlockRequest};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
@@ -249,6 +249,10 @@ impl Spec {
         Spec { wakes: true, ..self }
     }
 
+    const fn in_group(self, group: &'static str) -> Spec {
+        Spec { group, ..self }
+    }
+
     /// The arguments that are keys, by `keys` (none for a command whose keys move).
     pub fn key_args<'a>(&self, args: &'a [&'a [u8]]) -> impl Iterator<Item = &'a [u8]> + 'a {
         let KeyPositions { first, last, step } = self.keys;
@@ -282,6 +286,25 @@ pub static COMMANDS: &[Spec] = &[
     )
     .keys(1, 2, 1)
     .wakes(),
+    blocking("BZMPOP", -5, blocking::parse_bzmpop, "ZMPOP, waiting for a member when every sorted set is empty.")
+        .keyless()
+        .in_group("sorted-set"),
+    blocking(
+        "BZPOPMAX",
+        -3,
+        blocking::parse_bzpopmax,
+        "ZPOPMAX of the first non-empty sorted set, waiting when all are empty.",
+    )
+    .keys(1, -2, 1)
+    .in_group("sorted-set"),
+    blocking(
+        "BZPOPMIN",
+        -3,
+        blocking::parse_bzpopmin,
+        "ZPOPMIN of the first non-empty sorted set, waiting when all are empty.",
+    )
+    .keys(1, -2, 1)
+    .in_group("sorted-set"),
     conn(
         "CLIENT",
         -2,
@@ -508,6 +531,92 @@ pub static COMMANDS: &[Spec] = &[
     conn("UNSUBSCRIBE", -1, pubsub::unsubscribe, "Unsubscribes from channels (all without arguments).").pushes(),
     conn("UNWATCH", 1, super::unwatch, "Forgets the watched keys.").queue(),
     conn("WATCH", -2, super::watch, "Watches keys: EXEC runs only if none changes first.").run_at_once().keys(1, -1, 1),
+    kv!(
+        "ZADD",
+        -4,
+        true,
+        "sorted-set",
+        "Adds members with scores to a sorted set, or updates their scores.",
+        zsets::zadd
+    )
+    .wakes(),
+    kv!("ZCARD", 2, false, "sorted-set", "The number of members of a sorted set.", zsets::zcard),
+    kv!("ZCOUNT", 4, false, "sorted-set", "The number of members with scores in a range.", zsets::zcount),
+    kv!("ZDIFF", -3, false, "sorted-set", "The members of a sorted set in none of the others.", zsets::zdiff).keyless(),
+    kv!("ZDIFFSTORE", -4, true, "sorted-set", "Stores the difference of sorted sets.", zsets::zdiffstore).wakes(),
+    kv!("ZINCRBY", 4, true, "sorted-set", "Adds to the score of a member of a sorted set.", zsets::zincrby).wakes(),
+    kv!("ZINTER", -3, false, "sorted-set", "The intersection of sorted sets.", zsets::zinter).keyless(),
+    kv!("ZINTERCARD", -3, false, "sorted-set", "The size of the intersection of sorted sets.", zsets::zintercard)
+        .keyless(),
+    kv!("ZINTERSTORE", -4, true, "sorted-set", "Stores the intersection of sorted sets.", zsets::zinterstore).wakes(),
+    kv!(
+        "ZLEXCOUNT",
+        4,
+        false,
+        "sorted-set",
+        "The number of members between two members by their bytes.",
+        zsets::zlexcount
+    ),
+    kv!("ZMPOP", -4, true, "sorted-set", "Pops members from the first non-empty sorted set of several.", zsets::zmpop)
+        .keyless(),
+    kv!("ZMSCORE", -3, false, "sorted-set", "The scores of several members of a sorted set.", zsets::zmscore),
+    kv!("ZPOPMAX", -2, true, "sorted-set", "Pops the members with the highest scores.", zsets::zpopmax),
+    kv!("ZPOPMIN", -2, true, "sorted-set", "Pops the members with the lowest scores.", zsets::zpopmin),
+    kv!("ZRANDMEMBER", -2, false, "sorted-set", "Random members of a sorted set.", zsets::zrandmember),
+    kv!("ZRANGE", -4, false, "sorted-set", "Members of a sorted set by rank, score or bytes.", zsets::zrange),
+    kv!(
+        "ZRANGEBYLEX",
+        -4,
+        false,
+        "sorted-set",
+        "Members of a sorted set between two members by their bytes.",
+        zsets::zrangebylex
+    ),
+    kv!(
+        "ZRANGEBYSCORE",
+        -4,
+        false,
+        "sorted-set",
+        "Members of a sorted set with scores in a range.",
+        zsets::zrangebyscore
+    ),
+    kv!("ZRANGESTORE", -5, true, "sorted-set", "Stores a range of a sorted set.", zsets::zrangestore)
+        .keys(1, 2, 1)
+        .wakes(),
+    kv!("ZRANK", 3, false, "sorted-set", "The rank of a member, from the lowest score.", zsets::zrank),
+    kv!("ZREM", -3, true, "sorted-set", "Removes members from a sorted set.", zsets::zrem),
+    kv!(
+        "ZREMRANGEBYLEX",
+        4,
+        true,
+        "sorted-set",
+        "Removes the members between two members by their bytes.",
+        zsets::zremrangebylex
+    ),
+    kv!("ZREMRANGEBYRANK", 4, true, "sorted-set", "Removes the members in a range of ranks.", zsets::zremrangebyrank),
+    kv!(
+        "ZREMRANGEBYSCORE",
+        4,
+        true,
+        "sorted-set",
+        "Removes the members with scores in a range.",
+        zsets::zremrangebyscore
+    ),
+    kv!(
+        "ZREVRANGE",
+        -4,
+        false,
+        "sorted-set",
+        "Members of a sorted set by rank, from the highest score.",
+        zsets::zrevrange
+    ),
+    kv!("ZREVRANGEBYLEX", -4, false, "sorted-set", "ZRANGEBYLEX from the highest member.", zsets::zrevrangebylex),
+    kv!("ZREVRANGEBYSCORE", -4, false, "sorted-set", "ZRANGEBYSCORE from the highest score.", zsets::zrevrangebyscore),
+    kv!("ZREVRANK", 3, false, "sorted-set", "The rank of a member, from the highest score.", zsets::zrevrank),
+    kv!("ZSCAN", -3, false, "sorted-set", "Iterates over the members and scores of a sorted set.", zsets::zscan),
+    kv!("ZSCORE", 3, false, "sorted-set", "The score of a member of a sorted set.", zsets::zscore),
+    kv!("ZUNION", -3, false, "sorted-set", "The union of sorted sets.", zsets::zunion).keyless(),
+    kv!("ZUNIONSTORE", -4, true, "sorted-set", "Stores the union of sorted sets.", zsets::zunionstore).wakes(),
 ];
 
 /// Longest command name the index covers (longer names are unknown).
@@ -619,6 +728,7 @@ mod tests {
             ("hashes.rs", include_str!("hashes.rs")),
             ("lists.rs", include_str!("lists.rs")),
             ("sets.rs", include_str!("sets.rs")),
+            ("zsets.rs", include_str!("zsets.rs")),
             ("server.rs", include_str!("server.rs")),
             ("documents.rs", include_str!("documents.rs")),
             ("config.rs", include_str!("config.rs")),

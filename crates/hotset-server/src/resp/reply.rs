@@ -113,6 +113,36 @@ impl Reply<'_> {
         }
     }
 
+    /// A double (RESP3 `,`; a bulk string in RESP2), printed as Redis 7.0 prints scores
+    /// (`%.17g`: `1.1000000000000001`, `inf`).
+    pub fn double(&mut self, value: f64) {
+        match self.protocol {
+            Protocol::Resp3 => {
+                self.out.push(b',');
+                hotset_core::kv::write_g17(value, self.out);
+                self.out.extend_from_slice(b"\r\n");
+            }
+            Protocol::Resp2 => {
+                // The text goes first, then its length header is slid in before it.
+                let start = self.out.len();
+                hotset_core::kv::write_g17(value, self.out);
+                let len = self.out.len() - start;
+                let (digits, at) = hotset_core::kv::format_i64_inline(len as i64);
+                let header = [&b"$"[..], &digits[at..], b"\r\n"];
+                self.out.splice(start..start, header.into_iter().flatten().copied());
+                self.out.extend_from_slice(b"\r\n");
+            }
+        }
+    }
+
+    /// A double or a null.
+    pub fn double_or_null(&mut self, value: Option<f64>) {
+        match value {
+            Some(value) => self.double(value),
+            None => self.null(),
+        }
+    }
+
     fn line(&mut self, kind: u8, text: &[u8]) {
         self.out.push(kind);
         self.out.extend_from_slice(text);
@@ -151,5 +181,8 @@ mod tests {
         assert_eq!(encode(Protocol::Resp2, |r| r.bulk(b"a\r\nb")), "$4\r\na\r\nb\r\n");
         assert_eq!(encode(Protocol::Resp2, |r| r.error("ERR bad\r\nthing")), "-ERR bad  thing\r\n");
         assert_eq!(encode(Protocol::Resp3, |r| r.verbatim("hi")), "=6\r\ntxt:hi\r\n");
+        assert_eq!(encode(Protocol::Resp2, |r| r.double(1.1)), "$18\r\n1.1000000000000001\r\n");
+        assert_eq!(encode(Protocol::Resp3, |r| r.double(f64::NEG_INFINITY)), ",-inf\r\n");
+        assert_eq!(encode(Protocol::Resp2, |r| r.double(2.0)), "$1\r\n2\r\n");
     }
 }
