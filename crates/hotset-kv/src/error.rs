@@ -36,6 +36,15 @@ pub enum KvError {
     /// ZADD INCR or ZINCRBY whose result is NaN (inf plus -inf).
     #[error("ERR resulting score is not a number (NaN)")]
     ScoreNan,
+    /// SORT without ALPHA of an element (or BY value) that is no number.
+    #[error("ERR One or more scores can't be converted into double")]
+    SortNotNumber,
+    /// LCS of a key holding another type than a string.
+    #[error("ERR The specified keys must contain string values")]
+    LcsNotString,
+    /// LCS whose table would take more than the limit allows.
+    #[error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")]
+    LcsTooLarge,
     /// RENAME or LSET of a missing key.
     #[error("ERR no such key")]
     NoSuchKey,

@@ -24,6 +24,7 @@ use parking_lot::RwLock;
 
 use super::access::{Ctx, KvResult, ShardAccess, ShardGroup};
 use super::config::{KeyspaceConfig, KvLimits};
+use super::notify::{NotifySlot, class};
 use super::ops::KvOps;
 use super::txn::KeyspaceTxn;
 use super::watch::WatchSlot;
@@ -48,6 +49,8 @@ pub struct Keyspace {
     pub(super) journal: JournalSlot,
     /// Who hears of changed keys while any key is watched (`watch.rs`).
     pub(super) watch: WatchSlot,
+    /// Who hears each write's events while notifications are on (`notify.rs`).
+    pub(super) notify: NotifySlot,
 }
 
 impl fmt::Debug for Keyspace {
@@ -68,17 +71,18 @@ impl Keyspace {
     /// A keyspace with `config.shards` shards (rounded up to a power of two,
     /// clamped to 1..=65536) and `config.limits`.
     pub fn with_config(clock: Arc<dyn Clock>, config: KeyspaceConfig) -> Self {
-        Self::named("", clock, config, JournalSlot::default(), WatchSlot::default())
+        Self::named("", clock, config, JournalSlot::default(), WatchSlot::default(), NotifySlot::default())
     }
 
     /// A keyspace of a registry: its records carry `name` and go to `journal`; its changed
-    /// keys go to the registry's watcher.
+    /// keys go to the registry's watcher, its events to the registry's listener.
     pub(super) fn named(
         name: &str,
         clock: Arc<dyn Clock>,
         config: KeyspaceConfig,
         journal: JournalSlot,
         watch: WatchSlot,
+        notify: NotifySlot,
     ) -> Self {
         let router = Router::new(config.shards);
         let shards = (0..router.shard_count()).map(|_| RwLock::new(Shard::default())).collect();
@@ -91,6 +95,7 @@ impl Keyspace {
             name: name.into(),
             journal,
             watch,
+            notify,
         }
     }
 
@@ -221,7 +226,13 @@ impl Keyspace {
             }
             let share = remaining.div_ceil(n - i);
             let mut shard = self.shards[(start + i) % n].write();
-            let (examined, deleted) = shard.expire_cycle(self.clock.now_ms(), share);
+            let listener = self.notify.listening();
+            let mut expired = Vec::new();
+            let (examined, deleted) = shard.expire_cycle(self.clock.now_ms(), share, listener.map(|_| &mut expired));
+            if let Some(listener) = listener.filter(|_| !expired.is_empty()) {
+                let mut events = expired.iter().map(|key| (class::EXPIRED, "expired", &**key));
+                listener.events(&self.name, &mut events);
+            }
             remaining -= examined;
             removed += deleted;
         }

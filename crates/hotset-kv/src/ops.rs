@@ -15,14 +15,17 @@
 //! order (read for MGET/EXISTS/KEYS/DBSIZE, write otherwise).
 
 use super::access::{KvResult, ShardAccess};
+use super::error::KvError;
 use super::options::{ExpireCondition, SetCondition, SetExpiry, SetOptions, SetOutcome};
 use crate::store::expiry::deadline_after;
 use crate::store::glob::Glob;
 use crate::store::scan::{FieldPairs, scan_keys};
 use crate::types::bits::{BitOp, BitRange};
+use crate::types::lcs::{LcsAnswer, lcs};
 use crate::types::list::End;
 use crate::types::lists::{Popped, PosOptions};
 use crate::types::sets::SetAlgebra;
+use crate::types::sort::SortOptions;
 use crate::types::zsets::{Combine, Scored, ZAddOptions, ZAddOutcome, ZAlgebra, ZRange, ZRangeBy};
 
 fn firsts<'a>(pairs: &'a [(&'a [u8], &'a [u8])]) -> impl Iterator<Item = &'a [u8]> + 'a {
@@ -112,6 +115,19 @@ pub trait KvOps: ShardAccess {
     /// BITPOS: the first bit equal to `wanted`, or -1 (see `Shard::bitpos`).
     fn bitpos(&self, key: &[u8], wanted: u8, range: Option<BitRange>, end_given: bool) -> KvResult<i64> {
         self.read_key(key, |s, k, ctx| s.bitpos(k, ctx.now, wanted, range, end_given))
+    }
+
+    /// LCS of the strings at `a` and `b` (a missing key is empty), computed after both
+    /// are copied out of their shards; `walk` and `min_len` as `lcs::lcs` takes them.
+    fn lcs(&self, a: &[u8], b: &[u8], walk: bool, min_len: usize) -> KvResult<LcsAnswer> {
+        let (first, second, limit) = self.read_keys([a, b], |g, ctx| {
+            let string = |key: &[u8]| -> KvResult<Vec<u8>> {
+                let (shard, key) = g.shard(key)?;
+                shard.get_string(key, ctx.now).map(Option::unwrap_or_default).map_err(|_| KvError::LcsNotString)
+            };
+            Ok((string(a)?, string(b)?, ctx.limits.value_bytes_max))
+        })?;
+        lcs(&first, &second, walk, min_len, limit)
     }
 
     /// BITOP: stores `op` over the strings at `keys` in `dst`; the result's length.
@@ -492,6 +508,25 @@ pub trait KvOps: ShardAccess {
     /// SSCAN: `(next_cursor, members)`, as HSCAN.
     fn sscan(&self, key: &[u8], cursor: u64, pattern: Option<&[u8]>, count: usize) -> KvResult<(u64, Vec<Vec<u8>>)> {
         self.read_key(key, |s, k, ctx| s.sscan(k, ctx.now, cursor, pattern, count))
+    }
+
+    // ----- SORT ----------------------------------------------------------
+
+    /// SORT and SORT_RO: the answer's items (see `ShardGroup::sort`). With BY or GET
+    /// patterns every shard is read-locked, as the patterns may name any key.
+    fn sort(&self, key: &[u8], options: &SortOptions) -> KvResult<Vec<Option<Vec<u8>>>> {
+        let idxs =
+            if options.reads_other_keys() { self.router().all_shards() } else { self.router().shards_for([key]) };
+        self.read_group(&idxs, |g, ctx| g.sort(key, options, ctx.now, false))
+    }
+
+    /// SORT ... STORE: the stored list's length.
+    fn sort_store(&self, key: &[u8], dst: &[u8], options: &SortOptions) -> KvResult<usize> {
+        let idxs = match options.reads_other_keys() {
+            true => self.router().all_shards(),
+            false => self.router().shards_for([key, dst]),
+        };
+        self.write_group(&idxs, |g, ctx| g.sort_store(key, dst, options, ctx.now))
     }
 
     // ----- sorted sets ---------------------------------------------------

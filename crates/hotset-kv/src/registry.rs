@@ -21,6 +21,7 @@ use super::access::KvResult;
 use super::config::KeyspaceConfig;
 use super::error::KvError;
 use super::keyspace::Keyspace;
+use super::notify::{KeyEvents, NotifySlot};
 use super::watch::{KeyWatch, WatchSlot};
 use hotset_base::clock::Clock;
 use hotset_base::journal::{Ack, JournalSlot};
@@ -33,6 +34,7 @@ pub struct Keyspaces {
     spaces: RwLock<BTreeMap<String, Arc<Keyspace>>>,
     journal: JournalSlot,
     watch: WatchSlot,
+    notify: NotifySlot,
 }
 
 impl fmt::Debug for Keyspaces {
@@ -54,7 +56,8 @@ impl Keyspaces {
 
     /// A registry whose keyspaces log their writes to `journal` once one is attached.
     pub fn with_journal(clock: Arc<dyn Clock>, config: KeyspaceConfig, journal: JournalSlot) -> Self {
-        Self { clock, config, spaces: RwLock::new(BTreeMap::new()), journal, watch: WatchSlot::default() }
+        let (watch, notify) = (WatchSlot::default(), NotifySlot::default());
+        Self { clock, config, spaces: RwLock::new(BTreeMap::new()), journal, watch, notify }
     }
 
     /// A new keyspace, its creation logged (as an empty record naming it, so it exists
@@ -68,7 +71,13 @@ impl Keyspaces {
     fn build(&self, name: &str) -> Arc<Keyspace> {
         let lsn = self.journal.get().map(|journal| journal.append(&mut |out| encode_kv_head(out, name, false)));
         let _covered_by_the_first_write: Ack<'_> = self.journal.ack(lsn);
-        Arc::new(Keyspace::named(name, Arc::clone(&self.clock), self.config, self.journal.clone(), self.watch.clone()))
+        self.unlogged(name)
+    }
+
+    /// A keyspace of this registry called `name`, its creation not logged.
+    fn unlogged(&self, name: &str) -> Arc<Keyspace> {
+        let (journal, watch, notify) = (self.journal.clone(), self.watch.clone(), self.notify.clone());
+        Arc::new(Keyspace::named(name, Arc::clone(&self.clock), self.config, journal, watch, notify))
     }
 
     /// Creates keyspace `name`; `KeyspaceExists` if the name is taken.
@@ -100,16 +109,7 @@ impl Keyspaces {
     /// Recovery: the keyspace called `name`, created without logging.
     pub fn get_or_create_quiet(&self, name: &str) -> Arc<Keyspace> {
         let mut spaces = self.spaces.write();
-        let build = || {
-            Arc::new(Keyspace::named(
-                name,
-                Arc::clone(&self.clock),
-                self.config,
-                self.journal.clone(),
-                self.watch.clone(),
-            ))
-        };
-        Arc::clone(spaces.entry(name.to_owned()).or_insert_with(build))
+        Arc::clone(spaces.entry(name.to_owned()).or_insert_with(|| self.unlogged(name)))
     }
 
     /// Recovery: unregisters `name` without logging.
@@ -127,6 +127,13 @@ impl Keyspaces {
     /// WATCH). False when one was set already.
     pub fn set_watch(&self, watcher: Arc<dyn KeyWatch>, count: Arc<std::sync::atomic::AtomicUsize>) -> bool {
         self.watch.set(watcher, count)
+    }
+
+    /// Sets the one listener of every keyspace's events, present and future: while
+    /// `classes` is not zero, every write tells it what it did by Redis' event names (the
+    /// server's keyspace notifications). False when one was set already.
+    pub fn set_notify(&self, listener: Arc<dyn KeyEvents>, classes: Arc<std::sync::atomic::AtomicU32>) -> bool {
+        self.notify.set(listener, classes)
     }
 
     /// Unregisters `name`; returns whether it existed. With a journal attached, the

@@ -20,6 +20,7 @@ mod config;
 mod freshness;
 mod http;
 mod metrics;
+mod notify;
 mod params;
 mod pubsub;
 mod resp;

@@ -260,8 +260,9 @@ pub struct Params {
     values: Mutex<BTreeMap<&'static str, String>>,
     /// `maxmemory` in bytes (0: no limit).
     pub maxmemory: AtomicU64,
-    /// `notify-keyspace-events` as `events` bits.
-    pub notify_flags: AtomicU32,
+    /// `notify-keyspace-events` as `events` bits (shared with the engine's event
+    /// listener, `notify.rs`).
+    pub notify_flags: std::sync::Arc<AtomicU32>,
     /// `timeout`: seconds a client may stay idle (0: forever).
     pub timeout_secs: AtomicU64,
     /// `proto-max-bulk-len`: the longest bulk string a request may carry.
@@ -287,7 +288,7 @@ impl Params {
         let params = Params {
             values: Mutex::new(BTreeMap::new()),
             maxmemory: AtomicU64::new(0),
-            notify_flags: AtomicU32::new(0),
+            notify_flags: std::sync::Arc::new(AtomicU32::new(0)),
             timeout_secs: AtomicU64::new(0),
             proto_max_bulk_len: AtomicU64::new(0),
             maxclients: AtomicU64::new(0),

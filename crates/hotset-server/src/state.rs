@@ -28,8 +28,8 @@ pub struct ServerState {
     pub params: crate::params::Params,
     pub started: Instant,
     pub clients: Mutex<BTreeMap<u64, ClientInfo>>,
-    /// Every pub/sub subscription.
-    pub pubsub: PubSub,
+    /// Every pub/sub subscription (shared with the keyspace-event listener).
+    pub pubsub: Arc<PubSub>,
     /// Clients blocked on lists.
     pub blocking: crate::blocking::Blocking,
     /// Keys watched for MULTI/EXEC.
@@ -140,6 +140,10 @@ impl ServerState {
         assert!(engine.database().keyspaces().set_watch(watcher, watches.count()), "a database has one watcher");
         let params = crate::params::Params::new(&config.fixed_params());
         params.set_all(&config.redis_params()).expect("Config::validate checked the [redis] table");
+        let pubsub = Arc::new(PubSub::default());
+        let flags = Arc::clone(&params.notify_flags);
+        let listener = Arc::new(crate::notify::KeyspaceEvents { pubsub: Arc::clone(&pubsub), flags: flags.clone() });
+        assert!(engine.database().keyspaces().set_notify(listener, flags), "a database has one event listener");
         Arc::new(ServerState {
             params,
             engine,
@@ -147,7 +151,7 @@ impl ServerState {
             config,
             started: Instant::now(),
             clients: Mutex::new(BTreeMap::new()),
-            pubsub: PubSub::default(),
+            pubsub,
             blocking: crate::blocking::Blocking::default(),
             watches,
             next_client_id: AtomicU64::new(1),

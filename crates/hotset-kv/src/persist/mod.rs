@@ -111,11 +111,12 @@ impl Keyspace {
     }
 
     /// Starts noting touched keys on these (write-locked) shards, if writes are logged or
-    /// keys are watched.
+    /// keys are watched, and their events if notifications are on.
     pub(super) fn track<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>) {
-        if self.journal.get().is_some() || self.watch.listening().is_some() {
+        let notify = self.notify.listening().is_some();
+        if self.journal.get().is_some() || self.watch.listening().is_some() || notify {
             for shard in shards {
-                shard.touched.get_or_insert_with(Touched::default);
+                shard.touched.get_or_insert_with(Touched::default).notify = notify;
             }
         }
     }
@@ -127,16 +128,16 @@ impl Keyspace {
     pub(super) fn log_touched<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>, now: u64) -> Ack<'_> {
         let journal = self.journal.get();
         let watcher = self.watch.listening();
-        if journal.is_none() && watcher.is_none() {
+        let listener = self.notify.listening();
+        if journal.is_none() && watcher.is_none() && listener.is_none() {
             return Ack::none();
         }
         // Most writes touch one shard: no allocation for the list of shards.
         let mut work: smallvec::SmallVec<[(&mut Shard, Touched); 1]> = smallvec::SmallVec::new();
         for shard in shards {
-            let noted = shard
-                .touched
-                .as_mut()
-                .filter(|t| t.flushed || !t.keys.is_empty() || !t.fields.is_empty() || !t.spans.is_empty());
+            let noted = shard.touched.as_mut().filter(|t| {
+                t.flushed || !t.keys.is_empty() || !t.fields.is_empty() || !t.spans.is_empty() || !t.events.is_empty()
+            });
             if let Some(touched) = noted.map(std::mem::take) {
                 work.push((shard, touched));
             }
@@ -163,6 +164,10 @@ impl Keyspace {
             });
             watcher.touched(&self.name, &mut keys, flush);
         }
+        if let Some(listener) = listener {
+            let mut events = work.iter().flat_map(|(_, touched)| touched.events.iter().map(|(c, n, k)| (*c, *n, &**k)));
+            listener.events(&self.name, &mut events);
+        }
         let lsn = journal.map(|journal| {
             journal.append(&mut |out| {
                 encode_kv_head(out, &self.name, flush);
@@ -188,11 +193,17 @@ impl Keyspace {
         // The emptied lists go back to their shards, so the next write reuses their
         // capacity instead of allocating; a list a huge write grew is dropped.
         for (shard, mut touched) in work {
-            let capacities = [touched.keys.capacity(), touched.fields.capacity(), touched.spans.capacity()];
+            let capacities = [
+                touched.keys.capacity(),
+                touched.fields.capacity(),
+                touched.spans.capacity(),
+                touched.events.capacity(),
+            ];
             if capacities.iter().all(|&capacity| capacity <= TOUCHED_KEEP) {
                 touched.keys.clear();
                 touched.fields.clear();
                 touched.spans.clear();
+                touched.events.clear();
                 touched.flushed = false;
                 shard.touched = Some(touched);
             }

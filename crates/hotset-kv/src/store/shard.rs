@@ -19,6 +19,7 @@
 
 use std::num::NonZeroU64;
 
+use crate::notify::class;
 use crate::store::expiry::TtlIndex;
 use crate::store::router::KeyRef;
 use crate::store::slab_map::{ScanBudget, SlabCursor, SlabMap, Slot};
@@ -65,6 +66,10 @@ pub(crate) struct Touched {
     pub spans: Vec<(SmallBytes, i64, i64)>,
     /// The shard was emptied (before the changes to `keys`).
     pub flushed: bool,
+    /// Whether the write notes its events (keyspace notifications are on).
+    pub notify: bool,
+    /// The write's events in order: (class, Redis' event name, key); see `notify.rs`.
+    pub events: Vec<(u32, &'static str, SmallBytes)>,
 }
 
 /// Mutable access to one live entry of a shard, keeping the shard's
@@ -118,6 +123,7 @@ impl Shard {
         let slot = self.map.find(key.hash, key.bytes)?;
         if self.map.get(slot)?.value.is_expired(now) {
             self.touch(key.bytes);
+            self.event(class::EXPIRED, "expired", key.bytes);
             self.remove_slot(key.hash, slot);
             return None;
         }
@@ -128,6 +134,7 @@ impl Shard {
     /// that `key` is absent.
     pub fn insert(&mut self, key: KeyRef<'_>, entry: Entry) {
         self.touch(key.bytes);
+        self.event(class::NEW, "new", key.bytes);
         self.mem += entry_cost(key.bytes.len(), &entry);
         let has_ttl = entry.expire_at.is_some();
         let slot = self.map.insert_new(key.hash, key.bytes.into(), entry);
@@ -163,6 +170,15 @@ impl Shard {
         self.map.clear();
         self.ttl.clear();
         self.mem = 0;
+    }
+
+    /// Notes an event of the current write (a no-op unless notifications are on).
+    pub(crate) fn event(&mut self, class: u32, name: &'static str, key: &[u8]) {
+        if let Some(touched) = &mut self.touched
+            && touched.notify
+        {
+            touched.events.push((class, name, key.into()));
+        }
     }
 
     /// Notes a key the current write may change (every change goes through `get_mut` or
@@ -205,7 +221,13 @@ impl Shard {
     /// deleted). Round-robin (rather than Redis' random sampling) sweeps the
     /// index in laps, and each lap examines every key that kept its TTL for
     /// the whole lap, so no volatile key is starved.
-    pub fn expire_cycle(&mut self, now: u64, budget: usize) -> (usize, usize) {
+    /// The expired keys are added to `expired` when given (for their `expired` events).
+    pub fn expire_cycle(
+        &mut self,
+        now: u64,
+        budget: usize,
+        mut expired: Option<&mut Vec<SmallBytes>>,
+    ) -> (usize, usize) {
         // Each examination removes a member or advances past one, so capping
         // at the index size bounds the work even for a huge budget.
         let examined = budget.min(self.ttl.len());
@@ -217,6 +239,9 @@ impl Shard {
             match self.map.get(slot) {
                 Some(s) if s.value.is_expired(now) => {
                     let hash = crate::store::router::hash_bytes(&s.key);
+                    if let Some(expired) = expired.as_deref_mut() {
+                        expired.push(s.key.clone());
+                    }
                     // Removal swaps another member into the cursor position,
                     // so the cursor stays put.
                     self.remove_slot(hash, slot);

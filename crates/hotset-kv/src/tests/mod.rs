@@ -14,6 +14,7 @@ use crate::{Keyspace, KeyspaceConfig};
 use hotset_base::clock::ManualClock;
 
 mod concurrency;
+mod events;
 mod glob;
 mod hashes;
 mod keys;

@@ -7,10 +7,15 @@
 //!
 //! Must never: create a key for a write that changes nothing (SETRANGE of an empty
 //! value), grow a string past the value limit, or change a key's TTL.
+//!
+//! Events, as Redis 7.0 notes them: SETRANGE `setrange`; SETBIT `setbit` only when the
+//! string was created, grew or the bit flipped; BITOP `set` on the destination, or `del`
+//! when an empty result deleted it.
 
 use std::ops::DerefMut;
 
 use crate::access::{Ctx, KvResult, ShardGroup};
+use crate::notify::class;
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;
 use crate::types::strings::as_str;
@@ -54,9 +59,13 @@ impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
             })
             .collect();
         let (shard, dst) = self.shard_mut(dst)?;
-        match result.is_empty() {
-            true => drop(shard.remove(dst, now)),
-            false => shard.put(dst, now, Value::Str(StrValue::from_vec(result)), None),
+        if result.is_empty() {
+            if shard.remove(dst, now).is_some() {
+                shard.event(class::GENERIC, "del", dst.bytes);
+            }
+        } else {
+            shard.put(dst, now, Value::Str(StrValue::from_vec(result)), None);
+            shard.event(class::STRING, "set", dst.bytes);
         }
         Ok(len)
     }
@@ -199,24 +208,25 @@ impl Shard {
 
     /// Runs `write` on the string at `key` grown with zero bytes to at least `len` bytes
     /// (a missing key starts empty); `len` is checked against the value limit first.
-    /// Keeps the TTL. Returns what `write` returns.
+    /// Keeps the TTL. Returns what `write` returns, and whether the string was created or
+    /// grew (SETBIT's events depend on it).
     fn write_string_bytes<R>(
         &mut self,
         key: KeyRef<'_>,
         ctx: &Ctx,
         len: usize,
         write: impl FnOnce(&mut Vec<u8>) -> R,
-    ) -> KvResult<R> {
+    ) -> KvResult<(R, bool)> {
         let Some(mut live) = self.get_mut(key, ctx.now) else {
             ctx.check_value_len(len)?;
             let mut bytes = vec![0; len];
             let result = write(&mut bytes);
             self.insert(key, Entry { value: Value::Str(StrValue::from_vec(bytes)), expire_at: None });
-            return Ok(result);
+            return Ok((result, true));
         };
         let current = as_str(live.value())?.len();
         ctx.check_value_len(len.max(current))?;
-        Ok(live.update(|value| {
+        let result = live.update(|value| {
             let Value::Str(string) = value else { unreachable!("checked a string above") };
             let mut bytes = std::mem::replace(string, StrValue::Int(0)).into_vec();
             if bytes.len() < len {
@@ -225,7 +235,8 @@ impl Shard {
             let result = write(&mut bytes);
             *string = StrValue::from_vec(bytes);
             result
-        }))
+        });
+        Ok((result, current < len))
     }
 
     /// SETRANGE: writes `value` at byte `offset`, padding with zero bytes; returns the
@@ -236,16 +247,18 @@ impl Shard {
         }
         // Saturating: an offset near usize::MAX fails the value limit like any other.
         let end = offset.saturating_add(value.len());
-        self.write_string_bytes(key, ctx, end, |bytes| {
+        let (len, _) = self.write_string_bytes(key, ctx, end, |bytes| {
             bytes[offset..end].copy_from_slice(value);
             bytes.len()
-        })
+        })?;
+        self.event(class::STRING, "setrange", key.bytes);
+        Ok(len)
     }
 
     /// SETBIT: sets the bit at `offset` to `on`; returns the bit's previous value.
     pub fn setbit(&mut self, key: KeyRef<'_>, ctx: &Ctx, offset: u64, on: bool) -> KvResult<u8> {
         let byte = (offset / 8) as usize;
-        self.write_string_bytes(key, ctx, byte + 1, |bytes| {
+        let (old, grew) = self.write_string_bytes(key, ctx, byte + 1, |bytes| {
             let mask = 1u8 << (7 - (offset % 8));
             let old = u8::from(bytes[byte] & mask != 0);
             if on {
@@ -254,7 +267,12 @@ impl Shard {
                 bytes[byte] &= !mask;
             }
             old
-        })
+        })?;
+        // Redis notes a SETBIT that left the string as it was as no change.
+        if grew || old != u8::from(on) {
+            self.event(class::STRING, "setbit", key.bytes);
+        }
+        Ok(old)
     }
 }
 

@@ -10,9 +10,14 @@
 //!
 //! Invariants: hash writes never touch the key's TTL; a hash is created
 //! without one.
+//!
+//! Events, as Redis 7.0 notes them: HSET (and HMSET) `hset`, HSETNX `hset` when it set
+//! the field, HDEL `hdel` when it removed a field (then `del` when the hash emptied),
+//! `hincrby`, `hincrbyfloat`.
 
 use crate::access::{Ctx, KvResult};
 use crate::error::KvError;
+use crate::notify::class;
 use crate::store::router::KeyRef;
 use crate::store::scan::FieldPairs;
 use crate::store::shard::Shard;
@@ -74,15 +79,25 @@ impl Shard {
             ctx.check_value_len(value.len())?;
         }
         let fields = pairs.iter().map(|(field, _)| *field);
-        self.upsert_hash(key, ctx.now, fields, |h| Ok(pairs.iter().filter(|(f, v)| h.insert(f, v.to_vec())).count()))
+        let added = self
+            .upsert_hash(key, ctx.now, fields, |h| Ok(pairs.iter().filter(|(f, v)| h.insert(f, v.to_vec())).count()))?;
+        // Redis notes every HSET, even one that rewrote the values already there.
+        if !pairs.is_empty() {
+            self.event(class::HASH, "hset", key.bytes);
+        }
+        Ok(added)
     }
 
     /// HSETNX: sets `field` only if absent; returns whether it did.
     pub fn hsetnx(&mut self, key: KeyRef<'_>, ctx: &Ctx, field: &[u8], value: &[u8]) -> KvResult<bool> {
         ctx.check_value_len(value.len())?;
-        self.upsert_hash(key, ctx.now, std::iter::once(field), |h| {
+        let set = self.upsert_hash(key, ctx.now, std::iter::once(field), |h| {
             Ok(h.get(field).is_none() && h.insert(field, value.to_vec()))
-        })
+        })?;
+        if set {
+            self.event(class::HASH, "hset", key.bytes);
+        }
+        Ok(set)
     }
 
     /// HDEL: returns how many fields were removed; deletes an emptied hash.
@@ -101,12 +116,18 @@ impl Shard {
             // An emptied hash is deleted: logged whole, as a deletion.
             self.touch(key.bytes);
         }
+        if removed > 0 {
+            self.event(class::HASH, "hdel", key.bytes);
+        }
+        if empty {
+            self.event(class::GENERIC, "del", key.bytes);
+        }
         Ok(removed)
     }
 
     /// HINCRBY: returns the field's new value.
     pub fn hincr_by(&mut self, key: KeyRef<'_>, now: u64, field: &[u8], by: i64) -> KvResult<i64> {
-        self.upsert_hash(key, now, std::iter::once(field), |h| {
+        let next = self.upsert_hash(key, now, std::iter::once(field), |h| {
             let current = match h.get(field) {
                 Some(bytes) => parse_i64(bytes).ok_or(KvError::HashNotInteger)?,
                 None => 0,
@@ -114,12 +135,14 @@ impl Shard {
             let next = current.checked_add(by).ok_or(KvError::Overflow)?;
             h.insert(field, format_i64(next));
             Ok(next)
-        })
+        })?;
+        self.event(class::HASH, "hincrby", key.bytes);
+        Ok(next)
     }
 
     /// HINCRBYFLOAT: returns the field's new text.
     pub fn hincr_by_float(&mut self, key: KeyRef<'_>, now: u64, field: &[u8], by: f64) -> KvResult<Vec<u8>> {
-        self.upsert_hash(key, now, std::iter::once(field), |h| {
+        let text = self.upsert_hash(key, now, std::iter::once(field), |h| {
             let current = match h.get(field) {
                 Some(bytes) => parse_f64(bytes).ok_or(KvError::HashNotFloat)?,
                 None => 0.0,
@@ -131,7 +154,9 @@ impl Shard {
             let text = format_f64(next);
             h.insert(field, text.clone());
             Ok(text)
-        })
+        })?;
+        self.event(class::HASH, "hincrbyfloat", key.bytes);
+        Ok(text)
     }
 
     /// HRANDFIELD: `count` random fields (with their values when `with_values`); a

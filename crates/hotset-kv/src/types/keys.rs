@@ -9,7 +9,11 @@
 //!
 //! Invariants: "missing" (-2) and "no expiry" (-1) are distinguished exactly
 //! as in Redis; a remaining TTL is never negative.
+//!
+//! Events: the EXPIRE family notes `expire`, or `del` when a deadline already due
+//! deleted the key; PERSIST notes `persist` when it removed a TTL.
 
+use crate::notify::class;
 use crate::options::ExpireCondition;
 use crate::store::expiry::{condition_allows, live_deadline};
 use crate::store::router::KeyRef;
@@ -53,10 +57,17 @@ impl Shard {
         if !condition_allows(condition, live.expire_at(), when) {
             return false;
         }
-        match live_deadline(when, now) {
-            Some(at) => live.set_expire_at(Some(at)),
-            None => drop(live.remove()),
-        }
+        let event = match live_deadline(when, now) {
+            Some(at) => {
+                live.set_expire_at(Some(at));
+                "expire"
+            }
+            None => {
+                live.remove();
+                "del"
+            }
+        };
+        self.event(class::GENERIC, event, key.bytes);
         true
     }
 
@@ -65,6 +76,7 @@ impl Shard {
         match self.get_mut(key, now) {
             Some(mut live) if live.expire_at().is_some() => {
                 live.set_expire_at(None);
+                self.event(class::GENERIC, "persist", key.bytes);
                 true
             }
             _ => false,

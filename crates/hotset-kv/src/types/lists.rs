@@ -12,11 +12,17 @@
 //! Logging: a push, pop, LSET or LTRIM on an existing list notes the positions it wrote
 //! (`LiveEntry::touch_span`), so the record holds the list's window and those elements
 //! only; LINSERT and LREM shift positions and note the key whole.
+//!
+//! Events, as Redis 7.0 notes them: `lpush`/`rpush` (the X forms too), `lpop`/`rpop`
+//! (LMPOP and the blocking pops too), `linsert`, `lset`, `lrem` (when it removed some),
+//! `ltrim` (always, even when nothing went); an emptied list then notes `del`. LMOVE
+//! notes the push on the destination before the pop on the source, as Redis does.
 
 use std::ops::DerefMut;
 
 use crate::access::{Ctx, KvResult, ShardGroup};
 use crate::error::KvError;
+use crate::notify::class;
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;
 use crate::types::list::{End, List};
@@ -51,6 +57,22 @@ pub(crate) fn range_of(start: i64, stop: i64, len: usize) -> Option<(usize, usiz
     let start = if start < 0 { (start + len).max(0) } else { start };
     let stop = if stop < 0 { stop + len } else { stop.min(len - 1) };
     (start <= stop && start < len).then(|| (start as usize, stop as usize + 1))
+}
+
+/// The event of a push onto `end`.
+fn push_event(end: End) -> &'static str {
+    match end {
+        End::Left => "lpush",
+        End::Right => "rpush",
+    }
+}
+
+/// The event of a pop from `end`.
+fn pop_event(end: End) -> &'static str {
+    match end {
+        End::Left => "lpop",
+        End::Right => "rpop",
+    }
 }
 
 /// What LMPOP took: the key, and the elements popped from it.
@@ -102,11 +124,15 @@ impl Shard {
                 }
             };
             live.touch_span(written);
-            return Ok(live.update(|value| {
+            let len = live.update(|value| {
                 let list = list_mut(value);
                 items.iter().for_each(|item| list.push(end, item));
                 list.len()
-            }));
+            });
+            if !items.is_empty() {
+                self.event(class::LIST, push_event(end), key.bytes);
+            }
+            return Ok(len);
         }
         if only_existing || items.is_empty() {
             return Ok(0);
@@ -115,17 +141,31 @@ impl Shard {
         items.iter().for_each(|item| list.push(end, item));
         let len = list.len();
         self.insert(key, Entry { value: Value::List(Box::new(list)), expire_at: None });
+        self.event(class::LIST, push_event(end), key.bytes);
         Ok(len)
     }
 
     /// LPOP/RPOP: up to `count` elements from `end`; `None` when the key is missing.
     /// Deletes an emptied list.
     pub fn pop(&mut self, key: KeyRef<'_>, now: u64, end: End, count: usize) -> KvResult<Option<Vec<Vec<u8>>>> {
+        let Some((items, emptied)) = self.take(key, now, end, count)? else { return Ok(None) };
+        if !items.is_empty() {
+            self.event(class::LIST, pop_event(end), key.bytes);
+        }
+        if emptied {
+            self.event(class::GENERIC, "del", key.bytes);
+        }
+        Ok(Some(items))
+    }
+
+    /// `pop` without its events (LMOVE notes them in its own order): the elements, and
+    /// whether the list was emptied and deleted.
+    fn take(&mut self, key: KeyRef<'_>, now: u64, end: End, count: usize) -> KvResult<Option<(Vec<Vec<u8>>, bool)>> {
         let Some(mut live) = self.get_mut_untouched(key, now) else { return Ok(None) };
         let list = as_list(live.value())?;
         let span = list.first()..list.first();
         if count == 0 {
-            return Ok(Some(Vec::new()));
+            return Ok(Some((Vec::new(), false)));
         }
         live.touch_span(span);
         let (items, empty) = live.update(|value| {
@@ -137,7 +177,7 @@ impl Shard {
             live.remove();
             self.touch(key.bytes);
         }
-        Ok(Some(items))
+        Ok(Some((items, empty)))
     }
 
     /// LLEN.
@@ -167,6 +207,7 @@ impl Shard {
         let at = list.first() + index as i64;
         live.touch_span(at..at + 1);
         live.update(|value| list_mut(value).set(index, item));
+        self.event(class::LIST, "lset", key.bytes);
         Ok(())
     }
 
@@ -183,6 +224,7 @@ impl Shard {
             list.len()
         });
         self.touch(key.bytes);
+        self.event(class::LIST, "linsert", key.bytes);
         Ok(len as i64)
     }
 
@@ -202,6 +244,10 @@ impl Shard {
                 live.remove();
             }
             self.touch(key.bytes);
+            self.event(class::LIST, "lrem", key.bytes);
+            if empty {
+                self.event(class::GENERIC, "del", key.bytes);
+            }
         }
         Ok(removed)
     }
@@ -211,14 +257,18 @@ impl Shard {
         let Some(mut live) = self.get_mut_untouched(key, now) else { return Ok(()) };
         let list = as_list(live.value())?;
         let first = list.first();
+        // Redis notes `ltrim` even when the range kept the whole list.
         match range_of(start, stop, list.len()) {
             Some((start, end)) => {
                 live.touch_span(first..first);
                 live.update(|value| list_mut(value).keep(start, end));
+                self.event(class::LIST, "ltrim", key.bytes);
             }
             None => {
                 live.remove();
                 self.touch(key.bytes);
+                self.event(class::LIST, "ltrim", key.bytes);
+                self.event(class::GENERIC, "del", key.bytes);
             }
         }
         Ok(())
@@ -247,18 +297,34 @@ impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
     /// LMOVE: pops from `src`'s `from` end and pushes onto `dst`'s `to` end, atomically;
     /// `None` when `src` is missing. WRONGTYPE when either key holds another type,
     /// checked before anything moves.
+    ///
+    /// Events, in Redis' order and all on `dst`'s shard (so that order holds across
+    /// shards): `new` for a created `dst`, the push on `dst`, the pop on `src`, `del` for an
+    /// emptied `src`.
     pub fn lmove(&mut self, src: &[u8], dst: &[u8], ctx: &Ctx, from: End, to: End) -> KvResult<Option<Vec<u8>>> {
         let (shard, src_key) = self.shard(src)?;
-        if shard.read_list(src_key, ctx.now)?.is_none() {
-            return Ok(None);
-        }
+        let Some(list) = shard.read_list(src_key, ctx.now)? else { return Ok(None) };
+        let onto_itself = list.get(0).filter(|_| src == dst && list.len() == 1).map(<[u8]>::to_vec);
         let (dst_shard, dst_key) = self.shard(dst)?;
         dst_shard.read_list(dst_key, ctx.now)?;
+        if let Some(item) = onto_itself {
+            // Moving a one-element list's element onto itself changes nothing; popping it
+            // first would delete the key and create it again (a `new` Redis never notes).
+            let (shard, key) = self.shard_mut(src)?;
+            shard.touch(key.bytes);
+            shard.event(class::LIST, push_event(to), src);
+            shard.event(class::LIST, pop_event(from), src);
+            return Ok(Some(item));
+        }
         let (shard, src_key) = self.shard_mut(src)?;
-        let Some(mut items) = shard.pop(src_key, ctx.now, from, 1)? else { return Ok(None) };
+        let Some((mut items, emptied)) = shard.take(src_key, ctx.now, from, 1)? else { return Ok(None) };
         let item = items.pop().expect("a stored list is never empty");
         let (dst_shard, dst_key) = self.shard_mut(dst)?;
         dst_shard.push(dst_key, ctx, to, &[&item], false)?;
+        dst_shard.event(class::LIST, pop_event(from), src);
+        if emptied {
+            dst_shard.event(class::GENERIC, "del", src);
+        }
         Ok(Some(item))
     }
 

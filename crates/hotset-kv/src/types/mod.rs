@@ -5,7 +5,7 @@
 //! float text), `hashes` (with `field_map`, a hash's storage), `keys` (expiry, TYPE,
 //! EXISTS on one key), `lists` (with `list`, a list's positioned sequence), `sets`
 //! (with `set`, a set's members), `zsets` (with `zset`, a sorted set's scores and
-//! order), `bits` (bitmaps over strings), `sample` (random picks
+//! order), `sort` (SORT over lists, sets and sorted sets), `bits` (bitmaps over strings), `sample` (random picks
 //! by Redis' count rules) and `multi` (commands over several keys and shards).
 //!
 //! Must never: lock, read the clock or touch the log (the caller holds the shards'
@@ -16,6 +16,7 @@ pub(crate) mod bits;
 pub(crate) mod field_map;
 pub(crate) mod hashes;
 pub(crate) mod keys;
+pub(crate) mod lcs;
 pub(crate) mod list;
 pub(crate) mod lists;
 pub(crate) mod multi;
@@ -23,6 +24,7 @@ pub(crate) mod number;
 pub(crate) mod sample;
 pub(crate) mod set;
 pub(crate) mod sets;
+pub(crate) mod sort;
 pub(crate) mod strings;
 pub(crate) mod zset;
 pub(crate) mod zsets;

@@ -10,11 +10,18 @@
 //!
 //! Invariants: duplicates behave like Redis: EXISTS counts each occurrence,
 //! DEL counts each key once, MSET/MSETNX let the last occurrence win.
+//!
+//! Events, as Redis 7.0 notes them: DEL `del` per key deleted; MSET/MSETNX `set` per
+//! pair; RENAME `new` for the destination (Redis deletes and re-adds it), `rename_from`
+//! and `rename_to`; COPY `new` and `copy_to` on the destination; FLUSH none per key. A
+//! RENAME's or COPY's events are all noted on the destination's shard, so they arrive
+//! in Redis' order whichever shards the two keys live on.
 
 use std::ops::{Deref, DerefMut};
 
 use crate::access::{Ctx, KvResult, ShardGroup};
 use crate::error::KvError;
+use crate::notify::class;
 use crate::store::glob::Glob;
 use crate::store::shard::Shard;
 use crate::value::{StrValue, Value};
@@ -87,7 +94,10 @@ impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
         let mut removed = 0;
         for k in keys {
             let (shard, key) = self.shard_mut(k)?;
-            removed += usize::from(shard.remove(key, now).is_some());
+            if shard.remove(key, now).is_some() {
+                shard.event(class::GENERIC, "del", key.bytes);
+                removed += 1;
+            }
         }
         Ok(removed)
     }
@@ -100,6 +110,7 @@ impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
         for (k, value) in pairs {
             let (shard, key) = self.shard_mut(k)?;
             shard.put(key, ctx.now, Value::Str(StrValue::from_bytes(value)), None);
+            shard.event(class::STRING, "set", key.bytes);
         }
         Ok(())
     }
@@ -136,7 +147,12 @@ impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
             return Err(KvError::NoSuchKey);
         };
         let (dst_shard, dst_key) = self.shard_mut(dst)?;
-        dst_shard.put(dst_key, now, entry.value, entry.expire_at);
+        // Removed and inserted rather than overwritten: Redis notes `new` for the
+        // destination even when it existed.
+        dst_shard.remove(dst_key, now);
+        dst_shard.insert(dst_key, entry);
+        dst_shard.event(class::GENERIC, "rename_from", src);
+        dst_shard.event(class::GENERIC, "rename_to", dst);
         Ok(true)
     }
 
@@ -149,7 +165,10 @@ impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
         if !replace && dst_shard.contains(dst_key, now) {
             return Ok(false);
         }
-        dst_shard.put(dst_key, now, entry.value, entry.expire_at);
+        // As RENAME: the destination is deleted and added again, so it notes `new`.
+        dst_shard.remove(dst_key, now);
+        dst_shard.insert(dst_key, entry);
+        dst_shard.event(class::GENERIC, "copy_to", dst);
         Ok(true)
     }
 

@@ -11,11 +11,17 @@
 //! Logging: a write to an existing set notes the members it may change
 //! (`LiveEntry::touch_fields`), so the record holds those members only; a new or
 //! replaced set is logged whole.
+//!
+//! Events, as Redis 7.0 notes them, only for a write that changed the set: `sadd`,
+//! `srem`, `spop` (then `del` when the set emptied); SMOVE `srem` on the source (and its
+//! `del`) then `sadd` on the destination; the STORE forms `sinterstore`, `sunionstore` or
+//! `sdiffstore` on the destination, or `del` when an empty result deleted it.
 
 use std::ops::{Deref, DerefMut};
 
 use crate::access::{KvResult, ShardGroup};
 use crate::error::KvError;
+use crate::notify::class;
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;
 use crate::types::sample::sample;
@@ -58,25 +64,46 @@ impl Shard {
 
     /// SADD: how many members were new.
     pub fn sadd(&mut self, key: KeyRef<'_>, now: u64, members: &[&[u8]]) -> KvResult<usize> {
-        if let Some(mut live) = self.get_mut_untouched(key, now) {
-            as_set(live.value())?;
-            live.touch_fields(members.iter().copied());
-            return Ok(live.update(|value| {
-                let set = set_mut(value);
-                members.iter().filter(|member| set.insert(member)).count()
-            }));
-        }
-        let mut set = MemberSet::default();
-        let added = members.iter().filter(|member| set.insert(member)).count();
+        let added = match self.get_mut_untouched(key, now) {
+            Some(mut live) => {
+                as_set(live.value())?;
+                live.touch_fields(members.iter().copied());
+                live.update(|value| {
+                    let set = set_mut(value);
+                    members.iter().filter(|member| set.insert(member)).count()
+                })
+            }
+            None => {
+                let mut set = MemberSet::default();
+                let added = members.iter().filter(|member| set.insert(member)).count();
+                if added > 0 {
+                    self.insert(key, Entry { value: Value::Set(Box::new(set)), expire_at: None });
+                }
+                added
+            }
+        };
         if added > 0 {
-            self.insert(key, Entry { value: Value::Set(Box::new(set)), expire_at: None });
+            self.event(class::SET, "sadd", key.bytes);
         }
         Ok(added)
     }
 
     /// SREM: how many members were removed; deletes an emptied set.
     pub fn srem(&mut self, key: KeyRef<'_>, now: u64, members: &[&[u8]]) -> KvResult<usize> {
-        let Some(mut live) = self.get_mut_untouched(key, now) else { return Ok(0) };
+        let (removed, emptied) = self.remove_members(key, now, members)?;
+        if removed > 0 {
+            self.event(class::SET, "srem", key.bytes);
+        }
+        if emptied {
+            self.event(class::GENERIC, "del", key.bytes);
+        }
+        Ok(removed)
+    }
+
+    /// `srem` without its events (SMOVE notes them on the destination's shard): how many
+    /// members went, and whether the set was emptied and deleted.
+    fn remove_members(&mut self, key: KeyRef<'_>, now: u64, members: &[&[u8]]) -> KvResult<(usize, bool)> {
+        let Some(mut live) = self.get_mut_untouched(key, now) else { return Ok((0, false)) };
         as_set(live.value())?;
         live.touch_fields(members.iter().copied());
         let (removed, empty) = live.update(|value| {
@@ -87,7 +114,7 @@ impl Shard {
             live.remove();
             self.touch(key.bytes);
         }
-        Ok(removed)
+        Ok((removed, empty))
     }
 
     /// SPOP: up to `count` random distinct members, removed; `None` when the key is
@@ -99,6 +126,8 @@ impl Shard {
             let all = set.iter().map(<[u8]>::to_vec).collect();
             live.remove();
             self.touch(key.bytes);
+            self.event(class::SET, "spop", key.bytes);
+            self.event(class::GENERIC, "del", key.bytes);
             return Ok(Some(all));
         }
         let chosen = random_members(set, count as i64);
@@ -109,6 +138,10 @@ impl Shard {
                 let _ = set.remove(member);
             });
         });
+        // SPOP with a count of 0 pops nothing, and Redis notes nothing.
+        if !chosen.is_empty() {
+            self.event(class::SET, "spop", key.bytes);
+        }
         Ok(Some(chosen))
     }
 
@@ -190,15 +223,25 @@ impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
         let members = self.set_algebra(algebra, keys, now)?;
         let len = members.len();
         let (shard, dst) = self.shard_mut(dst)?;
-        match len {
-            0 => drop(shard.remove(dst, now)),
-            _ => shard.put(dst, now, Value::Set(Box::new(members.into_iter().collect())), None),
+        if len == 0 {
+            if shard.remove(dst, now).is_some() {
+                shard.event(class::GENERIC, "del", dst.bytes);
+            }
+            return Ok(0);
         }
+        shard.put(dst, now, Value::Set(Box::new(members.into_iter().collect())), None);
+        let event = match algebra {
+            SetAlgebra::Inter => "sinterstore",
+            SetAlgebra::Union => "sunionstore",
+            SetAlgebra::Diff => "sdiffstore",
+        };
+        shard.event(class::SET, event, dst.bytes);
         Ok(len)
     }
 
     /// SMOVE: moves `member` from `src` to `dst`; false when `src` does not hold it.
     /// WRONGTYPE when either key holds another type, checked before anything moves.
+    /// Its events are all noted on `dst`'s shard, so they keep Redis' order across shards.
     pub fn smove(&mut self, src: &[u8], dst: &[u8], now: u64, member: &[u8]) -> KvResult<bool> {
         let (shard, src_key) = self.shard(src)?;
         let Some(set) = shard.read_set(src_key, now)? else { return Ok(false) };
@@ -212,8 +255,12 @@ impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
             return Ok(true);
         }
         let (shard, src_key) = self.shard_mut(src)?;
-        shard.srem(src_key, now, &[member])?;
+        let (_, emptied) = shard.remove_members(src_key, now, &[member])?;
         let (dst_shard, dst_key) = self.shard_mut(dst)?;
+        dst_shard.event(class::SET, "srem", src);
+        if emptied {
+            dst_shard.event(class::GENERIC, "del", src);
+        }
         dst_shard.sadd(dst_key, now, &[member])?;
         Ok(true)
     }

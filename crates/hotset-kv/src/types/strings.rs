@@ -10,11 +10,16 @@
 //!
 //! Invariants: TTL handling mirrors Redis: SET/GETSET clear the TTL unless
 //! KEEPTTL; APPEND/INCR*/INCRBYFLOAT keep it; a new key has none.
+//!
+//! Events: each write that changed the key notes Redis 7.0's event for it (`set`,
+//! `append`, `incrby` for all of INCR/DECR/INCRBY/DECRBY, `incrbyfloat`; GETDEL `del`;
+//! GETEX `expire`, `persist` or `del`), after the `new` that `Shard::insert` notes.
 
 use std::num::NonZeroU64;
 
 use crate::access::{Ctx, KvResult};
 use crate::error::KvError;
+use crate::notify::class;
 use crate::options::{SetCondition, SetExpiry, SetOptions, SetOutcome};
 use crate::store::expiry::live_deadline;
 use crate::store::router::KeyRef;
@@ -97,9 +102,12 @@ impl Shard {
             return Ok(SetOutcome { applied: false, old });
         }
         let value = Value::Str(StrValue::from_bytes(value));
+        let expires = matches!(ttl, SetTtl::At(_) | SetTtl::AlreadyDue);
+        let due = matches!(ttl, SetTtl::AlreadyDue);
         match (live, ttl) {
             (Some(e), SetTtl::AlreadyDue) => drop(e.remove()),
-            (None, SetTtl::AlreadyDue) => {}
+            // Redis stores the key (`new`) and lets it expire later; it is gone at once here.
+            (None, SetTtl::AlreadyDue) => self.event(class::NEW, "new", key.bytes),
             (Some(e), ttl) => overwrite(e, value, ttl),
             (None, ttl) => {
                 let expire_at = match ttl {
@@ -108,6 +116,14 @@ impl Shard {
                 };
                 self.insert(key, Entry { value, expire_at });
             }
+        }
+        self.event(class::STRING, "set", key.bytes);
+        if expires {
+            self.event(class::GENERIC, "expire", key.bytes);
+        }
+        if due {
+            // The key is already gone: its `expired` comes now rather than at Redis' next look.
+            self.event(class::EXPIRED, "expired", key.bytes);
         }
         Ok(SetOutcome { applied: true, old })
     }
@@ -119,6 +135,7 @@ impl Shard {
         };
         let bytes = as_str(live.value())?.to_bytes();
         live.remove();
+        self.event(class::GENERIC, "del", key.bytes);
         Ok(Some(bytes))
     }
 
@@ -127,6 +144,7 @@ impl Shard {
         let Some(mut live) = self.get_mut(key, ctx.now) else {
             ctx.check_value_len(tail.len())?;
             self.insert(key, new_string(StrValue::from_bytes(tail)));
+            self.event(class::STRING, "append", key.bytes);
             return Ok(tail.len());
         };
         let new_len = as_str(live.value())?.len() + tail.len();
@@ -136,6 +154,7 @@ impl Shard {
                 s.append(tail);
             }
         });
+        self.event(class::STRING, "append", key.bytes);
         Ok(new_len)
     }
 
@@ -154,26 +173,39 @@ impl Shard {
         };
         let Some(mut live) = self.get_mut_untouched(key, now) else { return Ok(None) };
         let bytes = as_str(live.value())?.to_bytes();
-        match deadline {
+        let event = match deadline {
             // PERSIST: only a key with a TTL changes.
             None if live.expire_at().is_none() => return Ok(Some(bytes)),
-            None => live.set_expire_at(None),
-            Some(Some(at)) => live.set_expire_at(Some(at)),
-            Some(None) => drop(live.remove()),
-        }
+            None => {
+                live.set_expire_at(None);
+                "persist"
+            }
+            Some(Some(at)) => {
+                live.set_expire_at(Some(at));
+                "expire"
+            }
+            Some(None) => {
+                live.remove();
+                "del"
+            }
+        };
         self.touch(key.bytes);
+        self.event(class::GENERIC, event, key.bytes);
         Ok(Some(bytes))
     }
 
-    /// INCRBY (DECRBY is INCRBY of the negation): returns the new value.
+    /// INCRBY (DECRBY is INCRBY of the negation): returns the new value. All four of
+    /// INCR, DECR, INCRBY and DECRBY note `incrby`, as in Redis.
     pub fn incr_by(&mut self, key: KeyRef<'_>, now: u64, by: i64) -> KvResult<i64> {
         let Some(mut live) = self.get_mut(key, now) else {
             self.insert(key, new_string(StrValue::Int(by)));
+            self.event(class::STRING, "incrby", key.bytes);
             return Ok(by);
         };
         let current = as_str(live.value())?.as_i64().ok_or(KvError::NotInteger)?;
         let next = current.checked_add(by).ok_or(KvError::Overflow)?;
         live.update(|v| *v = Value::Str(StrValue::Int(next)));
+        self.event(class::STRING, "incrby", key.bytes);
         Ok(next)
     }
 
@@ -194,6 +226,7 @@ impl Shard {
             Some(mut e) => drop(e.replace(value)),
             None => self.insert(key, Entry { value, expire_at: None }),
         }
+        self.event(class::STRING, "incrbyfloat", key.bytes);
         Ok(text)
     }
 }

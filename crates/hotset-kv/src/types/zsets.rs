@@ -15,11 +15,18 @@
 //! Logging: a write to an existing sorted set notes the members it may change
 //! (`LiveEntry::touch_fields`), so the record holds those members (with their scores
 //! now) only; a new or replaced sorted set is logged whole.
+//!
+//! Events, as Redis 7.0 notes them, once per command and only when it changed the set:
+//! `zadd` (`zincr` for ZINCRBY and ZADD INCR), `zrem`, `zremrangebyrank`/`score`/`lex`,
+//! `zpopmin`/`zpopmax` (ZMPOP and the blocking pops too), then `del` when the set
+//! emptied; the STORE forms `zunionstore`, `zinterstore`, `zdiffstore` or `zrangestore`
+//! on the destination, or `del` when an empty result deleted it.
 
 use std::ops::{Deref, DerefMut};
 
 use crate::access::{KvResult, ShardGroup};
 use crate::error::KvError;
+use crate::notify::class;
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;
 use crate::types::lists::range_of;
@@ -221,15 +228,25 @@ impl Shard {
             ZAddOptions { ch: true, .. } => ZAddOutcome::Count(added + changed),
             _ => ZAddOutcome::Count(added),
         };
-        if let Some(mut live) = self.get_mut_untouched(key, now) {
-            as_zset(live.value())?;
-            live.touch_fields(pairs.iter().map(|(_, member)| *member));
-            return live.update(|value| apply_zadd(zset_mut(value), options, pairs)).map(outcome);
-        }
-        let mut set = SortedSet::default();
-        let counts = apply_zadd(&mut set, options, pairs)?;
-        if !set.is_empty() {
-            self.insert(key, Entry { value: Value::ZSet(Box::new(set)), expire_at: None });
+        let counts = match self.get_mut_untouched(key, now) {
+            Some(mut live) => {
+                as_zset(live.value())?;
+                live.touch_fields(pairs.iter().map(|(_, member)| *member));
+                live.update(|value| apply_zadd(zset_mut(value), options, pairs))?
+            }
+            None => {
+                let mut set = SortedSet::default();
+                let counts = apply_zadd(&mut set, options, pairs)?;
+                if !set.is_empty() {
+                    self.insert(key, Entry { value: Value::ZSet(Box::new(set)), expire_at: None });
+                }
+                counts
+            }
+        };
+        // Redis notes a ZADD that added or re-scored a member; one that changed nothing
+        // (conditions, same scores) notes nothing.
+        if counts.0 + counts.1 > 0 {
+            self.event(class::ZSET, if options.incr { "zincr" } else { "zadd" }, key.bytes);
         }
         Ok(outcome(counts))
     }
@@ -246,6 +263,12 @@ impl Shard {
         if empty {
             live.remove();
             self.touch(key.bytes);
+        }
+        if removed > 0 {
+            self.event(class::ZSET, "zrem", key.bytes);
+        }
+        if empty {
+            self.event(class::GENERIC, "del", key.bytes);
         }
         Ok(removed)
     }
@@ -284,6 +307,15 @@ impl Shard {
             live.remove();
             self.touch(key.bytes);
         }
+        let event = match by {
+            ZRangeBy::Rank(..) => "zremrangebyrank",
+            ZRangeBy::Score(..) => "zremrangebyscore",
+            ZRangeBy::Lex(..) => "zremrangebylex",
+        };
+        self.event(class::ZSET, event, key.bytes);
+        if empty {
+            self.event(class::GENERIC, "del", key.bytes);
+        }
         Ok(doomed.len())
     }
 
@@ -299,13 +331,21 @@ impl Shard {
             true => set.range_rev(span.0, span.1).map(|(m, s)| (m.to_vec(), s)).collect(),
             false => set.range(span.0, span.1).map(|(m, s)| (m.to_vec(), s)).collect(),
         };
+        // A count of 0 pops nothing, and Redis notes nothing.
+        if taken == 0 {
+            return Ok(Some(popped));
+        }
+        let event = if max { "zpopmax" } else { "zpopmin" };
         if taken == len {
             live.remove();
             self.touch(key.bytes);
+            self.event(class::ZSET, event, key.bytes);
+            self.event(class::GENERIC, "del", key.bytes);
             return Ok(Some(popped));
         }
         live.touch_fields(popped.iter().map(|(member, _)| member.as_slice()));
         live.update(|value| zset_mut(value).remove_ranks(span.0, span.1));
+        self.event(class::ZSET, event, key.bytes);
         Ok(Some(popped))
     }
 
@@ -462,12 +502,17 @@ impl<S: Deref<Target = Shard>> ShardGroup<S> {
 
 impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
     /// Stores `members` at `dst` as a new sorted set without a TTL (replacing whatever
-    /// was there; an empty result deletes it); their count.
-    fn store_scored(&mut self, dst: &[u8], now: u64, members: &Scored) -> KvResult<usize> {
+    /// was there; an empty result deletes it); their count. Notes `event` (the storing
+    /// command's), or `del` when an empty result deleted `dst`.
+    fn store_scored(&mut self, dst: &[u8], now: u64, members: &Scored, event: &'static str) -> KvResult<usize> {
         let (shard, dst) = self.shard_mut(dst)?;
-        match members.is_empty() {
-            true => drop(shard.remove(dst, now)),
-            false => shard.put(dst, now, Value::ZSet(Box::new(build(members))), None),
+        if members.is_empty() {
+            if shard.remove(dst, now).is_some() {
+                shard.event(class::GENERIC, "del", dst.bytes);
+            }
+        } else {
+            shard.put(dst, now, Value::ZSet(Box::new(build(members))), None);
+            shard.event(class::ZSET, event, dst.bytes);
         }
         Ok(members.len())
     }
@@ -482,14 +527,19 @@ impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
         now: u64,
     ) -> KvResult<usize> {
         let members = self.zalgebra(algebra, keys, combine, now)?;
-        self.store_scored(dst, now, &members)
+        let event = match algebra {
+            ZAlgebra::Union => "zunionstore",
+            ZAlgebra::Inter => "zinterstore",
+            ZAlgebra::Diff => "zdiffstore",
+        };
+        self.store_scored(dst, now, &members, event)
     }
 
     /// ZRANGESTORE: stores the members `range` selects from `src` at `dst`; their count.
     pub fn zrangestore(&mut self, dst: &[u8], src: &[u8], range: &ZRange, now: u64) -> KvResult<usize> {
         let (shard, src_key) = self.shard(src)?;
         let members = shard.zrange(src_key, now, range)?;
-        self.store_scored(dst, now, &members)
+        self.store_scored(dst, now, &members, "zrangestore")
     }
 
     /// ZMPOP: up to `count` members from the first of `keys` holding a sorted set, with

@@ -1,5 +1,5 @@
 //! Generic key commands: DEL, EXISTS, the EXPIRE family, TTL, TYPE, KEYS, SCAN, RENAME,
-//! DBSIZE, FLUSHDB and FLUSHALL.
+//! SORT and SORT_RO, DBSIZE, FLUSHDB and FLUSHALL.
 //!
 //! Owns: turning RESP arguments into `KvOps` calls for the `generic` group and shaping
 //! their replies, one function per command (or per family of Redis forms sharing a body),
@@ -11,7 +11,7 @@
 use super::args::{self, CmdError, CmdResult, syntax};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
-use hotset_core::kv::{ExpireCondition, KvError, KvOps};
+use hotset_core::kv::{ExpireCondition, KvError, KvOps, SortOptions};
 use hotset_core::{Acks, Durability};
 
 /// Keys SCAN returns per call when COUNT is not given (Redis' default).
@@ -64,6 +64,62 @@ pub fn keys<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     r.array(keys.len());
     keys.iter().for_each(|k| r.bulk(k));
     Ok(())
+}
+
+/// SORT's options after the key, in Redis' order of checks; the STORE destination (the
+/// last one given) unless `readonly` (SORT_RO, where STORE is a syntax error).
+fn sort_options<'a>(a: &[&'a [u8]], readonly: bool) -> Result<(SortOptions, Option<&'a [u8]>), CmdError> {
+    let (mut options, mut store) = (SortOptions::default(), None);
+    let mut at = 2;
+    while at < a.len() {
+        let (word, left) = (a[at], a.len() - at - 1);
+        if args::is(word, "ASC") {
+            options.desc = false;
+        } else if args::is(word, "DESC") {
+            options.desc = true;
+        } else if args::is(word, "ALPHA") {
+            options.alpha = true;
+        } else if args::is(word, "LIMIT") && left >= 2 {
+            options.limit = Some((args::int(a[at + 1])?, args::int(a[at + 2])?));
+            at += 2;
+        } else if !readonly && args::is(word, "STORE") && left >= 1 {
+            store = Some(a[at + 1]);
+            at += 1;
+        } else if args::is(word, "BY") && left >= 1 {
+            options.by = Some(a[at + 1].to_vec());
+            at += 1;
+        } else if args::is(word, "GET") && left >= 1 {
+            options.gets.push(a[at + 1].to_vec());
+            at += 1;
+        } else {
+            return Err(syntax());
+        }
+        at += 1;
+    }
+    Ok((options, store))
+}
+
+fn sort_command<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>, readonly: bool) -> CmdResult {
+    let (options, store) = sort_options(a, readonly)?;
+    if let Some(dst) = store {
+        r.int(kv.sort_store(a[1], dst, &options)? as i64);
+        return Ok(());
+    }
+    let items = kv.sort(a[1], &options)?;
+    r.array(items.len());
+    items.iter().for_each(|item| r.bulk_or_null(item.as_deref()));
+    Ok(())
+}
+
+/// SORT key [BY pattern] [LIMIT offset count] [GET pattern ...] [ASC|DESC] [ALPHA]
+/// [STORE destination].
+pub fn sort<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    sort_command(kv, a, r, false)
+}
+
+/// SORT_RO: SORT without STORE.
+pub fn sort_ro<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    sort_command(kv, a, r, true)
 }
 
 pub fn rename<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {

@@ -486,7 +486,7 @@ fn client_line(state: &ServerState, info: &crate::state::ClientInfo) -> String {
     )
 }
 
-/// COMMAND [COUNT | DOCS [name...] | INFO [name...] | LIST]
+/// COMMAND [COUNT | DOCS [name...] | GETKEYS command args... | INFO [name...] | LIST]
 pub fn command(_: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let Some(sub) = a.get(1) else {
         r.array(COMMANDS.len());
@@ -514,6 +514,20 @@ pub fn command(_: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply
                 None => r.null_array(),
             }
         }
+    } else if args::is(sub, "GETKEYS") {
+        let Some(spec) = a.get(2).and_then(|name| table::lookup(name)) else {
+            return Err(CmdError("ERR Invalid command specified".into()));
+        };
+        let request = &a[2..];
+        if !spec.arity_ok(request.len()) {
+            return Err(CmdError("ERR Invalid number of arguments specified for command".into()));
+        }
+        let keys: Vec<&[u8]> = spec.key_args(request).collect();
+        if keys.is_empty() {
+            return Err(CmdError("ERR The command has no key arguments".into()));
+        }
+        r.array(keys.len());
+        keys.iter().for_each(|key| r.bulk(key));
     } else if args::is(sub, "DOCS") {
         let specs: Vec<&Spec> = named(&a[2..]).into_iter().flatten().collect();
         r.map(specs.len());

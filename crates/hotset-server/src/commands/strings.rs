@@ -302,3 +302,53 @@ pub fn bitpos<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     r.int(kv.bitpos(a[1], wanted, range, a.len() > 4)?);
     Ok(())
 }
+
+/// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN].
+pub fn lcs<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let (mut len, mut idx, mut with_len, mut min_len) = (false, false, false, 0usize);
+    let mut at = 3;
+    while at < a.len() {
+        let word = a[at];
+        if args::is(word, "IDX") {
+            idx = true;
+        } else if args::is(word, "LEN") {
+            len = true;
+        } else if args::is(word, "WITHMATCHLEN") {
+            with_len = true;
+        } else if args::is(word, "MINMATCHLEN") && at + 1 < a.len() {
+            // Redis reads a negative minimum as 0.
+            min_len = usize::try_from(args::int(a[at + 1])?).unwrap_or(0);
+            at += 1;
+        } else {
+            return Err(syntax());
+        }
+        at += 1;
+    }
+    if len && idx {
+        return Err(CmdError("ERR If you want both the length and indexes, please just use IDX.".into()));
+    }
+    let answer = kv.lcs(a[1], a[2], idx || !len, min_len)?;
+    if idx {
+        r.map(2);
+        r.bulk(b"matches");
+        r.array(answer.matches.len());
+        for ((a_start, a_end), (b_start, b_end), run) in &answer.matches {
+            r.array(if with_len { 3 } else { 2 });
+            for (start, end) in [(a_start, a_end), (b_start, b_end)] {
+                r.array(2);
+                r.int(*start as i64);
+                r.int(*end as i64);
+            }
+            if with_len {
+                r.int(*run as i64);
+            }
+        }
+        r.bulk(b"len");
+        r.int(answer.len as i64);
+    } else if len {
+        r.int(answer.len as i64);
+    } else {
+        r.bulk(&answer.text);
+    }
+    Ok(())
+}

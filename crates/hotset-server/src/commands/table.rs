@@ -104,10 +104,16 @@ pub struct Spec {
     /// Whether it may push onto a list under one of its keys: after it ran, clients
     /// blocked on those keys are served (`Blocking::wake`).
     pub wakes: bool,
+    /// For a command whose keys move (SORT's STORE, numkeys forms): the positions of its
+    /// keys in a request, which `keys` cannot say (COMMAND GETKEYS, waking).
+    pub find_keys: Option<FindKeys>,
     /// Redis command group, for COMMAND DOCS.
     pub group: &'static str,
     pub summary: &'static str,
 }
+
+/// The positions of the keys in a request of a command whose keys move.
+pub type FindKeys = fn(&[&[u8]]) -> Vec<usize>;
 
 const NO_KEYS: KeyPositions = KeyPositions { first: 0, last: 0, step: 0 };
 
@@ -129,6 +135,7 @@ macro_rules! kv {
             keys: KeyPositions { first: 1, last: 1, step: 1 },
             subscribed: Subscribed::Refused,
             wakes: false,
+            find_keys: None,
             group: $group,
             summary: $summary,
         }
@@ -152,6 +159,7 @@ const fn all_keyspaces(
         keys: NO_KEYS,
         subscribed: Subscribed::Refused,
         wakes: false,
+        find_keys: None,
         group,
         summary,
     }
@@ -168,6 +176,7 @@ const fn conn(name: &'static str, arity: i32, handler: SessionHandler, summary: 
         keys: NO_KEYS,
         subscribed: Subscribed::Refused,
         wakes: false,
+        find_keys: None,
         group: "connection",
         summary,
     }
@@ -185,6 +194,7 @@ const fn doc(name: &'static str, arity: i32, write: bool, handler: SessionHandle
         keys: NO_KEYS,
         subscribed: Subscribed::Refused,
         wakes: false,
+        find_keys: None,
         group: "document",
         summary,
     }
@@ -207,6 +217,7 @@ const fn blocking(
         keys: KeyPositions { first: 1, last: 1, step: 1 },
         subscribed: Subscribed::Refused,
         wakes: false,
+        find_keys: None,
         group: "list",
         summary,
     }
@@ -253,13 +264,66 @@ impl Spec {
         Spec { group, ..self }
     }
 
-    /// The arguments that are keys, by `keys` (none for a command whose keys move).
+    /// A command whose keys move: `find` gives their positions (`keys` says none).
+    const fn movable(self, find: FindKeys) -> Spec {
+        Spec { find_keys: Some(find), keys: NO_KEYS, ..self }
+    }
+
+    /// The arguments that are keys, by `keys`, or by `find_keys` for a command whose keys
+    /// move (which alone allocates).
     pub fn key_args<'a>(&self, args: &'a [&'a [u8]]) -> impl Iterator<Item = &'a [u8]> + 'a {
         let KeyPositions { first, last, step } = self.keys;
         let last = if last < 0 { args.len() as i64 + last } else { last };
         let (first, last, step) = if first > 0 && step > 0 { (first, last, step) } else { (1, 0, 1) };
-        (first..=last).step_by(step as usize).filter_map(move |at| args.get(at as usize).copied())
+        let moved = self.find_keys.map(|find| find(args)).unwrap_or_default();
+        let fixed = (first..=last).step_by(step as usize).map(|at| at as usize);
+        fixed.chain(moved).filter_map(move |at| args.get(at).copied())
     }
+}
+
+/// The keys of `numkeys key [key ...]` starting at `at` (ZUNION, ZMPOP, SINTERCARD...),
+/// preceded by `before` (a STORE form's destination at 1).
+fn numkeys_at(args: &[&[u8]], at: usize, before: &[usize]) -> Vec<usize> {
+    let count = args.get(at).and_then(|n| args::int(n).ok()).and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+    let end = (at + 1 + count).min(args.len());
+    before.iter().copied().chain(at + 1..end).collect()
+}
+
+/// Keys of ZUNION, ZINTER, ZDIFF, ZINTERCARD, SINTERCARD, LMPOP, ZMPOP: numkeys at 1.
+fn keys_after_numkeys(args: &[&[u8]]) -> Vec<usize> {
+    numkeys_at(args, 1, &[])
+}
+
+/// Keys of BLMPOP and BZMPOP: the timeout at 1, numkeys at 2.
+fn keys_after_timeout(args: &[&[u8]]) -> Vec<usize> {
+    numkeys_at(args, 2, &[])
+}
+
+/// Keys of ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE: the destination, then numkeys at 2.
+fn keys_of_store(args: &[&[u8]]) -> Vec<usize> {
+    numkeys_at(args, 2, &[1])
+}
+
+/// Keys of SORT and SORT_RO: the sorted key and the last STORE's destination (options
+/// taking values are skipped over, as Redis does).
+fn keys_of_sort(args: &[&[u8]]) -> Vec<usize> {
+    let mut keys = vec![1];
+    let mut store = None;
+    let mut at = 2;
+    while at < args.len() {
+        let skip = match args[at].to_ascii_uppercase().as_slice() {
+            b"LIMIT" => 2,
+            b"GET" | b"BY" => 1,
+            b"STORE" => {
+                store = Some(at + 1).filter(|&dst| dst < args.len());
+                1
+            }
+            _ => 0,
+        };
+        at += skip + 1;
+    }
+    keys.extend(store);
+    keys
 }
 
 /// Every command, sorted by name (the order COMMAND lists them in).
@@ -273,7 +337,8 @@ pub static COMMANDS: &[Spec] = &[
     blocking("BLMOVE", 6, blocking::parse_blmove, "LMOVE, waiting for an element when the source is empty.")
         .keys(1, 2, 1)
         .wakes(),
-    blocking("BLMPOP", -5, blocking::parse_blmpop, "LMPOP, waiting for an element when every list is empty.").keyless(),
+    blocking("BLMPOP", -5, blocking::parse_blmpop, "LMPOP, waiting for an element when every list is empty.")
+        .movable(keys_after_timeout),
     blocking("BLPOP", -3, blocking::parse_blpop, "LPOP of the first non-empty list, waiting when all are empty.")
         .keys(1, -2, 1),
     blocking("BRPOP", -3, blocking::parse_brpop, "RPOP of the first non-empty list, waiting when all are empty.")
@@ -287,7 +352,7 @@ pub static COMMANDS: &[Spec] = &[
     .keys(1, 2, 1)
     .wakes(),
     blocking("BZMPOP", -5, blocking::parse_bzmpop, "ZMPOP, waiting for a member when every sorted set is empty.")
-        .keyless()
+        .movable(keys_after_timeout)
         .in_group("sorted-set"),
     blocking(
         "BZPOPMAX",
@@ -445,13 +510,15 @@ pub static COMMANDS: &[Spec] = &[
     conn("INFO", -1, server::info, "Server information and statistics.").queue_then_refuse(),
     kv!("KEYS", 2, false, "generic", "Every key matching a glob pattern.", keys::keys).keyless(),
     conn("LASTSAVE", 1, server::lastsave, "Unix time of the last successful snapshot.").queue_then_refuse(),
+    kv!("LCS", -3, false, "string", "The longest common subsequence of two strings.", strings::lcs).keys(1, 2, 1),
     kv!("LINDEX", 3, false, "list", "The element of a list at an index.", lists::lindex),
     kv!("LINSERT", 5, true, "list", "Inserts an element before or after another in a list.", lists::linsert).wakes(),
     kv!("LLEN", 2, false, "list", "The length of a list.", lists::llen),
     kv!("LMOVE", 5, true, "list", "Pops an element from one list and pushes it onto another.", lists::lmove)
         .keys(1, 2, 1)
         .wakes(),
-    kv!("LMPOP", -4, true, "list", "Pops elements from the first non-empty list of several.", lists::lmpop).keyless(),
+    kv!("LMPOP", -4, true, "list", "Pops elements from the first non-empty list of several.", lists::lmpop)
+        .movable(keys_after_numkeys),
     kv!("LPOP", -2, true, "list", "Removes and returns the first elements of a list.", lists::lpop),
     kv!("LPOS", -3, false, "list", "The indexes of the elements of a list equal to a value.", lists::lpos),
     kv!("LPUSH", -3, true, "list", "Prepends elements to a list.", lists::lpush).wakes(),
@@ -504,12 +571,17 @@ pub static COMMANDS: &[Spec] = &[
     kv!("SETNX", 3, true, "string", "Sets a key's value only if the key does not exist.", strings::setnx),
     kv!("SETRANGE", 4, true, "string", "Overwrites part of a string at an offset.", strings::setrange),
     kv!("SINTER", -2, false, "set", "The members in every one of several sets.", sets::sinter).keys(1, -1, 1),
-    kv!("SINTERCARD", -3, false, "set", "The size of the intersection of sets.", sets::sintercard).keyless(),
+    kv!("SINTERCARD", -3, false, "set", "The size of the intersection of sets.", sets::sintercard)
+        .movable(keys_after_numkeys),
     kv!("SINTERSTORE", -3, true, "set", "Stores the intersection of sets.", sets::sinterstore).keys(1, -1, 1),
     kv!("SISMEMBER", 3, false, "set", "Whether a value is a member of a set.", sets::sismember),
     kv!("SMEMBERS", 2, false, "set", "Every member of a set.", sets::smembers),
     kv!("SMISMEMBER", -3, false, "set", "Whether each of several values is a member of a set.", sets::smismember),
     kv!("SMOVE", 4, true, "set", "Moves a member from one set to another.", sets::smove).keys(1, 2, 1),
+    kv!("SORT", -2, true, "generic", "Sorts a list, set or sorted set, or stores the result.", keys::sort)
+        .movable(keys_of_sort)
+        .wakes(),
+    kv!("SORT_RO", -2, false, "generic", "Sorts a list, set or sorted set.", keys::sort_ro).movable(keys_of_sort),
     kv!("SPOP", -2, true, "set", "Removes and returns random members of a set.", sets::spop),
     conn("SPUBLISH", 3, pubsub::spublish, "Posts a message to a shard channel; the number of receivers.").queue(),
     kv!("SRANDMEMBER", -2, false, "set", "Random members of a set.", sets::srandmember),
@@ -542,13 +614,19 @@ pub static COMMANDS: &[Spec] = &[
     .wakes(),
     kv!("ZCARD", 2, false, "sorted-set", "The number of members of a sorted set.", zsets::zcard),
     kv!("ZCOUNT", 4, false, "sorted-set", "The number of members with scores in a range.", zsets::zcount),
-    kv!("ZDIFF", -3, false, "sorted-set", "The members of a sorted set in none of the others.", zsets::zdiff).keyless(),
-    kv!("ZDIFFSTORE", -4, true, "sorted-set", "Stores the difference of sorted sets.", zsets::zdiffstore).wakes(),
+    kv!("ZDIFF", -3, false, "sorted-set", "The members of a sorted set in none of the others.", zsets::zdiff)
+        .movable(keys_after_numkeys),
+    kv!("ZDIFFSTORE", -4, true, "sorted-set", "Stores the difference of sorted sets.", zsets::zdiffstore)
+        .movable(keys_of_store)
+        .wakes(),
     kv!("ZINCRBY", 4, true, "sorted-set", "Adds to the score of a member of a sorted set.", zsets::zincrby).wakes(),
-    kv!("ZINTER", -3, false, "sorted-set", "The intersection of sorted sets.", zsets::zinter).keyless(),
+    kv!("ZINTER", -3, false, "sorted-set", "The intersection of sorted sets.", zsets::zinter)
+        .movable(keys_after_numkeys),
     kv!("ZINTERCARD", -3, false, "sorted-set", "The size of the intersection of sorted sets.", zsets::zintercard)
-        .keyless(),
-    kv!("ZINTERSTORE", -4, true, "sorted-set", "Stores the intersection of sorted sets.", zsets::zinterstore).wakes(),
+        .movable(keys_after_numkeys),
+    kv!("ZINTERSTORE", -4, true, "sorted-set", "Stores the intersection of sorted sets.", zsets::zinterstore)
+        .movable(keys_of_store)
+        .wakes(),
     kv!(
         "ZLEXCOUNT",
         4,
@@ -558,7 +636,7 @@ pub static COMMANDS: &[Spec] = &[
         zsets::zlexcount
     ),
     kv!("ZMPOP", -4, true, "sorted-set", "Pops members from the first non-empty sorted set of several.", zsets::zmpop)
-        .keyless(),
+        .movable(keys_after_numkeys),
     kv!("ZMSCORE", -3, false, "sorted-set", "The scores of several members of a sorted set.", zsets::zmscore),
     kv!("ZPOPMAX", -2, true, "sorted-set", "Pops the members with the highest scores.", zsets::zpopmax),
     kv!("ZPOPMIN", -2, true, "sorted-set", "Pops the members with the lowest scores.", zsets::zpopmin),
@@ -615,8 +693,10 @@ pub static COMMANDS: &[Spec] = &[
     kv!("ZREVRANK", 3, false, "sorted-set", "The rank of a member, from the highest score.", zsets::zrevrank),
     kv!("ZSCAN", -3, false, "sorted-set", "Iterates over the members and scores of a sorted set.", zsets::zscan),
     kv!("ZSCORE", 3, false, "sorted-set", "The score of a member of a sorted set.", zsets::zscore),
-    kv!("ZUNION", -3, false, "sorted-set", "The union of sorted sets.", zsets::zunion).keyless(),
-    kv!("ZUNIONSTORE", -4, true, "sorted-set", "Stores the union of sorted sets.", zsets::zunionstore).wakes(),
+    kv!("ZUNION", -3, false, "sorted-set", "The union of sorted sets.", zsets::zunion).movable(keys_after_numkeys),
+    kv!("ZUNIONSTORE", -4, true, "sorted-set", "Stores the union of sorted sets.", zsets::zunionstore)
+        .movable(keys_of_store)
+        .wakes(),
 ];
 
 /// Longest command name the index covers (longer names are unknown).

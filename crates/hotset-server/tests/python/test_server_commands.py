@@ -361,3 +361,98 @@ def test_bitop(server):
     with pytest.raises(redis.ResponseError, match="^WRONGTYPE"):
         r.bitop("OR", "x", "a", "l")
     assert r.exists("x") == 0
+
+
+def test_sort_by_patterns_get_limit_and_store(server):
+    r = server.client(decode_responses=True)
+    r.rpush("ids", "3", "1", "2", "10")
+    assert r.sort("ids") == ["1", "2", "3", "10"], "numbers, not bytes"
+    assert r.sort("ids", alpha=True) == ["1", "10", "2", "3"]
+    assert r.sort("ids", desc=True, start=1, num=2) == ["3", "2"]
+    r.mset({"w_1": "30", "w_2": "20", "w_3": "20", "w_10": "-1"})
+    r.hset("o_1", "name", "one")
+    r.hset("o_3", "name", "three")
+    assert r.sort("ids", by="w_*") == ["10", "2", "3", "1"], "equal weights fall back to the elements"
+    assert r.sort("ids", by="w_*", get=["#", "o_*->name"]) == ["10", None, "2", None, "3", "three", "1", "one"]
+    assert r.sort("ids", by="nosort", desc=True) == ["10", "2", "1", "3"], "nosort keeps the list's order"
+    assert r.execute_command("SORT", "ids", "BY", "nosort", "GET", "o_*->") == [None] * 4
+    assert r.sort("ids", by="w_*", store="sorted") == 4
+    assert r.lrange("sorted", 0, -1) == ["10", "2", "3", "1"]
+    assert r.sort("missing", store="sorted") == 0 and r.exists("sorted") == 0, "an empty result deletes the key"
+    r.zadd("z", {"a": 1, "b": 3, "c": 2})
+    assert r.sort("z", by="nosort") == ["a", "c", "b"] and r.sort("z", alpha=True, desc=True) == ["c", "b", "a"]
+    r.sadd("bad", "x", "1")
+    with pytest.raises(redis.ResponseError, match="^One or more scores can't be converted into double$"):
+        r.sort("bad")
+    with pytest.raises(redis.ResponseError, match="^syntax error$"):
+        r.execute_command("SORT_RO", "ids", "STORE", "x")
+    r.set("s", "x")
+    with pytest.raises(redis.ResponseError, match="^WRONGTYPE"):
+        r.sort("s")
+    assert r.command_getkeys("SORT", "ids", "STORE", "a", "GET", "x", "STORE", "b") == ["ids", "b"]
+    assert r.command_getkeys("ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2") == ["d", "a", "b"]
+    with pytest.raises(redis.ResponseError, match="^The command has no key arguments$"):
+        r.command_getkeys("PING")
+
+
+def test_keyspace_notifications_follow_the_configured_classes(server):
+    r = server.client(decode_responses=True)
+    listener = server.client(decode_responses=True).pubsub()
+    listener.psubscribe("__key*")
+    assert listener.get_message(timeout=10)["type"] == "psubscribe"
+
+    def events(count):
+        got = [listener.get_message(ignore_subscribe_messages=True, timeout=10) for _ in range(count)]
+        return [(m["channel"], m["data"]) for m in got if m is not None]
+
+    assert r.config_set("notify-keyspace-events", "KEA") and r.config_get("notify-keyspace-events") == {
+        "notify-keyspace-events": "AKE"
+    }
+    r.set("k", "v", ex=100)
+    assert events(4) == [
+        ("__keyspace@0__:k", "set"),
+        ("__keyevent@0__:set", "k"),
+        ("__keyspace@0__:k", "expire"),
+        ("__keyevent@0__:expire", "k"),
+    ]
+    # Only list events, keyspace channel only: a SADD publishes nothing, a no-op SREM neither.
+    r.config_set("notify-keyspace-events", "Kl")
+    r.sadd("s", "a")
+    r.srem("s", "absent")
+    r.rpush("l", "x")
+    r.lpop("l")
+    assert events(2) == [("__keyspace@0__:l", "rpush"), ("__keyspace@0__:l", "lpop")]
+    # An emptied collection's command event, then its del; new keys with n.
+    r.config_set("notify-keyspace-events", "Ezgn")
+    r.zadd("z", {"m": 1})
+    r.zrem("z", "m")
+    assert events(3) == [("__keyevent@0__:new", "z"), ("__keyevent@0__:zadd", "z"), ("__keyevent@0__:zrem", "z")]
+    assert events(1) == [("__keyevent@0__:del", "z")]
+    # Expiry, by the background cycle (no command touches the key).
+    r.config_set("notify-keyspace-events", "Ex")
+    r.set("brief", "1", px=20)
+    assert events(1) == [("__keyevent@0__:expired", "brief")]
+    r.config_set("notify-keyspace-events", "")
+    r.set("quiet", "1")
+    assert listener.get_message(ignore_subscribe_messages=True, timeout=0.2) is None, "no class, no message"
+    with pytest.raises(redis.ResponseError):
+        r.config_set("notify-keyspace-events", "Q")
+
+
+def test_lcs(server):
+    r = server.client()
+    r.mset({"a": "ohmytext", "b": "mynewtext"})
+    assert r.execute_command("LCS", "a", "b") == b"mytext"
+    assert r.execute_command("LCS", "a", "b", "LEN") == 6
+    assert r.execute_command("LCS", "a", "b", "IDX", "MINMATCHLEN", "4", "WITHMATCHLEN") == [
+        b"matches",
+        [[[4, 7], [5, 8], 4]],
+        b"len",
+        6,
+    ]
+    assert r.execute_command("LCS", "a", "missing") == b""
+    with pytest.raises(redis.ResponseError, match="^If you want both the length and indexes, please just use IDX.$"):
+        r.execute_command("LCS", "a", "b", "LEN", "IDX")
+    r.rpush("l", "x")
+    with pytest.raises(redis.ResponseError, match="^The specified keys must contain string values$"):
+        r.execute_command("LCS", "a", "l")
