@@ -443,6 +443,19 @@ fn list<'a>(reader: &mut Reader<'a>, what: &str) -> Result<Vec<&'a [u8]>> {
     (0..count).map(|_| reader.bytes()).collect()
 }
 
+/// Encodes one key's value alone, as a `Put` holds it (DUMP's payload carries this).
+pub fn encode_value(value: &KvData<'_>, out: &mut Vec<u8>) {
+    value.encode(out);
+}
+
+/// Reads what `encode_value` wrote: the whole of `bytes` must be one value.
+pub fn decode_value(bytes: &[u8]) -> Result<KvData<'_>> {
+    let mut reader = Reader::new(bytes, "value");
+    let value = decode_kv_value(&mut reader)?;
+    reader.finish()?;
+    Ok(value)
+}
+
 impl KvData<'_> {
     fn encode(&self, out: &mut Vec<u8>) {
         match self {

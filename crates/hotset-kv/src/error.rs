@@ -45,6 +45,15 @@ pub enum KvError {
     /// LCS whose table would take more than the limit allows.
     #[error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")]
     LcsTooLarge,
+    /// RESTORE of a payload that does not read back.
+    #[error("ERR DUMP payload version or checksum are wrong")]
+    BadPayload,
+    /// RESTORE onto an existing key without REPLACE.
+    #[error("BUSYKEY Target key name already exists.")]
+    BusyKey,
+    /// RESTORE of a negative TTL.
+    #[error("ERR Invalid TTL value, must be >= 0")]
+    InvalidTtl,
     /// RENAME or LSET of a missing key.
     #[error("ERR no such key")]
     NoSuchKey,

@@ -93,6 +93,7 @@ pub use store::glob::{Glob, glob_match};
 pub use store::router::MAX_SHARDS;
 pub use store::scan::FieldPairs;
 pub use txn::KeyspaceTxn;
+pub use types::bitfield::{FieldCommand, FieldOp, FieldType, Overflow};
 pub use types::bits::{BitOp, BitRange, RangeUnit};
 pub use types::keys::{TTL_MISSING, TTL_NONE};
 pub use types::lcs::{LcsAnswer, LcsMatch};

@@ -20,13 +20,16 @@ use super::options::{ExpireCondition, SetCondition, SetExpiry, SetOptions, SetOu
 use crate::store::expiry::deadline_after;
 use crate::store::glob::Glob;
 use crate::store::scan::{FieldPairs, scan_keys};
+use crate::types::bitfield::{FieldCommand, FieldOp};
 use crate::types::bits::{BitOp, BitRange};
+use crate::types::dump::value_of_payload;
 use crate::types::lcs::{LcsAnswer, lcs};
 use crate::types::list::End;
 use crate::types::lists::{Popped, PosOptions};
 use crate::types::sets::SetAlgebra;
 use crate::types::sort::SortOptions;
 use crate::types::zsets::{Combine, Scored, ZAddOptions, ZAddOutcome, ZAlgebra, ZRange, ZRangeBy};
+use std::num::NonZeroU64;
 
 fn firsts<'a>(pairs: &'a [(&'a [u8], &'a [u8])]) -> impl Iterator<Item = &'a [u8]> + 'a {
     pairs.iter().map(|(k, _)| *k)
@@ -130,6 +133,15 @@ pub trait KvOps: ShardAccess {
         lcs(&first, &second, walk, min_len, limit)
     }
 
+    /// BITFIELD and BITFIELD_RO: each operation's answer in order (`None` where a FAIL
+    /// overflow refused it). GETs alone read without creating the key.
+    fn bitfield(&self, key: &[u8], commands: &[FieldCommand]) -> KvResult<Vec<Option<i64>>> {
+        if commands.iter().all(|command| command.op == FieldOp::Get) {
+            return self.read_key(key, |s, k, ctx| s.bitfield_read(k, ctx.now, commands));
+        }
+        self.write_key(key, |s, k, ctx| s.bitfield(k, ctx, commands))
+    }
+
     /// BITOP: stores `op` over the strings at `keys` in `dst`; the result's length.
     fn bitop(&self, op: BitOp, dst: &[u8], keys: &[&[u8]]) -> KvResult<usize> {
         let all = std::iter::once(dst).chain(keys.iter().copied());
@@ -228,6 +240,34 @@ pub trait KvOps: ShardAccess {
     /// TYPE: `"string"`, `"hash"` or `"none"`.
     fn key_type(&self, key: &[u8]) -> KvResult<&'static str> {
         self.read_key(key, |s, k, ctx| Ok(s.key_type(k, ctx.now)))
+    }
+
+    /// DUMP: the key's value as a payload RESTORE takes back (`types/dump.rs`).
+    fn dump(&self, key: &[u8]) -> KvResult<Option<Vec<u8>>> {
+        self.read_key(key, |s, k, ctx| Ok(s.dump(k, ctx.now)))
+    }
+
+    /// RESTORE: stores the payload's value at `key`; `ttl_ms` 0 for none, else relative
+    /// milliseconds or, with `absolute`, a Unix time in milliseconds.
+    fn restore(&self, key: &[u8], ttl_ms: i64, payload: &[u8], replace: bool, absolute: bool) -> KvResult<()> {
+        if ttl_ms < 0 {
+            return Err(KvError::InvalidTtl);
+        }
+        let value = value_of_payload(payload)?;
+        self.write_key(key, |s, k, ctx| {
+            let at = match (ttl_ms, absolute) {
+                (0, _) => None,
+                (at, true) => NonZeroU64::new(at as u64),
+                (ttl, false) => NonZeroU64::new(ctx.now.saturating_add(ttl as u64)),
+            };
+            s.restore(k, ctx.now, value, at, replace)
+        })
+    }
+
+    /// OBJECT ENCODING: what Redis would call the key's encoding (`Value::redis_encoding`),
+    /// `None` when missing.
+    fn object_encoding(&self, key: &[u8]) -> KvResult<Option<&'static str>> {
+        self.read_key(key, |s, k, ctx| Ok(s.get(k, ctx.now).map(|entry| entry.value.redis_encoding())))
     }
 
     /// MEMORY USAGE: the bytes the key costs in its shard's count, `None` when missing.

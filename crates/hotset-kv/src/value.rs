@@ -173,6 +173,33 @@ impl Value {
         }
     }
 
+    /// The encoding Redis 7.0 would report for this value (OBJECT ENCODING) at its
+    /// default thresholds: Hotset's encodings are its own, so this names what a Redis
+    /// holding the same contents would use (lists are always `quicklist` in 7.0).
+    pub fn redis_encoding(&self) -> &'static str {
+        // Redis' listpack limits for hashes and sorted sets, and its intset limit.
+        const SMALL_ENTRIES: usize = 128;
+        const SMALL_BYTES: usize = 64;
+        const INTSET_ENTRIES: usize = 512;
+        match self {
+            Self::Str(StrValue::Int(_)) => "int",
+            Self::Str(text) if text.len() <= 44 => "embstr",
+            Self::Str(_) => "raw",
+            Self::List(_) => "quicklist",
+            Self::Set(set) if set.len() <= INTSET_ENTRIES && set.all_integers() => "intset",
+            Self::Set(_) => "hashtable",
+            Self::Hash(map)
+                if map.len() <= SMALL_ENTRIES
+                    && map.iter().all(|(field, value)| field.len() <= SMALL_BYTES && value.len() <= SMALL_BYTES) =>
+            {
+                "listpack"
+            }
+            Self::Hash(_) => "hashtable",
+            Self::ZSet(set) if set.is_small() => "listpack",
+            Self::ZSet(_) => "skiplist",
+        }
+    }
+
     /// Heap bytes owned by the value, in O(1).
     pub fn heap_bytes(&self) -> usize {
         match self {

@@ -27,12 +27,15 @@ use hotset_base::record::{KvChange, KvData, encode_kv_head};
 mod restore;
 mod snapshot;
 
+pub(crate) use restore::{value_is_empty, value_of};
+
 pub use snapshot::SnapshotCopy;
 
 /// Largest touched-key list a shard keeps for reuse after logging a write.
 const TOUCHED_KEEP: usize = 64;
 
-fn data_of(value: &Value) -> KvData<'_> {
+/// A stored value as the log and snapshots (and DUMP) encode it.
+pub(crate) fn data_of(value: &Value) -> KvData<'_> {
     match value {
         Value::Str(StrValue::Int(number)) => KvData::Int(*number),
         Value::Str(text) => KvData::Str(text.text().unwrap_or_default()),

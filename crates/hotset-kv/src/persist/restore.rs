@@ -42,24 +42,7 @@ impl Keyspace {
     /// Recovery: sets a key's value and deadline; a deadline already past deletes it.
     pub fn restore_put(&self, key: &[u8], data: &KvData<'_>, expire_at_ms: Option<u64>) {
         let Some((mut shard, key, now, expire_at)) = self.restore_target(key, expire_at_ms) else { return };
-        let value = match data {
-            KvData::Str(bytes) => Value::Str(StrValue::from_bytes(bytes)),
-            KvData::Int(number) => Value::Str(StrValue::Int(*number)),
-            KvData::Hash(pairs) => {
-                let mut map = FieldMap::default();
-                for (field, value) in pairs {
-                    map.insert(field, value.to_vec());
-                }
-                Value::Hash(Box::new(map))
-            }
-            KvData::List { first, items } => {
-                let mut list = List::starting_at(*first);
-                items.iter().for_each(|item| list.push(End::Right, item));
-                Value::List(Box::new(list))
-            }
-            KvData::Set(members) => Value::Set(Box::new(members.iter().map(|member| member.to_vec()).collect())),
-            KvData::ZSet(members) => Value::ZSet(Box::new(members.iter().copied().collect())),
-        };
+        let value = value_of(data);
         if value_is_empty(&value) {
             shard.remove(key, now);
             return;
@@ -262,9 +245,31 @@ impl Keyspaces {
     }
 }
 
+/// The stored value a logged (or dumped) value describes.
+pub(crate) fn value_of(data: &KvData<'_>) -> Value {
+    match data {
+        KvData::Str(bytes) => Value::Str(StrValue::from_bytes(bytes)),
+        KvData::Int(number) => Value::Str(StrValue::Int(*number)),
+        KvData::Hash(pairs) => {
+            let mut map = FieldMap::default();
+            for (field, value) in pairs {
+                map.insert(field, value.to_vec());
+            }
+            Value::Hash(Box::new(map))
+        }
+        KvData::List { first, items } => {
+            let mut list = List::starting_at(*first);
+            items.iter().for_each(|item| list.push(End::Right, item));
+            Value::List(Box::new(list))
+        }
+        KvData::Set(members) => Value::Set(Box::new(members.iter().map(|member| member.to_vec()).collect())),
+        KvData::ZSet(members) => Value::ZSet(Box::new(members.iter().copied().collect())),
+    }
+}
+
 /// Whether a restored value holds nothing (a record never states an empty collection; a
 /// damaged one that does deletes the key rather than store what no command leaves).
-fn value_is_empty(value: &Value) -> bool {
+pub(crate) fn value_is_empty(value: &Value) -> bool {
     match value {
         Value::Str(_) => false,
         Value::Hash(map) => map.is_empty(),

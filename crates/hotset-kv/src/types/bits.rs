@@ -122,7 +122,7 @@ fn count_ones(bytes: &[u8], first: u64, last: u64) -> u64 {
 
 impl Shard {
     /// Calls `f` with the string's bytes (empty for a missing key), WRONGTYPE otherwise.
-    fn with_string_bytes<R>(&self, key: KeyRef<'_>, now: u64, f: impl FnOnce(&[u8]) -> R) -> KvResult<R> {
+    pub(crate) fn with_string_bytes<R>(&self, key: KeyRef<'_>, now: u64, f: impl FnOnce(&[u8]) -> R) -> KvResult<R> {
         match self.get(key, now) {
             None => Ok(f(&[])),
             Some(entry) => Ok(as_str(&entry.value)?.with_bytes(f)),
@@ -210,7 +210,7 @@ impl Shard {
     /// (a missing key starts empty); `len` is checked against the value limit first.
     /// Keeps the TTL. Returns what `write` returns, and whether the string was created or
     /// grew (SETBIT's events depend on it).
-    fn write_string_bytes<R>(
+    pub(crate) fn write_string_bytes<R>(
         &mut self,
         key: KeyRef<'_>,
         ctx: &Ctx,

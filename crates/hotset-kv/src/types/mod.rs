@@ -5,14 +5,16 @@
 //! float text), `hashes` (with `field_map`, a hash's storage), `keys` (expiry, TYPE,
 //! EXISTS on one key), `lists` (with `list`, a list's positioned sequence), `sets`
 //! (with `set`, a set's members), `zsets` (with `zset`, a sorted set's scores and
-//! order), `sort` (SORT over lists, sets and sorted sets), `bits` (bitmaps over strings), `sample` (random picks
+//! order), `sort` (SORT over lists, sets and sorted sets), `dump` (DUMP and RESTORE payloads), `bits` (with `bitfield`, BITFIELD's integer fields) (bitmaps over strings), `sample` (random picks
 //! by Redis' count rules) and `multi` (commands over several keys and shards).
 //!
 //! Must never: lock, read the clock or touch the log (the caller holds the shards'
 //! locks and passes one "now"; `persist` logs what a write touched), or change a key
 //! before every check that can fail has passed.
 
+pub(crate) mod bitfield;
 pub(crate) mod bits;
+pub(crate) mod dump;
 pub(crate) mod field_map;
 pub(crate) mod hashes;
 pub(crate) mod keys;

@@ -247,7 +247,7 @@ impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
         let Some(set) = shard.read_set(src_key, now)? else { return Ok(false) };
         let found = set.contains(member);
         let (dst_shard, dst_key) = self.shard(dst)?;
-        dst_shard.read_set(dst_key, now)?;
+        let already = dst_shard.read_set(dst_key, now)?.is_some_and(|set| set.contains(member));
         if !found {
             return Ok(false);
         }
@@ -261,7 +261,11 @@ impl<S: DerefMut<Target = Shard>> ShardGroup<S> {
         if emptied {
             dst_shard.event(class::GENERIC, "del", src);
         }
-        dst_shard.sadd(dst_key, now, &[member])?;
+        // A destination that holds the member already is not written (nor touched, so a
+        // client watching it sees no change), as in Redis.
+        if !already {
+            dst_shard.sadd(dst_key, now, &[member])?;
+        }
         Ok(true)
     }
 }

@@ -122,6 +122,92 @@ pub fn sort_ro<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     sort_command(kv, a, r, true)
 }
 
+/// DUMP key: Hotset's payload of the value (see hotset-kv's `types/dump.rs`), or null.
+pub fn dump<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    r.bulk_or_null(kv.dump(a[1])?.as_deref());
+    Ok(())
+}
+
+/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
+/// (IDLETIME and FREQ are checked and then have nothing to set: no access clock yet).
+pub fn restore<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let ttl = args::int(a[2])?;
+    let (mut replace, mut absolute, mut at) = (false, false, 4);
+    while at < a.len() {
+        let word = a[at];
+        if args::is(word, "REPLACE") {
+            replace = true;
+        } else if args::is(word, "ABSTTL") {
+            absolute = true;
+        } else if args::is(word, "IDLETIME") && at + 1 < a.len() {
+            if args::int(a[at + 1])? < 0 {
+                return Err(CmdError("ERR Invalid IDLETIME value, must be >= 0".into()));
+            }
+            at += 1;
+        } else if args::is(word, "FREQ") && at + 1 < a.len() {
+            if !(0..=255).contains(&args::int(a[at + 1])?) {
+                return Err(CmdError("ERR Invalid FREQ value, must be >= 0 and <= 255".into()));
+            }
+            at += 1;
+        } else {
+            return Err(syntax());
+        }
+        at += 1;
+    }
+    kv.restore(a[1], ttl, a[3], replace, absolute)?;
+    r.ok();
+    Ok(())
+}
+
+/// OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key, OBJECT HELP. Hotset shares no values
+/// between keys (REFCOUNT is 1) and keeps no access clock yet (IDLETIME is 0; FREQ is
+/// refused as Redis refuses it without an LFU policy).
+pub fn object<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let sub = a[1];
+    if args::is(sub, "HELP") && a.len() == 2 {
+        let lines = [
+            "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>.",
+            "IDLETIME <key>",
+            "    Return the idle time of the <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
+            "HELP",
+            "    Print this help.",
+        ];
+        r.array(lines.len());
+        lines.iter().for_each(|line| r.simple(line));
+        return Ok(());
+    }
+    let [_, _, key] = a else { return Err(args::unknown_subcommand("OBJECT", sub)) };
+    let encoding = kv.object_encoding(key)?;
+    let Some(encoding) = encoding else {
+        r.null();
+        return Ok(());
+    };
+    if args::is(sub, "ENCODING") {
+        r.bulk(encoding.as_bytes());
+    } else if args::is(sub, "REFCOUNT") {
+        r.int(1);
+    } else if args::is(sub, "IDLETIME") {
+        r.int(0);
+    } else if args::is(sub, "FREQ") {
+        return Err(CmdError(
+            "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+                .into(),
+        ));
+    } else {
+        return Err(args::unknown_subcommand("OBJECT", sub));
+    }
+    Ok(())
+}
+
 pub fn rename<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     kv.rename(a[1], a[2])?;
     r.ok();

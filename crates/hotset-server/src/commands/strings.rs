@@ -9,7 +9,9 @@
 
 use super::args::{self, CmdError, CmdResult, syntax};
 use crate::resp::reply::Reply;
-use hotset_core::kv::{BitOp, BitRange, KvOps, RangeUnit, SetCondition, SetExpiry, SetOptions};
+use hotset_core::kv::{
+    BitOp, BitRange, FieldCommand, FieldOp, FieldType, KvOps, Overflow, RangeUnit, SetCondition, SetExpiry, SetOptions,
+};
 
 pub fn get<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     kv.get_with(a[1], |value| r.bulk_or_null(value))?;
@@ -351,4 +353,85 @@ pub fn lcs<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
         r.bulk(&answer.text);
     }
     Ok(())
+}
+
+/// BITFIELD's and BITFIELD_RO's operations, in order, with the OVERFLOW rule in force for
+/// each; `readonly` refuses SET and INCRBY.
+fn field_commands(a: &[&[u8]], readonly: bool) -> Result<Vec<FieldCommand>, CmdError> {
+    let mut commands = Vec::new();
+    let mut overflow = Overflow::default();
+    let mut at = 2;
+    while at < a.len() {
+        let (word, left) = (a[at], a.len() - at - 1);
+        let (op, takes) = if args::is(word, "GET") && left >= 2 {
+            (FieldOp::Get, 2)
+        } else if args::is(word, "SET") && left >= 3 {
+            (FieldOp::Set(0), 3)
+        } else if args::is(word, "INCRBY") && left >= 3 {
+            (FieldOp::IncrBy(0), 3)
+        } else if args::is(word, "OVERFLOW") && left >= 1 {
+            overflow = match a[at + 1].to_ascii_uppercase().as_slice() {
+                b"WRAP" => Overflow::Wrap,
+                b"SAT" => Overflow::Sat,
+                b"FAIL" => Overflow::Fail,
+                _ => return Err(CmdError("ERR Invalid OVERFLOW type specified".into())),
+            };
+            at += 2;
+            continue;
+        } else {
+            return Err(syntax());
+        };
+        let ty = FieldType::parse(a[at + 1]).ok_or_else(|| {
+            CmdError(
+                "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is."
+                    .into(),
+            )
+        })?;
+        let offset = field_offset(a[at + 2], ty)?;
+        let op = match op {
+            FieldOp::Get => FieldOp::Get,
+            FieldOp::Set(_) => FieldOp::Set(args::int(a[at + 3])?),
+            FieldOp::IncrBy(_) => FieldOp::IncrBy(args::int(a[at + 3])?),
+        };
+        if readonly && op != FieldOp::Get {
+            return Err(CmdError("ERR BITFIELD_RO only supports the GET subcommand".into()));
+        }
+        commands.push(FieldCommand { op, ty, offset, overflow });
+        at += takes + 1;
+    }
+    Ok(commands)
+}
+
+/// A field's bit offset: `N`, or `#N` for the N-th field of its width.
+fn field_offset(arg: &[u8], ty: FieldType) -> Result<u64, CmdError> {
+    let error = || CmdError("ERR bit offset is not an integer or out of range".into());
+    let (index, scale) = match arg.strip_prefix(b"#") {
+        Some(index) => (index, u64::from(ty.bits)),
+        None => (arg, 1),
+    };
+    let index = u64::try_from(args::int(index).map_err(|_| error())?).map_err(|_| error())?;
+    index.checked_mul(scale).filter(|offset| *offset < 1 << 32).ok_or_else(error)
+}
+
+fn bitfield_command<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>, readonly: bool) -> CmdResult {
+    let answers = kv.bitfield(a[1], &field_commands(a, readonly)?)?;
+    r.array(answers.len());
+    for answer in answers {
+        match answer {
+            Some(value) => r.int(value),
+            None => r.null(),
+        }
+    }
+    Ok(())
+}
+
+/// BITFIELD key [GET type offset] [SET type offset value] [INCRBY type offset increment]
+/// [OVERFLOW WRAP|SAT|FAIL] ...
+pub fn bitfield<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    bitfield_command(kv, a, r, false)
+}
+
+/// BITFIELD_RO key [GET type offset] ...
+pub fn bitfield_ro<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    bitfield_command(kv, a, r, true)
 }

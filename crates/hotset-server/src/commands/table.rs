@@ -332,6 +332,8 @@ pub static COMMANDS: &[Spec] = &[
     conn("AUTH", -2, server::auth, "Authenticates the connection.").before_auth(),
     conn("BGSAVE", -1, server::bgsave, "Takes a snapshot of the database in the background."),
     kv!("BITCOUNT", -2, false, "bitmap", "Counts the set bits of a string, or of a range of it.", strings::bitcount),
+    kv!("BITFIELD", -2, true, "bitmap", "Reads and writes integer fields of a string.", strings::bitfield),
+    kv!("BITFIELD_RO", -2, false, "bitmap", "Reads integer fields of a string.", strings::bitfield_ro),
     kv!("BITOP", -4, true, "bitmap", "Stores a bitwise operation over strings.", strings::bitop).keys(2, -1, 1),
     kv!("BITPOS", -3, false, "bitmap", "The first bit set to 1 or 0 in a string.", strings::bitpos),
     blocking("BLMOVE", 6, blocking::parse_blmove, "LMOVE, waiting for an element when the source is empty.")
@@ -377,7 +379,9 @@ pub static COMMANDS: &[Spec] = &[
         "Connection management: SETNAME, GETNAME, ID, INFO, LIST, SETINFO, KILL, REPLY, UNBLOCK.",
     ),
     conn("COMMAND", -1, server::command, "Information about the commands: COUNT, DOCS, INFO, LIST."),
-    conn("CONFIG", -2, config::config, "Redis' runtime parameters: GET, SET, RESETSTAT, REWRITE."),
+    // Queued as Redis queues it: EXEC runs it (it touches no keyspace) and a refused SET
+    // is that command's error in EXEC's answer.
+    conn("CONFIG", -2, config::config, "Redis' runtime parameters: GET, SET, RESETSTAT, REWRITE.").queue(),
     kv!("COPY", -3, true, "generic", "Copies a key's value and deadline to another key.", keys::copy)
         .keys(1, 2, 1)
         .wakes(),
@@ -472,6 +476,7 @@ pub static COMMANDS: &[Spec] = &[
         "Updates existing documents (JSON); fails on a missing key; all or nothing.",
     ),
     doc("DOC.UPSERT", -3, true, documents::upsert_docs, "Inserts or replaces documents (JSON); all or nothing."),
+    kv!("DUMP", 2, false, "generic", "A key's value as a payload RESTORE takes back.", keys::dump),
     conn("ECHO", 2, server::echo, "Returns the given string.").queue(),
     conn("EXEC", 1, super::exec, "Executes the queued commands atomically.").run_at_once(),
     kv!("EXISTS", -2, false, "generic", "Counts how many of the keys exist.", keys::exists).keys(1, -1, 1),
@@ -534,6 +539,15 @@ pub static COMMANDS: &[Spec] = &[
     kv!("MSET", -3, true, "string", "Sets several keys atomically.", strings::mset).keys(1, -1, 2),
     kv!("MSETNX", -3, true, "string", "Sets several keys only if none of them exists.", strings::msetnx).keys(1, -1, 2),
     conn("MULTI", 1, super::multi, "Starts a transaction.").run_at_once(),
+    kv!(
+        "OBJECT",
+        -2,
+        false,
+        "generic",
+        "How a key's value is stored: ENCODING, REFCOUNT, IDLETIME, FREQ.",
+        keys::object
+    )
+    .keys(2, 2, 1),
     kv!("PERSIST", 2, true, "generic", "Removes a key's expiry.", keys::persist),
     kv!("PEXPIRE", -3, true, "generic", "Sets a key's time to live in milliseconds.", keys::pexpire),
     kv!("PEXPIREAT", -3, true, "generic", "Sets a key's expiry as a Unix time in milliseconds.", keys::pexpireat),
@@ -552,6 +566,7 @@ pub static COMMANDS: &[Spec] = &[
         .keys(1, 2, 1)
         .wakes(),
     conn("RESET", 1, server::reset, "Resets the connection's state.").run_at_once().before_auth().in_subscribed_mode(),
+    kv!("RESTORE", -4, true, "generic", "Stores a DUMP payload at a key.", keys::restore).wakes(),
     kv!("RPOP", -2, true, "list", "Removes and returns the last elements of a list.", lists::rpop),
     kv!("RPOPLPUSH", 3, true, "list", "Pops the last element of a list and pushes it onto another.", lists::rpoplpush)
         .keys(1, 2, 1)
@@ -789,7 +804,7 @@ mod tests {
             .collect();
         assert_eq!(
             queued,
-            ["ECHO", "PING", "PUBLISH", "SPUBLISH", "TIME", "UNWATCH"],
+            ["CONFIG", "ECHO", "PING", "PUBLISH", "SPUBLISH", "TIME", "UNWATCH"],
             "EXEC runs these with the keyspace locked"
         );
         let before_auth: Vec<&str> = COMMANDS.iter().filter(|s| s.before_auth).map(|s| s.name).collect();

@@ -456,3 +456,38 @@ def test_lcs(server):
     r.rpush("l", "x")
     with pytest.raises(redis.ResponseError, match="^The specified keys must contain string values$"):
         r.execute_command("LCS", "a", "l")
+
+
+def test_dump_restore_object_and_bitfield(server):
+    r = server.client()
+    r.zadd("z", {"a": 1.5, "b": -2})
+    r.rpush("l", "x", "y")
+    payload = r.dump("z")
+    assert r.restore("z2", 0, payload) and r.zrange("z2", 0, -1, withscores=True) == [(b"b", -2.0), (b"a", 1.5)]
+    with pytest.raises(redis.ResponseError, match="^BUSYKEY Target key name already exists.$"):
+        r.restore("z2", 0, payload)
+    assert r.restore("z2", 5000, r.dump("l"), replace=True) and r.lrange("z2", 0, -1) == [b"x", b"y"]
+    assert 0 < r.pttl("z2") <= 5000
+    damaged = payload[:-1] + bytes([payload[-1] ^ 1])
+    with pytest.raises(redis.ResponseError, match="^DUMP payload version or checksum are wrong$"):
+        r.restore("z3", 0, damaged)
+    assert r.dump("missing") is None and r.exists("z3") == 0
+    r.set("n", 12)
+    r.sadd("ints", 1, 2)
+    assert [r.object("encoding", key) for key in ["n", "l", "z", "ints"]] == [b"int", b"quicklist", b"listpack", b"intset"]
+    assert r.object("refcount", "l") == 1 and r.object("encoding", "missing") is None
+    assert r.bitfield("bf").set("i5", 3, -1).get("u8", 0).incrby("u2", 0, 5).execute() == [0, 31, 1]
+    assert r.bitfield("bf", default_overflow="FAIL").incrby("u2", 0, 5).execute() == [None]
+    assert r.get("bf") == b"\x5f"
+    with pytest.raises(redis.ResponseError, match="^BITFIELD_RO only supports the GET subcommand$"):
+        r.execute_command("BITFIELD_RO", "bf", "SET", "i8", 0, 1)
+
+
+def test_config_set_runs_inside_multi(server):
+    r = server.client(decode_responses=True, single_connection_client=True)
+    r.execute_command("MULTI")
+    r.execute_command("SET", "foo", "bar")
+    r.execute_command("CONFIG", "SET", "maxmemory", "bla")
+    done, refused = r.execute_command("EXEC")
+    assert done == "OK" and isinstance(refused, redis.ResponseError) and "CONFIG SET failed" in str(refused)
+    assert r.get("foo") == "bar", "the rest of the transaction ran"
