@@ -54,6 +54,15 @@ pub enum KvError {
     /// RESTORE of a negative TTL.
     #[error("ERR Invalid TTL value, must be >= 0")]
     InvalidTtl,
+    /// A geo search centred on a member the set does not hold.
+    #[error("ERR could not decode requested zset member")]
+    GeoMemberMissing,
+    /// A HyperLogLog command on a string that is none, or a damaged one (Redis' text).
+    #[error("{0}")]
+    Hll(&'static str),
+    /// PFDEBUG of a missing key.
+    #[error("ERR The specified key does not exist")]
+    PfDebugMissing,
     /// RENAME or LSET of a missing key.
     #[error("ERR no such key")]
     NoSuchKey,

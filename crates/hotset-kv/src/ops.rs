@@ -23,9 +23,11 @@ use crate::store::scan::{FieldPairs, scan_keys};
 use crate::types::bitfield::{FieldCommand, FieldOp};
 use crate::types::bits::{BitOp, BitRange};
 use crate::types::dump::value_of_payload;
+use crate::types::geo::{Found, GeoSearch};
 use crate::types::lcs::{LcsAnswer, lcs};
 use crate::types::list::End;
 use crate::types::lists::{Popped, PosOptions};
+use crate::types::pf::{PfDebug, PfDebugAnswer};
 use crate::types::sets::SetAlgebra;
 use crate::types::sort::SortOptions;
 use crate::types::zsets::{Combine, Scored, ZAddOptions, ZAddOutcome, ZAlgebra, ZRange, ZRangeBy};
@@ -567,6 +569,56 @@ pub trait KvOps: ShardAccess {
             false => self.router().shards_for([key, dst]),
         };
         self.write_group(&idxs, |g, ctx| g.sort_store(key, dst, options, ctx.now))
+    }
+
+    // ----- HyperLogLog -----------------------------------------------------
+
+    /// PFADD: whether the HyperLogLog changed.
+    fn pfadd(&self, key: &[u8], elements: &[&[u8]]) -> KvResult<bool> {
+        self.write_key(key, |s, k, ctx| s.pfadd(k, ctx.now, elements))
+    }
+
+    /// PFCOUNT: one key's estimate (refreshing its cache), or the union's of several.
+    fn pfcount(&self, keys: &[&[u8]]) -> KvResult<u64> {
+        match keys {
+            [key] => self.write_key(key, |s, k, ctx| s.pfcount(k, ctx.now)),
+            _ => self.read_keys(keys.iter().copied(), |g, ctx| g.pfcount_union(keys, ctx.now)),
+        }
+    }
+
+    /// PFMERGE.
+    fn pfmerge(&self, dst: &[u8], sources: &[&[u8]]) -> KvResult<()> {
+        let all = std::iter::once(dst).chain(sources.iter().copied());
+        self.write_keys(all, |g, ctx| g.pfmerge(dst, sources, ctx.now))
+    }
+
+    /// PFDEBUG.
+    fn pfdebug(&self, key: &[u8], what: PfDebug) -> KvResult<PfDebugAnswer> {
+        self.write_key(key, |s, k, ctx| s.pfdebug(k, ctx.now, what))
+    }
+
+    // ----- geo -------------------------------------------------------------
+
+    /// GEOSEARCH, GEORADIUS, GEORADIUSBYMEMBER: the points found, `None` for a missing key.
+    fn geo_search(&self, key: &[u8], search: &GeoSearch) -> KvResult<Option<Vec<Found>>> {
+        self.read_keys([key], |g, ctx| g.geo_search(key, search, ctx.now))
+    }
+
+    /// GEOSEARCHSTORE and GEORADIUS ... STORE, as one write: `pick` turns the points found
+    /// into the (member, score) pairs to store (sorted, cut, scored as asked); the stored
+    /// count. A missing source stores nothing (and deletes `dst`).
+    fn geo_search_store(
+        &self,
+        dst: &[u8],
+        src: &[u8],
+        search: &GeoSearch,
+        event: &'static str,
+        pick: impl FnOnce(Vec<Found>) -> Vec<(Vec<u8>, f64)>,
+    ) -> KvResult<usize> {
+        self.write_keys([dst, src], |g, ctx| {
+            let found = g.geo_search(src, search, ctx.now)?.unwrap_or_default();
+            g.geo_store(dst, &pick(found), ctx.now, event)
+        })
     }
 
     // ----- sorted sets ---------------------------------------------------

@@ -5,7 +5,7 @@
 //! float text), `hashes` (with `field_map`, a hash's storage), `keys` (expiry, TYPE,
 //! EXISTS on one key), `lists` (with `list`, a list's positioned sequence), `sets`
 //! (with `set`, a set's members), `zsets` (with `zset`, a sorted set's scores and
-//! order), `sort` (SORT over lists, sets and sorted sets), `dump` (DUMP and RESTORE payloads), `bits` (with `bitfield`, BITFIELD's integer fields) (bitmaps over strings), `sample` (random picks
+//! order), `sort` (SORT over lists, sets and sorted sets), `pf` (with `hll`, HyperLogLogs laid out as Redis lays them out), `geo` (points in a sorted set by geohash, and GEOSEARCH), `dump` (DUMP and RESTORE payloads), `bits` (with `bitfield`, BITFIELD's integer fields) (bitmaps over strings), `sample` (random picks
 //! by Redis' count rules) and `multi` (commands over several keys and shards).
 //!
 //! Must never: lock, read the clock or touch the log (the caller holds the shards'
@@ -16,13 +16,16 @@ pub(crate) mod bitfield;
 pub(crate) mod bits;
 pub(crate) mod dump;
 pub(crate) mod field_map;
+pub(crate) mod geo;
 pub(crate) mod hashes;
+pub(crate) mod hll;
 pub(crate) mod keys;
 pub(crate) mod lcs;
 pub(crate) mod list;
 pub(crate) mod lists;
 pub(crate) mod multi;
 pub(crate) mod number;
+pub(crate) mod pf;
 pub(crate) mod sample;
 pub(crate) mod set;
 pub(crate) mod sets;

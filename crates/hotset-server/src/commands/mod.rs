@@ -18,7 +18,9 @@
 pub mod args;
 mod config;
 mod documents;
+mod geo;
 mod hashes;
+mod hll;
 mod info;
 mod keys;
 pub mod lists;

@@ -9,7 +9,7 @@
 //! and never matches on a name, so a command's behaviour is found from its entry alone.
 
 use super::args::{self, CmdError, CmdResult};
-use super::{Session, config, documents, hashes, keys, lists, pubsub, server, sets, strings, zsets};
+use super::{Session, config, documents, geo, hashes, hll, keys, lists, pubsub, server, sets, strings, zsets};
 use crate::blocking::{self, BlockRequest};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
@@ -486,6 +486,25 @@ pub static COMMANDS: &[Spec] = &[
     all_keyspaces("FLUSHALL", -1, "server", "Removes every key of every keyspace.", keys::flushall),
     kv!("FLUSHDB", -1, true, "server", "Removes every key of the selected keyspace.", keys::flushdb).keyless(),
     conn("FUNCTION", -2, server::function, "Function libraries (none can be loaded yet): FLUSH, LIST."),
+    kv!("GEOADD", -5, true, "geo", "Adds points (longitude, latitude, member) to a sorted set.", geo::geoadd).wakes(),
+    kv!("GEODIST", -4, false, "geo", "The distance between two members.", geo::geodist),
+    kv!("GEOHASH", -2, false, "geo", "Members' positions as standard 11-character geohashes.", geo::geohash),
+    kv!("GEOPOS", -2, false, "geo", "Members' longitudes and latitudes.", geo::geopos),
+    kv!("GEORADIUS", -6, true, "geo", "Members within a radius of a point (or STORE them).", geo::georadius),
+    kv!(
+        "GEORADIUSBYMEMBER",
+        -5,
+        true,
+        "geo",
+        "Members within a radius of a member (or STORE them).",
+        geo::georadiusbymember
+    ),
+    kv!("GEORADIUSBYMEMBER_RO", -5, false, "geo", "Members within a radius of a member.", geo::georadiusbymember_ro),
+    kv!("GEORADIUS_RO", -6, false, "geo", "Members within a radius of a point.", geo::georadius_ro),
+    kv!("GEOSEARCH", -7, false, "geo", "Members within a circle or a box around a member or a point.", geo::geosearch),
+    kv!("GEOSEARCHSTORE", -8, true, "geo", "Stores the members GEOSEARCH finds.", geo::geosearchstore)
+        .keys(1, 2, 1)
+        .wakes(),
     kv!("GET", 2, false, "string", "The string value of a key.", strings::get),
     kv!("GETBIT", 3, false, "bitmap", "The bit at an offset of a string.", strings::getbit),
     kv!("GETDEL", 2, true, "string", "Returns a key's string value and deletes the key.", strings::getdel),
@@ -552,6 +571,13 @@ pub static COMMANDS: &[Spec] = &[
     kv!("PEXPIRE", -3, true, "generic", "Sets a key's time to live in milliseconds.", keys::pexpire),
     kv!("PEXPIREAT", -3, true, "generic", "Sets a key's expiry as a Unix time in milliseconds.", keys::pexpireat),
     kv!("PEXPIRETIME", 2, false, "generic", "A key's expiry as a Unix time in milliseconds.", keys::pexpiretime),
+    kv!("PFADD", -2, true, "hyperloglog", "Adds elements to a HyperLogLog.", hll::pfadd),
+    kv!("PFCOUNT", -2, true, "hyperloglog", "The estimated number of distinct elements of HyperLogLogs.", hll::pfcount)
+        .keys(1, -1, 1),
+    kv!("PFDEBUG", 3, true, "hyperloglog", "Internals of a HyperLogLog: GETREG DECODE ENCODING TODENSE.", hll::pfdebug)
+        .keys(2, 2, 1),
+    kv!("PFMERGE", -2, true, "hyperloglog", "Merges HyperLogLogs into one.", hll::pfmerge).keys(1, -1, 1),
+    kv!("PFSELFTEST", 1, false, "hyperloglog", "Checks the HyperLogLog implementation.", hll::pfselftest).keyless(),
     conn("PING", -1, server::ping, "Returns PONG, or the given message.").queue().in_subscribed_mode(),
     kv!("PSETEX", 4, true, "string", "Sets a key's value and time to live in milliseconds.", strings::psetex),
     conn("PSUBSCRIBE", -2, pubsub::psubscribe, "Subscribes to the channels matching glob patterns.").pushes(),
@@ -715,7 +741,7 @@ pub static COMMANDS: &[Spec] = &[
 ];
 
 /// Longest command name the index covers (longer names are unknown).
-const NAME_MAX: usize = 16;
+const NAME_MAX: usize = 24;
 
 /// Commands by (name length, first letter folded to 5 bits): each bucket holds one to
 /// three names, so a lookup is an index and a short case-insensitive compare. A binary
@@ -824,6 +850,8 @@ mod tests {
             ("lists.rs", include_str!("lists.rs")),
             ("sets.rs", include_str!("sets.rs")),
             ("zsets.rs", include_str!("zsets.rs")),
+            ("geo.rs", include_str!("geo.rs")),
+            ("hll.rs", include_str!("hll.rs")),
             ("server.rs", include_str!("server.rs")),
             ("documents.rs", include_str!("documents.rs")),
             ("config.rs", include_str!("config.rs")),

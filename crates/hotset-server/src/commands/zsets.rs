@@ -88,23 +88,30 @@ fn scored_reply(members: &Scored, withscores: bool, r: &mut Reply<'_>) {
     }
 }
 
-/// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...].
-pub fn zadd<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+/// ZADD's flags from argument 2 on (GEOADD's: `all` false, NX XX CH only), and where
+/// the pairs start.
+pub fn add_flags(a: &[&[u8]], all: bool) -> (ZAddOptions, usize) {
     let mut options = ZAddOptions::default();
     let mut at = 2;
     while let Some(word) = a.get(at) {
         let flag = match word.to_ascii_uppercase().as_slice() {
             b"NX" => &mut options.nx,
             b"XX" => &mut options.xx,
-            b"GT" => &mut options.gt,
-            b"LT" => &mut options.lt,
             b"CH" => &mut options.ch,
-            b"INCR" => &mut options.incr,
+            b"GT" if all => &mut options.gt,
+            b"LT" if all => &mut options.lt,
+            b"INCR" if all => &mut options.incr,
             _ => break,
         };
         *flag = true;
         at += 1;
     }
+    (options, at)
+}
+
+/// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...].
+pub fn zadd<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let (options, at) = add_flags(a, true);
     run_zadd(kv, a[1], options, &a[at..], r)
 }
 
@@ -129,7 +136,21 @@ fn run_zadd<K: KvOps>(kv: &K, key: &[u8], options: ZAddOptions, rest: &[&[u8]], 
     }
     let pairs =
         rest.chunks_exact(2).map(|pair| Ok((score(pair[0])?, pair[1]))).collect::<Result<Vec<_>, CmdError>>()?;
-    match kv.zadd(key, options, &pairs)? {
+    run_zadd_pairs(kv, key, options, &pairs, r)
+}
+
+/// ZADD of parsed pairs (GEOADD's too) and its reply.
+pub fn run_zadd_pairs<K: KvOps>(
+    kv: &K,
+    key: &[u8],
+    options: ZAddOptions,
+    pairs: &[(f64, &[u8])],
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    if pairs.is_empty() {
+        return Err(args::syntax());
+    }
+    match kv.zadd(key, options, pairs)? {
         ZAddOutcome::Count(count) => r.int(count as i64),
         ZAddOutcome::Score(score) => r.double_or_null(score),
     }

@@ -491,3 +491,42 @@ def test_config_set_runs_inside_multi(server):
     done, refused = r.execute_command("EXEC")
     assert done == "OK" and isinstance(refused, redis.ResponseError) and "CONFIG SET failed" in str(refused)
     assert r.get("foo") == "bar", "the rest of the transaction ran"
+
+
+def test_geo_commands(server):
+    r = server.client(decode_responses=True)
+    assert r.geoadd("Sicily", [13.361389, 38.115556, "Palermo", 15.087269, 37.502669, "Catania"]) == 2
+    assert r.geodist("Sicily", "Palermo", "Catania") == 166274.1516
+    assert r.geodist("Sicily", "Palermo", "Catania", unit="km") == 166.2742
+    assert r.geohash("Sicily", "Palermo", "missing") == ["sqc8b49rny0", None]
+    (long, lat), missing = r.geopos("Sicily", "Palermo", "missing")
+    assert abs(long - 13.361389) < 1e-5 and abs(lat - 38.115556) < 1e-5 and missing is None
+    assert r.geosearch("Sicily", longitude=15, latitude=37, radius=200, unit="km", sort="ASC") == ["Catania", "Palermo"]
+    assert r.geosearch("Sicily", member="Palermo", width=400, height=400, unit="km", withdist=True, sort="DESC") == [
+        ["Catania", 166.2742],
+        ["Palermo", 0.0],
+    ]
+    assert r.geosearchstore("near", "Sicily", longitude=15, latitude=37, radius=100, unit="km", storedist=True) == 1
+    assert r.zrange("near", 0, -1, withscores=True) == [("Catania", 56.441257870158204)]
+    with pytest.raises(redis.ResponseError, match="^invalid longitude,latitude pair 181.000000,0.000000$"):
+        r.geoadd("Sicily", [181, 0, "nowhere"])
+    with pytest.raises(redis.ResponseError, match="^could not decode requested zset member$"):
+        r.geosearch("Sicily", member="nowhere", radius=1, unit="km")
+    assert r.type("Sicily") == "zset"
+
+
+def test_hyperloglog_counts_and_keeps_redis_layout(server):
+    r = server.client()
+    assert r.pfadd("hll", *[f"e{i}" for i in range(1000)]) == 1
+    assert r.pfadd("hll", "e1") == 0, "no register changed"
+    count = r.pfcount("hll")
+    assert abs(count - 1000) < 1000 * 0.05
+    assert r.getrange("hll", 0, 3) == b"HYLL", "stored as Redis stores it"
+    assert r.pfadd("other", "x", "y") == 1 and r.pfmerge("both", "hll", "other")
+    assert abs(r.pfcount("both") - 1002) < 1002 * 0.05
+    assert r.pfcount("hll", "other") == r.pfcount("both")
+    r.set("text", "not a hyperloglog")
+    with pytest.raises(redis.ResponseError, match="^WRONGTYPE Key is not a valid HyperLogLog string value.$"):
+        r.pfadd("text", "x")
+    assert r.execute_command("PFDEBUG", "ENCODING", "other") == b"sparse"
+    assert r.execute_command("PFSELFTEST") == b"OK"
