@@ -19,6 +19,7 @@
 //! equal scores (so they tie on the member), which is also Redis' comparison.
 
 use std::cmp::Ordering;
+use std::collections::VecDeque;
 
 use crate::store::router::hash_bytes;
 use crate::store::slab_map::{ScanBudget, SlabCursor, SlabMap};
@@ -65,7 +66,8 @@ pub enum LexBound {
 /// The members of a sorted set in (score, member) order, with ranks (module docs).
 #[derive(Debug, Clone, Default)]
 pub struct ScoreOrder {
-    blocks: Vec<Vec<Item>>,
+    /// Deques, so popping either end of the set (ZPOPMIN, ZPOPMAX) moves nothing.
+    blocks: Vec<VecDeque<Item>>,
     /// 1-based Fenwick tree over `blocks[i].len()`.
     fenwick: Vec<usize>,
     len: usize,
@@ -81,7 +83,7 @@ impl ScoreOrder {
     /// (`before` must be true for a prefix of the order and false after it); the block
     /// is `blocks.len()` when there is none.
     fn partition(&self, before: impl Fn(&Item) -> bool) -> (usize, usize) {
-        let block = self.blocks.partition_point(|block| before(block.last().expect("blocks are never empty")));
+        let block = self.blocks.partition_point(|block| before(block.back().expect("blocks are never empty")));
         match self.blocks.get(block) {
             Some(items) => (block, items.partition_point(&before)),
             None => (block, 0),
@@ -134,7 +136,7 @@ impl ScoreOrder {
     fn rebuild_fenwick(&mut self) {
         self.fenwick.clear();
         self.fenwick.push(0);
-        self.fenwick.extend(self.blocks.iter().map(Vec::len));
+        self.fenwick.extend(self.blocks.iter().map(VecDeque::len));
         for i in 1..self.fenwick.len() {
             let parent = i + (i & i.wrapping_neg());
             if parent < self.fenwick.len() {
@@ -148,7 +150,7 @@ impl ScoreOrder {
         debug_assert!(!score.is_nan());
         self.len += 1;
         if self.blocks.is_empty() {
-            self.blocks.push(vec![Item { score, member }]);
+            self.blocks.push(VecDeque::from([Item { score, member }]));
             return self.rebuild_fenwick();
         }
         let (mut block, mut offset) = self.partition(|item| order(score, &member, item) == Ordering::Greater);
@@ -186,7 +188,7 @@ impl ScoreOrder {
     }
 
     fn remove_at(&mut self, block: usize, offset: usize) -> Item {
-        let item = self.blocks[block].remove(offset);
+        let item = self.blocks[block].remove(offset).expect("an entry at the offset");
         self.len -= 1;
         self.fenwick_add(block, -1);
         let len = self.blocks[block].len();
@@ -231,7 +233,7 @@ impl ScoreOrder {
     fn check(&self) {
         if cfg!(debug_assertions) {
             assert!(self.blocks.iter().all(|items| !items.is_empty() && items.len() <= BLOCK_MAX));
-            assert_eq!(self.blocks.iter().map(Vec::len).sum::<usize>(), self.len);
+            assert_eq!(self.blocks.iter().map(VecDeque::len).sum::<usize>(), self.len);
             for (i, items) in self.blocks.iter().enumerate() {
                 assert_eq!(self.entries_before(i + 1) - self.entries_before(i), items.len(), "fenwick of block {i}");
             }
