@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
-/// Serves until SIGINT or SIGTERM; returns the process exit code.
+/// Serves until SIGINT, SIGTERM or SHUTDOWN; returns the process exit code.
 pub fn serve(config: Config) -> Result<(), String> {
     config.validate()?;
     let tls = if config.tls_enabled() { Some(TlsListeners::load(&config)?) } else { None };
@@ -189,7 +189,11 @@ async fn run(state: Arc<ServerState>, listeners: Listeners, tls: Option<TlsListe
     // Tools wait for this line (and for /health) before they connect.
     println!("{ready}");
     tracing::info!(listeners = %ready.trim_start_matches("hotset ready: "), "ready");
-    signals.wait().await;
+    tokio::select! {
+        () = signals.wait() => {}
+        // SHUTDOWN: the same clean stop as a signal.
+        () = state.shutdown.notified() => {}
+    }
     tracing::info!("shutting down");
     Ok(())
 }

@@ -34,6 +34,9 @@ pub struct ServerState {
     pub blocking: crate::blocking::Blocking,
     /// Keys watched for MULTI/EXEC.
     pub watches: Arc<crate::watch::Watches>,
+    /// SHUTDOWN's request to stop, which the serving loop awaits beside the signals (a
+    /// permit is kept if it comes before the loop waits).
+    pub shutdown: tokio::sync::Notify,
     next_client_id: AtomicU64,
     pub stats: Stats,
     /// The TLS listeners' acceptors, once they serve (for their handshake failure counts).
@@ -154,6 +157,7 @@ impl ServerState {
             pubsub,
             blocking: crate::blocking::Blocking::default(),
             watches,
+            shutdown: tokio::sync::Notify::new(),
             next_client_id: AtomicU64::new(1),
             stats: Stats::default(),
             tls: std::sync::OnceLock::new(),

@@ -571,3 +571,20 @@ pub(super) fn last_save(state: &ServerState) -> i64 {
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_secs() as i64)
 }
+
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: stops the server as SIGTERM does (the log
+/// is closed, so every acknowledged write is on disk; the snapshot options have nothing
+/// more to keep). Like Redis, it answers nothing: the connection closes as the server
+/// stops. ABORT has no shutdown to abort (a stop is never delayed).
+pub fn shutdown(state: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], _: &mut Reply<'_>) -> CmdResult {
+    for word in &a[1..] {
+        match word.to_ascii_uppercase().as_slice() {
+            b"NOSAVE" | b"SAVE" | b"NOW" | b"FORCE" => {}
+            b"ABORT" => return Err(CmdError("ERR No shutdown in progress.".into())),
+            _ => return Err(syntax()),
+        }
+    }
+    tracing::info!("SHUTDOWN requested by a client");
+    state.shutdown.notify_one();
+    Ok(())
+}

@@ -611,6 +611,7 @@ pub static COMMANDS: &[Spec] = &[
     kv!("SETEX", 4, true, "string", "Sets a key's value and time to live in seconds.", strings::setex),
     kv!("SETNX", 3, true, "string", "Sets a key's value only if the key does not exist.", strings::setnx),
     kv!("SETRANGE", 4, true, "string", "Overwrites part of a string at an offset.", strings::setrange),
+    conn("SHUTDOWN", -1, server::shutdown, "Stops the server cleanly, as SIGTERM does."),
     kv!("SINTER", -2, false, "set", "The members in every one of several sets.", sets::sinter).keys(1, -1, 1),
     kv!("SINTERCARD", -3, false, "set", "The size of the intersection of sets.", sets::sintercard)
         .movable(keys_after_numkeys),

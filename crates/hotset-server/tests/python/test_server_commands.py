@@ -530,3 +530,26 @@ def test_hyperloglog_counts_and_keeps_redis_layout(server):
         r.pfadd("text", "x")
     assert r.execute_command("PFDEBUG", "ENCODING", "other") == b"sparse"
     assert r.execute_command("PFSELFTEST") == b"OK"
+
+
+def test_shutdown_stops_cleanly_and_keeps_the_data(tmp_path):
+    data = str(tmp_path / "data")
+    first = Server(data)
+    r = first.client(single_connection_client=True)
+    r.set("kept", "yes")
+    r.execute_command("MULTI")
+    r.execute_command("SET", "in-multi", "1")
+    with pytest.raises(redis.ResponseError, match="^Command not allowed inside a transaction"):
+        r.execute_command("SHUTDOWN")
+    with pytest.raises(redis.exceptions.ExecAbortError):
+        r.execute_command("EXEC")
+    with pytest.raises(redis.ResponseError, match="^No shutdown in progress.$"):
+        r.shutdown(abort=True)
+    with pytest.raises(redis.ConnectionError):
+        r.execute_command("SHUTDOWN", "NOSAVE")
+    assert first.proc.wait(timeout=30) == 0, "the same clean stop as SIGTERM"
+    second = Server(data)
+    try:
+        assert second.client().get("kept") == b"yes" and second.client().exists("in-multi") == 0
+    finally:
+        second.kill()
