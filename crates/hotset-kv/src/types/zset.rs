@@ -320,6 +320,32 @@ impl SortedSet {
         Some(score)
     }
 
+    /// Removes up to `count` members from the lowest end (or the highest, `max`); them, in
+    /// the order they were taken. Each is taken off the end of its block (a deque) without
+    /// searching the order again.
+    pub fn pop(&mut self, max: bool, count: usize) -> Vec<(Vec<u8>, f64)> {
+        let mut popped = Vec::with_capacity(count.min(self.len()));
+        for _ in 0..count {
+            let Some(block) = (if max {
+                self.order.blocks.len().checked_sub(1)
+            } else {
+                (!self.order.blocks.is_empty()).then_some(0)
+            }) else {
+                break;
+            };
+            let offset = if max { self.order.blocks[block].len() - 1 } else { 0 };
+            let item = self.order.remove_at(block, offset);
+            let hash = hash_bytes(&item.member);
+            let slot = self.scores.find(hash, &item.member).expect("the map holds every member of the order");
+            self.scores.remove(hash, slot);
+            self.bytes -= member_cost(&item.member);
+            popped.push((item.member.to_vec(), item.score));
+        }
+        self.scores.compact_if_sparse();
+        self.check();
+        popped
+    }
+
     /// Removes the members at ranks `start..end`; them, in order.
     pub fn remove_ranks(&mut self, start: usize, end: usize) -> Vec<(Vec<u8>, f64)> {
         let members: Vec<(Vec<u8>, f64)> = self.range(start, end).map(|(m, s)| (m.to_vec(), s)).collect();
@@ -492,6 +518,18 @@ mod tests {
                 let member = format!("{member}").into_bytes();
                 if op == 0 {
                     prop_assert_eq!(set.remove(&member), model.remove(&member).map(f64::from));
+                } else if op == 1 && score % 5 == 0 {
+                    // Pops from either end, two at a time.
+                    let max = score > 0;
+                    let mut ordered = model_order(&model);
+                    if max {
+                        ordered.reverse();
+                    }
+                    ordered.truncate(2);
+                    for (member, _) in &ordered {
+                        model.remove(member);
+                    }
+                    prop_assert_eq!(set.pop(max, 2), ordered);
                 } else {
                     prop_assert_eq!(set.insert(&member, f64::from(score)), model.insert(member, score).map(f64::from));
                 }

@@ -326,25 +326,25 @@ impl Shard {
         let set = as_zset(live.value())?;
         let len = set.len();
         let taken = count.min(len);
-        let span = if max { (len - taken, len) } else { (0, taken) };
-        let popped: Scored = match max {
-            true => set.range_rev(span.0, span.1).map(|(m, s)| (m.to_vec(), s)).collect(),
-            false => set.range(span.0, span.1).map(|(m, s)| (m.to_vec(), s)).collect(),
-        };
         // A count of 0 pops nothing, and Redis notes nothing.
         if taken == 0 {
-            return Ok(Some(popped));
+            return Ok(Some(Vec::new()));
         }
         let event = if max { "zpopmax" } else { "zpopmin" };
         if taken == len {
+            let popped: Scored = match max {
+                true => set.range_rev(0, len).map(|(m, s)| (m.to_vec(), s)).collect(),
+                false => set.range(0, len).map(|(m, s)| (m.to_vec(), s)).collect(),
+            };
             live.remove();
             self.touch(key.bytes);
             self.event(class::ZSET, event, key.bytes);
             self.event(class::GENERIC, "del", key.bytes);
             return Ok(Some(popped));
         }
+        let popped = live.update(|value| zset_mut(value).pop(max, taken));
+        // Noted after the change: the record reads the members back, and finds them gone.
         live.touch_fields(popped.iter().map(|(member, _)| member.as_slice()));
-        live.update(|value| zset_mut(value).remove_ranks(span.0, span.1));
         self.event(class::ZSET, event, key.bytes);
         Ok(Some(popped))
     }
