@@ -235,26 +235,21 @@ fn steps_for(radius: f64, lat: f64) -> u32 {
     step.clamp(1, STEP_MAX as i32) as u32
 }
 
-/// A hash moved one cell east or west (`d` > 0: east).
-fn moved_x(hash: Hash, d: i32) -> Hash {
-    if d == 0 {
-        return hash;
-    }
-    let (x, y) = (hash.bits & 0xaaaa_aaaa_aaaa_aaaa, hash.bits & 0x5555_5555_5555_5555);
-    let zz = 0x5555_5555_5555_5555u64 >> (64 - hash.step * 2);
-    let x = if d > 0 { x.wrapping_add(zz + 1) } else { (x | zz).wrapping_sub(zz + 1) };
-    Hash { bits: (x & (0xaaaa_aaaa_aaaa_aaaa >> (64 - hash.step * 2))) | y, step: hash.step }
-}
+/// Odd bit positions (longitude's); even ones (latitude's) are its complement.
+const ODD: u64 = 0xaaaa_aaaa_aaaa_aaaa;
 
-/// A hash moved one cell north or south (`d` > 0: north).
-fn moved_y(hash: Hash, d: i32) -> Hash {
+/// A hash moved one cell along the coordinate in the `lane` bit positions (`ODD`:
+/// longitude, east for `d` > 0; `!ODD`: latitude, north). The other lane's ones fill the
+/// gaps so a carry or borrow runs through them, then are masked off.
+fn moved(hash: Hash, lane: u64, d: i32) -> Hash {
     if d == 0 {
         return hash;
     }
-    let (x, y) = (hash.bits & 0xaaaa_aaaa_aaaa_aaaa, hash.bits & 0x5555_5555_5555_5555);
-    let zz = 0xaaaa_aaaa_aaaa_aaaau64 >> (64 - hash.step * 2);
-    let y = if d > 0 { y.wrapping_add(zz + 1) } else { (y | zz).wrapping_sub(zz + 1) };
-    Hash { bits: x | (y & (0x5555_5555_5555_5555 >> (64 - hash.step * 2))), step: hash.step }
+    let width = 64 - hash.step * 2;
+    let (own, other) = (hash.bits & lane, hash.bits & !lane);
+    let filler = !lane >> width;
+    let own = if d > 0 { own.wrapping_add(filler + 1) } else { (own | filler).wrapping_sub(filler + 1) };
+    Hash { bits: (own & (lane >> width)) | other, step: hash.step }
 }
 
 /// The cells to read for a search around (`long`, `lat`): the centre's, then north, south,
@@ -276,7 +271,7 @@ fn search_cells(shape: Shape, long: f64, lat: f64) -> [Hash; 9] {
     };
     let cells_at = |step: u32| {
         let hash = encode(long, lat, step).unwrap_or_default();
-        let neighbour = |dx: i32, dy: i32| moved_y(moved_x(hash, dx), dy);
+        let neighbour = |dx: i32, dy: i32| moved(moved(hash, ODD, dx), !ODD, dy);
         [
             hash,
             neighbour(0, 1),

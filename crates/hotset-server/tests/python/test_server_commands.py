@@ -472,6 +472,8 @@ def test_dump_restore_object_and_bitfield(server):
     with pytest.raises(redis.ResponseError, match="^DUMP payload version or checksum are wrong$"):
         r.restore("z3", 0, damaged)
     assert r.dump("missing") is None and r.exists("z3") == 0
+    with pytest.raises(redis.ResponseError, match="^Invalid TTL value, must be >= 0$"):
+        r.restore("z3", -1, payload)
     r.set("n", 12)
     r.sadd("ints", 1, 2)
     assert [r.object("encoding", key) for key in ["n", "l", "z", "ints"]] == [b"int", b"quicklist", b"listpack", b"intset"]
