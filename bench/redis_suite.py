@@ -33,7 +33,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILES = [
     "unit/type/string", "unit/type/incr", "unit/type/hash", "unit/type/list", "unit/type/set", "unit/type/zset",
-    "unit/type/stream", "unit/expire", "unit/keyspace", "unit/multi", "unit/scan", "unit/protocol",
+    "unit/type/stream", "unit/type/stream-cgroups", "unit/expire", "unit/keyspace", "unit/multi", "unit/scan", "unit/protocol",
     "unit/info-command", "unit/pubsub", "unit/bitops", "unit/hyperloglog", "unit/sort", "unit/geo",
 ]
 TAGS = ["-needs:debug", "-needs:repl", "-needs:config-maxmemory", "-needs:save", "-needs:reset"]

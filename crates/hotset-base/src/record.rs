@@ -33,9 +33,13 @@
 //!                                                  | 4 key:bytes expire_at_ms:varint first:zigzag
 //!                                                      length:varint count (position:zigzag element:bytes)*
 //!                                                  | 5 key:bytes expire_at_ms:varint count member:bytes*
-//!                                                      count member:bytes* }*
+//!                                                      count member:bytes*
+//!                                                  | 6 key:bytes expire_at_ms:varint count (member:bytes score:f64)*
+//!                                                      count member:bytes*
+//!                                                  | 7 key:bytes expire_at_ms:varint stream parts (record::stream) }*
 //!        value = 1 bytes | 2 zigzag-varint integer | 3 count (field:bytes value:bytes)*
 //!              | 4 first:zigzag count element:bytes* | 5 count member:bytes*
+//!              | 6 count (member:bytes score:f64)* | 7 stream (record::stream)
 //!   8 drop keyspace      keyspace:bytes
 //!   9 group              count part:bytes*  (each part a payload of any kind but 9)
 //!  10 metadata           key:bytes  { 0 (removed) | 1 value:bytes }
@@ -50,6 +54,10 @@
 //! their own, each with one target, and what recovery routes are the parts (`parts`).
 
 use crate::wire::{Reader, RecordError, put_bytes, put_f64, put_varint};
+
+mod stream;
+
+pub use stream::{GroupData, StreamData, StreamMeta, StreamPart};
 
 /// What the record's fallible reads return.
 type Result<T> = std::result::Result<T, RecordError>;
@@ -184,6 +192,17 @@ pub enum KvChange<'a> {
         /// The key's deadline in milliseconds since the Unix epoch; `None` for no expiry.
         expire_at_ms: Option<u64>,
     },
+    /// Some parts of a stream, as they are now (see `record::stream`).
+    StreamParts {
+        /// The key.
+        key: &'a [u8],
+        /// The stream's counters now.
+        meta: StreamMeta,
+        /// The parts the write changed.
+        parts: Vec<StreamPart<'a>>,
+        /// The key's deadline in milliseconds since the Unix epoch; `None` for no expiry.
+        expire_at_ms: Option<u64>,
+    },
 }
 
 /// A key's value.
@@ -207,6 +226,8 @@ pub enum KvData<'a> {
     Set(Vec<&'a [u8]>),
     /// A sorted set: its members with their scores (never NaN).
     ZSet(Vec<(&'a [u8], f64)>),
+    /// A stream: its counters, entries and groups.
+    Stream(StreamData<'a>),
 }
 
 /// The numbers of change kinds, of the operations inside `Docs` and `Kv` changes, and of
@@ -244,6 +265,8 @@ pub mod kind {
     pub const OP_SET_MEMBERS: u8 = 5;
     /// Operation 6 of a `Kv` change: some members of a sorted set, with their scores.
     pub const OP_ZSET_MEMBERS: u8 = 6;
+    /// Operation 7 of a `Kv` change: some parts of a stream (see `record::stream`).
+    pub const OP_STREAM_PARTS: u8 = 7;
     /// Value kind 1 of a key: a string of bytes.
     pub const VALUE_STR: u8 = 1;
     /// Value kind 2 of a key: an integer (zigzag varint).
@@ -256,6 +279,8 @@ pub mod kind {
     pub const VALUE_SET: u8 = 5;
     /// Value kind 6 of a key: a sorted set (members with scores).
     pub const VALUE_ZSET: u8 = 6;
+    /// Value kind 7 of a key: a stream (see `record::stream`).
+    pub const VALUE_STREAM: u8 = 7;
 }
 
 /// What the change in `bytes` changes, read from its head alone. Every change names
@@ -389,6 +414,16 @@ impl KvChange<'_> {
                 put_scored(out, added);
                 put_list(out, removed);
             }
+            KvChange::StreamParts { key, meta, parts, expire_at_ms } => {
+                out.push(kind::OP_STREAM_PARTS);
+                put_bytes(out, key);
+                put_varint(out, expire_at_ms.unwrap_or(0));
+                meta.encode(out);
+                put_varint(out, parts.len() as u64);
+                for part in parts {
+                    part.encode(out);
+                }
+            }
         }
     }
 }
@@ -488,6 +523,10 @@ impl KvData<'_> {
                 out.push(kind::VALUE_ZSET);
                 put_scored(out, members);
             }
+            KvData::Stream(stream) => {
+                out.push(kind::VALUE_STREAM);
+                stream.encode(out);
+            }
         }
     }
 }
@@ -560,6 +599,12 @@ pub fn decode_kv_ops<'a>(reader: &mut Reader<'a>, format: Format) -> Result<Vec<
                 let removed = list(reader, "removed sorted set members")?;
                 KvChange::ZSetMembers { key, added, removed, expire_at_ms }
             }
+            kind::OP_STREAM_PARTS => {
+                let key = reader.bytes()?;
+                let expire_at_ms = Some(reader.varint()?).filter(|&at| at != 0);
+                let meta = StreamMeta::decode(reader)?;
+                KvChange::StreamParts { key, meta, parts: stream::parts(reader)?, expire_at_ms }
+            }
             _ => return reader.fail("unknown key-value operation"),
         });
     }
@@ -581,6 +626,7 @@ fn decode_kv_value<'a>(reader: &mut Reader<'a>) -> Result<KvData<'a>> {
         kind::VALUE_LIST => KvData::List { first: zigzag(reader)?, items: list(reader, "list elements")? },
         kind::VALUE_SET => KvData::Set(list(reader, "set members")?),
         kind::VALUE_ZSET => KvData::ZSet(scored(reader, "sorted set members")?),
+        kind::VALUE_STREAM => KvData::Stream(StreamData::decode(reader)?),
         _ => return reader.fail("unknown value kind"),
     })
 }

@@ -8,7 +8,8 @@
 use hotset_core::change::Format;
 use hotset_core::clock::ManualClock;
 use hotset_core::kv::{
-    Combine, End, KvOps, ScoreBound, SetAlgebra, SetExpiry, SetOptions, ZAddOptions, ZAlgebra, ZRange, ZRangeBy,
+    Combine, End, Keyspace, KvOps, ScoreBound, SetAlgebra, SetExpiry, SetOptions, StreamId, Trim, TrimArgs, XAdd,
+    XAddId, XClaimOptions, XGroupFrom, XReadGroup, ZAddOptions, ZAlgebra, ZRange, ZRangeBy,
 };
 use hotset_core::query::SetField;
 use hotset_core::{Database, IndexDef, Limits, Query, Replay};
@@ -95,6 +96,14 @@ enum Op {
         member: u8,
         score: i8,
     },
+    /// A stream write: XADD (maybe trimming), XDEL, XTRIM, XGROUP CREATE/DESTROY/
+    /// DELCONSUMER/SETID, XREADGROUP, XACK, XCLAIM, XAUTOCLAIM or XSETID, on few keys,
+    /// groups and consumers, so they meet.
+    XWrite {
+        key: u8,
+        which: u8,
+        arg: u8,
+    },
     /// ZUNIONSTORE or ZRANGESTORE from two keys into a third.
     ZStore {
         a: u8,
@@ -136,6 +145,7 @@ fn op() -> impl Strategy<Value = Op> {
         // Few keys and members, so writes meet the sorted sets earlier ones made.
         3 => (0u8..3, 0u8..6, 0u8..4, any::<i8>()).prop_map(|(key, which, member, score)| Op::ZWrite { key, which, member, score }),
         1 => (key.clone(), key, any::<bool>()).prop_map(|(a, b, range)| Op::ZStore { a, b, range }),
+        6 => (0u8..2, 0u8..16, any::<u8>()).prop_map(|(key, which, arg)| Op::XWrite { key, which, arg }),
         1 => (1u64..30).prop_map(Op::Advance),
         1 => (0i64..5).prop_map(Op::OtherNamespace),
         // Rare, because they wipe what came before.
@@ -261,6 +271,8 @@ fn run(db: &Database, clock: &ManualClock, schema: &[IndexDef], op: &Op) {
                 false => drop(kv.zalgebra_store(ZAlgebra::Union, &key(10), &[&a, &b], &Combine::default())),
             }
         }
+        // Keys of their own: on the others' keys most stream writes would meet another type.
+        Op::XWrite { key: k, which, arg } => stream_write(&kv, &key(12 + *k), *which, *arg),
         Op::Flush => drop(kv.flush()),
         Op::Advance(ms) => drop(clock.advance(*ms)),
         Op::Truncate => drop(db.truncate(NAMESPACE)),
@@ -275,6 +287,65 @@ fn run(db: &Database, clock: &ManualClock, schema: &[IndexDef], op: &Op) {
             txn.delete(serde_json::json!((id + 2) % 5)).unwrap();
             txn.commit().unwrap();
         }
+    }
+}
+
+/// One stream write of `Op::XWrite` (refusals, such as a missing group, are part of the
+/// history).
+fn stream_write(kv: &Keyspace, k: &[u8], which: u8, arg: u8) {
+    let group: &[u8] = if arg.is_multiple_of(2) { b"g0" } else { b"g1" };
+    let consumer: &[u8] = if arg.is_multiple_of(3) { b"c0" } else { b"c1" };
+    // An entry of the stream (so deletes, acks and claims meet one), or an id none has.
+    let existing = kv.xrange(k, StreamId::MIN, StreamId::MAX, 0, false).unwrap_or_default();
+    let id = match existing.len() {
+        0 => StreamId::new(u64::from(arg % 16), 0),
+        n => existing[usize::from(arg) % n].0,
+    };
+    let read =
+        XReadGroup { group: group.to_vec(), consumer: consumer.to_vec(), noack: arg.is_multiple_of(5), serving: false };
+    let keys = [k.to_vec()];
+    // Half of them add: group reads need entries to deliver.
+    let which = which.saturating_sub(4);
+    if which >= 7 {
+        // Group reads, acks and claims need a group: most cases would have none yet.
+        let _ = kv.xgroup_create(k, group, Some(StreamId::MIN), false, -1);
+    }
+    match which {
+        0..=2 => {
+            let trim = arg.is_multiple_of(4).then_some(TrimArgs {
+                rule: Trim::MaxLen(u64::from(arg % 7)),
+                approx: false,
+                limit: None,
+            });
+            let value = arg.to_string();
+            let args = XAdd { id: XAddId::Auto, nomkstream: false, trim, pairs: vec![(b"f", value.as_bytes())] };
+            drop(kv.xadd(k, &args));
+        }
+        3 => drop(kv.xdel(k, &[id, StreamId::new(u64::from(arg % 16), 1)])),
+        4 => drop(kv.xtrim(k, TrimArgs { rule: Trim::MinId(id), approx: arg.is_multiple_of(3), limit: None })),
+        5 => drop(kv.xgroup_create(k, group, (!arg.is_multiple_of(3)).then_some(StreamId::MIN), true, -1)),
+        6 => match arg % 3 {
+            0 => drop(kv.xgroup_destroy(k, group)),
+            1 => drop(kv.xgroup_delconsumer(k, group, consumer)),
+            _ => drop(kv.xgroup_setid(k, group, Some(id), -1)),
+        },
+        7 | 8 => {
+            let from = if arg.is_multiple_of(4) { XGroupFrom::History(StreamId::MIN) } else { XGroupFrom::New };
+            drop(kv.xreadgroup(&keys, &[from], &read, usize::from(arg % 3)))
+        }
+        9 => drop(kv.xack(k, group, &[id, StreamId::MAX])),
+        10 => {
+            let options = XClaimOptions {
+                force: arg.is_multiple_of(2),
+                justid: arg.is_multiple_of(3),
+                ..XClaimOptions::default()
+            };
+            drop(kv.xclaim(k, group, consumer, 0, &[id], options))
+        }
+        _ => match arg % 2 {
+            0 => drop(kv.xautoclaim(k, group, consumer, 0, StreamId::MIN, 2, arg.is_multiple_of(3))),
+            _ => drop(kv.xsetid(k, StreamId::new(u64::MAX / 2, u64::from(arg)), None, None)),
+        },
     }
 }
 
@@ -698,4 +769,50 @@ fn sorted_set_writes_log_the_members_they_change() {
     let scores = board.zmscore(b"board", &[b"member-7", b"member-8", b"member-9"]).unwrap();
     assert!(scores[0].is_some_and(|s| s == 0.0 && s.is_sign_negative()), "-0 kept: {scores:?}");
     assert_eq!(scores[1..], [Some(8.0 / 3.0 + 0.1), None]);
+}
+
+#[test]
+fn stream_writes_log_the_parts_they_change() {
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let (db, journal) = logged_database(&clock);
+    let kv = db.keyspaces().get_or_create("0");
+    let add = |value: &str| {
+        let args = XAdd { id: XAddId::Auto, nomkstream: false, trim: None, pairs: vec![(b"f", value.as_bytes())] };
+        kv.xadd(b"log", &args).unwrap().unwrap()
+    };
+    let ids: Vec<StreamId> = (0..1_000).map(|i| add(&format!("value-{i}"))).collect();
+    kv.xgroup_create(b"log", b"g", Some(StreamId::MIN), false, 0).unwrap();
+    let before = journal.next_lsn();
+    let read = |consumer: &[u8], count| {
+        let read = XReadGroup { group: b"g".to_vec(), consumer: consumer.to_vec(), noack: false, serving: false };
+        kv.xreadgroup(&[b"log".to_vec()], &[XGroupFrom::New], &read, count).unwrap()
+    };
+    assert_eq!(read(b"alice", 3)[0].1.len(), 3);
+    assert_eq!(read(b"bob", 2)[0].1.len(), 2);
+    assert_eq!(kv.xack(b"log", b"g", &[ids[0], ids[3]]).unwrap(), 2);
+    clock.advance(5);
+    let claimed = kv.xclaim(b"log", b"g", b"carol", 0, &[ids[1]], XClaimOptions::default()).unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(kv.xdel(b"log", &[ids[2], ids[500]]).unwrap(), 2);
+    add("after");
+    assert_eq!(kv.xtrim(b"log", TrimArgs { rule: Trim::MinId(ids[10]), approx: false, limit: None }).unwrap(), 9);
+    let small = journal.records_from(before);
+    assert_eq!(small.len(), 7);
+    for (lsn, record) in &small {
+        assert!(record.len() < 300, "record {lsn} holds the changed parts only ({} bytes)", record.len());
+    }
+    let records = journal.records_from(1);
+    let rebuilt = rebuild(&clock, &[], &records, 1);
+    assert_eq!(dump(&rebuilt), dump(&db));
+    for (lsn, payload) in &records {
+        rebuilt.apply_change(payload, Format::CURRENT, Replay::Fuzzy).unwrap_or_else(|e| panic!("record {lsn}: {e}"));
+    }
+    assert_eq!(dump(&rebuilt), dump(&db), "replaying every record again changes nothing");
+    let log = rebuilt.keyspaces().get("0").unwrap();
+    assert_eq!(log.xlen(b"log").unwrap(), 990);
+    let pending = log.xpending_summary(b"log", b"g").unwrap();
+    // A deleted entry stays pending (alice's), as in Redis.
+    assert_eq!(pending.count, 3, "{pending:?}");
+    let expected = [(&b"alice"[..], 1), (b"bob", 1), (b"carol", 1)].map(|(name, n)| (name.to_vec(), n));
+    assert_eq!(pending.consumers, expected);
 }

@@ -66,6 +66,10 @@ pub enum KvError {
     /// RENAME or LSET of a missing key.
     #[error("ERR no such key")]
     NoSuchKey,
+    /// A stream command's refusal, with Redis' whole text (its prefix varies: ERR,
+    /// NOGROUP, BUSYGROUP, UNBLOCKED).
+    #[error("{0}")]
+    Stream(String),
     /// LSET at an index outside the list.
     #[error("ERR index out of range")]
     IndexOutOfRange,

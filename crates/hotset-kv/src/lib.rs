@@ -105,6 +105,11 @@ pub use types::number::{format_i64_inline, parse_f64, write_d2string, write_g17}
 pub use types::pf::{PfDebug, PfDebugAnswer};
 pub use types::sets::SetAlgebra;
 pub use types::sort::SortOptions;
+pub use types::stream::{StreamId, Trim, set_node_limits};
+pub use types::streams::{
+    Claimed, ConsumerFull, ConsumerInfo, GroupFull, GroupInfo, MaybeEntry, PendingInfo, PendingSummary, StreamEntry,
+    StreamFull, StreamHead, StreamInfo, TrimArgs, XAdd, XAddId, XClaimOptions, XFrom, XGroupFrom, XReadGroup,
+};
 pub use types::zset::{LexBound, ScoreBound};
 pub use types::zsets::{Aggregate, Combine, Scored, ZAddOptions, ZAddOutcome, ZAlgebra, ZRange, ZRangeBy};
 pub use watch::KeyWatch;

@@ -30,6 +30,11 @@ use crate::types::lists::{Popped, PosOptions};
 use crate::types::pf::{PfDebug, PfDebugAnswer};
 use crate::types::sets::SetAlgebra;
 use crate::types::sort::SortOptions;
+use crate::types::stream::StreamId;
+use crate::types::streams::{
+    Claimed, ConsumerInfo, GroupInfo, MaybeEntry, PendingInfo, PendingSummary, StreamEntry, StreamFull, StreamInfo,
+    TrimArgs, XAdd, XClaimOptions, XFrom, XGroupFrom, XReadGroup,
+};
 use crate::types::zsets::{Combine, Scored, ZAddOptions, ZAddOutcome, ZAlgebra, ZRange, ZRangeBy};
 use std::num::NonZeroU64;
 
@@ -708,5 +713,173 @@ pub trait KvOps: ShardAccess {
     /// ZSCAN: `(next_cursor, members with scores)`.
     fn zscan(&self, key: &[u8], cursor: u64, pattern: Option<&[u8]>, count: usize) -> KvResult<(u64, Scored)> {
         self.read_key(key, |s, k, ctx| s.zscan(k, ctx.now, cursor, pattern, count))
+    }
+
+    // ----- streams -------------------------------------------------------
+
+    /// XADD: the id added; `None` with NOMKSTREAM on a missing key.
+    fn xadd(&self, key: &[u8], args: &XAdd<'_>) -> KvResult<Option<StreamId>> {
+        self.write_key(key, |s, k, ctx| s.xadd(k, ctx.now, args))
+    }
+
+    /// XRANGE and XREVRANGE (`rev`); `count` 0: all.
+    fn xrange(
+        &self,
+        key: &[u8],
+        start: StreamId,
+        end: StreamId,
+        count: usize,
+        rev: bool,
+    ) -> KvResult<Vec<StreamEntry>> {
+        self.read_key(key, |s, k, ctx| s.xrange(k, ctx.now, start, end, count, rev))
+    }
+
+    /// XLEN.
+    fn xlen(&self, key: &[u8]) -> KvResult<u64> {
+        self.read_key(key, |s, k, ctx| Ok(s.read_stream(k, ctx.now)?.map_or(0, |stream| stream.len())))
+    }
+
+    /// XDEL: how many entries were deleted.
+    fn xdel(&self, key: &[u8], ids: &[StreamId]) -> KvResult<usize> {
+        self.write_key(key, |s, k, ctx| s.xdel(k, ctx.now, ids))
+    }
+
+    /// XTRIM: how many entries were removed.
+    fn xtrim(&self, key: &[u8], trim: TrimArgs) -> KvResult<u64> {
+        self.write_key(key, |s, k, ctx| s.xtrim(k, ctx.now, trim))
+    }
+
+    /// XSETID.
+    fn xsetid(
+        &self,
+        key: &[u8],
+        id: StreamId,
+        entries_added: Option<u64>,
+        max_deleted: Option<StreamId>,
+    ) -> KvResult<()> {
+        self.write_key(key, |s, k, ctx| s.xsetid(k, ctx.now, id, entries_added, max_deleted))
+    }
+
+    /// XREAD, not blocking: see `ShardGroup::xread` (resolves `$` in `from`).
+    fn xread(&self, keys: &[Vec<u8>], from: &mut [XFrom], count: usize) -> KvResult<Vec<(Vec<u8>, Vec<StreamEntry>)>> {
+        self.read_keys(keys.iter().map(Vec::as_slice), |g, ctx| g.xread(keys, from, count, ctx.now))
+    }
+
+    /// XREADGROUP, not blocking: see `ShardGroup::xreadgroup`.
+    fn xreadgroup(
+        &self,
+        keys: &[Vec<u8>],
+        from: &[XGroupFrom],
+        read: &XReadGroup,
+        count: usize,
+    ) -> KvResult<Vec<(Vec<u8>, Vec<MaybeEntry>)>> {
+        self.write_keys(keys.iter().map(Vec::as_slice), |g, ctx| g.xreadgroup(keys, from, read, count, ctx.now))
+    }
+
+    /// XGROUP CREATE (`from` `None`: `$`).
+    fn xgroup_create(
+        &self,
+        key: &[u8],
+        group: &[u8],
+        from: Option<StreamId>,
+        mkstream: bool,
+        entries_read: i64,
+    ) -> KvResult<()> {
+        self.write_key(key, |s, k, ctx| s.xgroup_create(k, ctx.now, group, from, mkstream, entries_read))
+    }
+
+    /// XGROUP SETID (`from` `None`: `$`).
+    fn xgroup_setid(&self, key: &[u8], group: &[u8], from: Option<StreamId>, entries_read: i64) -> KvResult<()> {
+        self.write_key(key, |s, k, ctx| s.xgroup_setid(k, ctx.now, group, from, entries_read))
+    }
+
+    /// XGROUP DESTROY.
+    fn xgroup_destroy(&self, key: &[u8], group: &[u8]) -> KvResult<bool> {
+        self.write_key(key, |s, k, ctx| s.xgroup_destroy(k, ctx.now, group))
+    }
+
+    /// XGROUP CREATECONSUMER.
+    fn xgroup_createconsumer(&self, key: &[u8], group: &[u8], consumer: &[u8]) -> KvResult<bool> {
+        self.write_key(key, |s, k, ctx| s.xgroup_createconsumer(k, ctx.now, group, consumer))
+    }
+
+    /// XGROUP DELCONSUMER.
+    fn xgroup_delconsumer(&self, key: &[u8], group: &[u8], consumer: &[u8]) -> KvResult<usize> {
+        self.write_key(key, |s, k, ctx| s.xgroup_delconsumer(k, ctx.now, group, consumer))
+    }
+
+    /// XACK.
+    fn xack(&self, key: &[u8], group: &[u8], ids: &[StreamId]) -> KvResult<usize> {
+        self.write_key(key, |s, k, ctx| s.xack(k, ctx.now, group, ids))
+    }
+
+    /// XPENDING key group.
+    fn xpending_summary(&self, key: &[u8], group: &[u8]) -> KvResult<PendingSummary> {
+        self.read_key(key, |s, k, ctx| s.xpending_summary(k, ctx.now, group))
+    }
+
+    /// XPENDING's extended form; idle times are measured against the returned "now".
+    #[allow(clippy::too_many_arguments)]
+    fn xpending_range(
+        &self,
+        key: &[u8],
+        group: &[u8],
+        min_idle: i64,
+        start: StreamId,
+        end: StreamId,
+        count: usize,
+        consumer: Option<&[u8]>,
+    ) -> KvResult<(u64, Vec<PendingInfo>)> {
+        self.read_key(key, |s, k, ctx| {
+            Ok((ctx.now, s.xpending_range(k, ctx.now, group, min_idle, start, end, count, consumer)?))
+        })
+    }
+
+    /// XCLAIM.
+    fn xclaim(
+        &self,
+        key: &[u8],
+        group: &[u8],
+        consumer: &[u8],
+        min_idle: i64,
+        ids: &[StreamId],
+        options: XClaimOptions,
+    ) -> KvResult<Vec<Claimed>> {
+        self.write_key(key, |s, k, ctx| s.xclaim(k, ctx.now, group, consumer, min_idle, ids, options))
+    }
+
+    /// XAUTOCLAIM.
+    #[allow(clippy::too_many_arguments)]
+    fn xautoclaim(
+        &self,
+        key: &[u8],
+        group: &[u8],
+        consumer: &[u8],
+        min_idle: i64,
+        start: StreamId,
+        count: usize,
+        justid: bool,
+    ) -> KvResult<(StreamId, Vec<Claimed>, Vec<StreamId>)> {
+        self.write_key(key, |s, k, ctx| s.xautoclaim(k, ctx.now, group, consumer, min_idle, start, count, justid))
+    }
+
+    /// XINFO STREAM.
+    fn xinfo_stream(&self, key: &[u8]) -> KvResult<StreamInfo> {
+        self.read_key(key, |s, k, ctx| s.xinfo_stream(k, ctx.now))
+    }
+
+    /// XINFO STREAM FULL (`count` 0: everything).
+    fn xinfo_stream_full(&self, key: &[u8], count: usize) -> KvResult<StreamFull> {
+        self.read_key(key, |s, k, ctx| s.xinfo_stream_full(k, ctx.now, count))
+    }
+
+    /// XINFO GROUPS.
+    fn xinfo_groups(&self, key: &[u8]) -> KvResult<Vec<GroupInfo>> {
+        self.read_key(key, |s, k, ctx| s.xinfo_groups(k, ctx.now))
+    }
+
+    /// XINFO CONSUMERS.
+    fn xinfo_consumers(&self, key: &[u8], group: &[u8]) -> KvResult<Vec<ConsumerInfo>> {
+        self.read_key(key, |s, k, ctx| s.xinfo_consumers(k, ctx.now, group))
     }
 }

@@ -1,6 +1,6 @@
 //! What a key holds.
 //!
-//! Owns: [`Value`] (string, hash, list, set or sorted set), [`StrValue`] (the two encodings of a
+//! Owns: [`Value`] (string, hash, list, set, sorted set or stream), [`StrValue`] (the two encodings of a
 //! string) and [`Entry`] (value + optional absolute expiry).
 //!
 //! Must never: expose an encoding difference to callers. `Int(i)` is only an
@@ -20,6 +20,7 @@ use crate::types::field_map::FieldMap;
 use crate::types::list::List;
 use crate::types::number::{format_i64_inline, i64_text_len, parse_f64, parse_i64};
 use crate::types::set::MemberSet;
+use crate::types::stream::Stream;
 use crate::types::zset::SortedSet;
 
 /// A string value in its cheapest faithful encoding.
@@ -159,6 +160,8 @@ pub enum Value {
     Set(Box<MemberSet>),
     /// A Redis sorted set, boxed likewise.
     ZSet(Box<SortedSet>),
+    /// A Redis stream, boxed likewise.
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -170,6 +173,7 @@ impl Value {
             Self::List(_) => "list",
             Self::Set(_) => "set",
             Self::ZSet(_) => "zset",
+            Self::Stream(_) => "stream",
         }
     }
 
@@ -197,6 +201,7 @@ impl Value {
             Self::Hash(_) => "hashtable",
             Self::ZSet(set) if set.is_small() => "listpack",
             Self::ZSet(_) => "skiplist",
+            Self::Stream(_) => "stream",
         }
     }
 
@@ -208,6 +213,7 @@ impl Value {
             Self::List(l) => std::mem::size_of::<List>() + l.heap_bytes(),
             Self::Set(s) => std::mem::size_of::<MemberSet>() + s.heap_bytes(),
             Self::ZSet(z) => std::mem::size_of::<SortedSet>() + z.heap_bytes(),
+            Self::Stream(s) => std::mem::size_of::<Stream>() + s.heap_bytes(),
         }
     }
 }

@@ -1,5 +1,10 @@
-//! Clients blocked on lists and sorted sets: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP,
-//! BZPOPMIN, BZPOPMAX and BZMPOP.
+//! Clients blocked on lists, sorted sets and streams: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH,
+//! BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP, and XREAD and XREADGROUP with BLOCK.
+//!
+//! A pop takes what it serves, so a client that cannot be served leaves the ones queued
+//! after it waiting; a stream read takes nothing, so every reader on a key is tried. An
+//! XREADGROUP on a key that was deleted or replaced (DEL, SET, FLUSHDB...), or whose group
+//! was destroyed, is answered with Redis' error instead of waiting on.
 //!
 //! Owns: `BlockRequest` (what a blocking command waits for, parsed once), `attempt` (the
 //! pop a blocking command does, for its own first try, inside EXEC, and on a blocked
@@ -22,10 +27,11 @@ use std::time::Duration;
 
 use crate::commands::args::{self, CmdError};
 use crate::commands::lists::{MPop, end, mpop_reply};
+use crate::commands::streams;
 use crate::commands::zsets::{min_or_max, zmpop_reply};
 use crate::pubsub::{Outbox, Push};
 use crate::resp::reply::{Protocol, Reply};
-use hotset_core::kv::{End, Keyspace, KvError, KvOps};
+use hotset_core::kv::{End, Keyspace, KvError, KvOps, XFrom, XGroupFrom, XReadGroup};
 use hotset_core::{Acks, Durability};
 use parking_lot::Mutex;
 
@@ -43,6 +49,11 @@ pub enum BlockOp {
     ZPop { max: bool },
     /// BZMPOP: up to `count` members from the first non-empty sorted set of the keys.
     ZMPop { max: bool, count: usize },
+    /// XREAD: entries after each key's position (`$` resolved by the first attempt), at
+    /// most `count` per key; waits only with BLOCK (`block`).
+    XRead { from: Vec<XFrom>, count: usize, block: bool },
+    /// XREADGROUP: entries for a group's consumer; waits only with BLOCK and `>`.
+    XReadGroup { from: Vec<XGroupFrom>, read: XReadGroup, count: usize, block: bool },
 }
 
 /// A blocking command, parsed.
@@ -53,6 +64,24 @@ pub struct BlockRequest {
     pub op: BlockOp,
     /// How long it waits; `None`: for ever (a timeout of 0).
     pub timeout: Option<Duration>,
+}
+
+impl BlockRequest {
+    /// Whether the command waits when its first attempt finds nothing (XREAD and
+    /// XREADGROUP only with BLOCK); one that does not answers null.
+    pub fn waits(&self) -> bool {
+        match &self.op {
+            BlockOp::XRead { block, .. } | BlockOp::XReadGroup { block, .. } => *block,
+            _ => true,
+        }
+    }
+
+    /// Whether a client that could not be served leaves the next in the queue waiting
+    /// too: a pop that finds nothing means nothing is left for anyone, but a stream read
+    /// takes nothing away, so every reader is tried.
+    fn consumes(&self) -> bool {
+        !matches!(self.op, BlockOp::XRead { .. } | BlockOp::XReadGroup { .. })
+    }
 }
 
 /// Redis' blocking timeout: seconds, a float, not negative; 0 waits for ever.
@@ -133,6 +162,30 @@ pub fn parse_bzmpop(a: &[&[u8]]) -> Result<BlockRequest, CmdError> {
     Ok(BlockRequest { keys: keys.iter().map(|k| k.to_vec()).collect(), op: BlockOp::ZMPop { max, count }, timeout })
 }
 
+/// BLOCK's milliseconds as a wait: 0 waits for ever.
+fn block_ms(block: Option<u64>) -> Option<Duration> {
+    block.filter(|&ms| ms > 0).map(Duration::from_millis)
+}
+
+/// XREAD [COUNT count] [BLOCK ms] STREAMS key [key ...] id [id ...].
+pub fn parse_xread(a: &[&[u8]]) -> Result<BlockRequest, CmdError> {
+    let parsed = streams::parse_xread(a, false)?;
+    let from = streams::xread_from(&parsed.ids)?;
+    let op = BlockOp::XRead { from, count: parsed.count, block: parsed.block.is_some() };
+    Ok(BlockRequest { keys: parsed.keys, op, timeout: block_ms(parsed.block) })
+}
+
+/// XREADGROUP GROUP group consumer [COUNT count] [BLOCK ms] [NOACK] STREAMS key [key ...]
+/// id [id ...].
+pub fn parse_xreadgroup(a: &[&[u8]]) -> Result<BlockRequest, CmdError> {
+    let parsed = streams::parse_xread(a, true)?;
+    let from = streams::xreadgroup_from(&parsed.ids)?;
+    let (group, consumer, noack) = parsed.group.expect("XREADGROUP's parse requires GROUP");
+    let read = XReadGroup { group, consumer, noack, serving: false };
+    let op = BlockOp::XReadGroup { from, read, count: parsed.count, block: parsed.block.is_some() };
+    Ok(BlockRequest { keys: parsed.keys, op, timeout: block_ms(parsed.block) })
+}
+
 /// On a blocked client's behalf a key of another type is passed over (Redis leaves the
 /// client blocked); otherwise the error stands.
 fn passed_over<T>(serving: bool, error: KvError) -> Result<Option<T>, KvError> {
@@ -143,8 +196,36 @@ fn passed_over<T>(serving: bool, error: KvError) -> Result<Option<T>, KvError> {
 /// something. `serving`: on a blocked client's behalf, where a key of another type is
 /// passed over (Redis leaves the client blocked) instead of answered with WRONGTYPE;
 /// a BLMOVE whose destination holds another type is answered with the error then.
-pub fn attempt<K: KvOps>(kv: &K, request: &BlockRequest, serving: bool, r: &mut Reply<'_>) -> Result<bool, CmdError> {
-    match &request.op {
+pub fn attempt<K: KvOps>(
+    kv: &K,
+    request: &mut BlockRequest,
+    serving: bool,
+    r: &mut Reply<'_>,
+) -> Result<bool, CmdError> {
+    match &mut request.op {
+        BlockOp::XRead { from, count, .. } => {
+            // A blocked reader takes at most 1,000 entries per key when it gave no COUNT.
+            let count = if serving && *count == 0 { 1000 } else { *count };
+            let served = match kv.xread(&request.keys, from, count) {
+                Ok(served) => served,
+                Err(error) => return passed_over::<()>(serving, error).map(|_| false).map_err(CmdError::from),
+            };
+            if served.is_empty() {
+                return Ok(false);
+            }
+            streams::xread_reply(r, &served, streams::xread_entries);
+            Ok(true)
+        }
+        BlockOp::XReadGroup { from, read, count, .. } => {
+            let count = if serving && *count == 0 { 1000 } else { *count };
+            read.serving = serving;
+            let served = kv.xreadgroup(&request.keys, from, read, count)?;
+            if served.is_empty() {
+                return Ok(false);
+            }
+            streams::xread_reply(r, &served, streams::xreadgroup_entries);
+            Ok(true)
+        }
         BlockOp::Pop(end) => {
             for key in &request.keys {
                 if let Some(mut items) = kv.pop(key, *end, 1).or_else(|error| passed_over(serving, error))? {
@@ -278,7 +359,8 @@ impl Blocking {
         self.blocked.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         let mut registry = self.inner.lock();
-        let retried = attempt(&keyspace.writes(Durability::Collect(acks)), &request, false, r);
+        let mut request = request;
+        let retried = attempt(&keyspace.writes(Durability::Collect(acks)), &mut request, false, r);
         if !matches!(retried, Ok(false)) {
             self.blocked.fetch_sub(1, Ordering::SeqCst);
             return retried.map(|_| false);
@@ -310,29 +392,52 @@ impl Blocking {
         let mut ready: Vec<Vec<u8>> = keys.into_iter().map(<[u8]>::to_vec).collect();
         while let Some(key) = ready.pop() {
             let slot = (keyspace_name.to_string(), key);
-            while let Some(&id) = registry.queues.get(&slot).and_then(VecDeque::front) {
-                let waiter = &registry.waiters[&id];
+            let queued: Vec<u64> =
+                registry.queues.get(&slot).map(|queue| queue.iter().copied().collect()).unwrap_or_default();
+            for id in queued {
+                let Some(waiter) = registry.waiters.get_mut(&id) else { continue };
                 let acks = Acks::new();
                 let mut out = Vec::new();
                 let mut reply = Reply { out: &mut out, protocol: waiter.protocol };
                 let kv = waiter.keyspace.writes(Durability::Collect(&acks));
-                let served = match attempt(&kv, &waiter.request, true, &mut reply) {
+                let mut error = None;
+                let served = match attempt(&kv, &mut waiter.request, true, &mut reply) {
                     Ok(served) => served,
                     Err(CmdError(message)) => {
                         reply.error(&message);
+                        error = Some(message);
                         true
                     }
                 };
-                if !served {
+                if !served && waiter.request.consumes() {
                     break;
+                }
+                if !served {
+                    continue;
                 }
                 let waiter = registry.remove(id).expect("the client was queued");
                 self.blocked.fetch_sub(1, Ordering::SeqCst);
                 if let BlockOp::Move { dst, .. } = &waiter.request.op {
                     ready.push(dst.clone());
                 }
-                waiter.outbox.send(Push::Unblocked { reply: out, lsn: acks.last_lsn() });
+                waiter.outbox.send(Push::Unblocked { reply: out, lsn: acks.last_lsn(), error });
             }
+        }
+    }
+
+    /// After a write that may have touched any key (FLUSHDB in `keyspace`, FLUSHALL in
+    /// every one, `None`): tries every blocked client there.
+    pub fn wake_everyone(&self, keyspace: Option<&str>) {
+        fence(Ordering::SeqCst);
+        if self.blocked.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let slots: Vec<(String, Vec<u8>)> = {
+            let registry = self.inner.lock();
+            registry.queues.keys().filter(|(name, _)| keyspace.is_none_or(|wanted| wanted == name)).cloned().collect()
+        };
+        for (name, key) in slots {
+            self.wake(&name, [key.as_slice()]);
         }
     }
 
@@ -356,11 +461,12 @@ impl Blocking {
         self.blocked.fetch_sub(1, Ordering::SeqCst);
         let mut out = Vec::new();
         let mut reply = Reply { out: &mut out, protocol: waiter.protocol };
+        const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
         match error {
-            true => reply.error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
+            true => reply.error(UNBLOCKED),
             false => reply.null_array(),
         }
-        waiter.outbox.send(Push::Unblocked { reply: out, lsn: None });
+        waiter.outbox.send(Push::Unblocked { reply: out, lsn: None, error: error.then(|| UNBLOCKED.to_string()) });
         true
     }
 }

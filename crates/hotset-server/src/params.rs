@@ -373,6 +373,9 @@ impl Params {
             "timeout" => self.timeout_secs.store(number(), Ordering::Relaxed),
             "proto-max-bulk-len" => self.proto_max_bulk_len.store(number(), Ordering::Relaxed),
             "maxclients" => self.maxclients.store(number(), Ordering::Relaxed),
+            // Server-wide in the engine, as in Redis: read by every XADD.
+            "stream-node-max-entries" => hotset_core::kv::set_node_limits(Some(number() as usize), None),
+            "stream-node-max-bytes" => hotset_core::kv::set_node_limits(None, Some(number() as usize)),
             _ => {}
         }
     }

@@ -29,8 +29,9 @@ pub enum Push {
     /// Close the connection (CLIENT KILL, or an outbox over its limit).
     Kill,
     /// A blocked client's answer (`crate::blocking`): its reply, written once the log
-    /// holds record `lsn` (the pop made on its behalf).
-    Unblocked { reply: Vec<u8>, lsn: Option<u64> },
+    /// holds record `lsn` (the pop made on its behalf); `error` when the reply is one
+    /// (counted then as the blocked command's failure).
+    Unblocked { reply: Vec<u8>, lsn: Option<u64>, error: Option<String> },
 }
 
 impl Push {

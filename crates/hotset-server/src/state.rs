@@ -106,6 +106,12 @@ impl Stats {
         }
     }
 
+    /// Counts a failure of `spec` that ended a blocked call (its call was counted when it
+    /// blocked).
+    pub fn count_failure(&self, spec: &'static crate::commands::table::Spec) {
+        self.per_command[crate::commands::table::index_of(spec)].failed.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts an error reply by its code (the first word of its message).
     pub fn count_error(&self, message: &str) {
         let code = message.split(' ').next().unwrap_or("ERR");

@@ -26,8 +26,10 @@ use hotset_base::record::{KvChange, KvData, encode_kv_head};
 
 mod restore;
 mod snapshot;
+mod stream;
 
 pub(crate) use restore::{value_is_empty, value_of};
+pub(crate) use stream::{stream_data, stream_of};
 
 pub use snapshot::SnapshotCopy;
 
@@ -44,6 +46,7 @@ pub(crate) fn data_of(value: &Value) -> KvData<'_> {
         Value::Set(set) => KvData::Set(set.iter().collect()),
         // In order: restoring appends, which packs the order's blocks full.
         Value::ZSet(set) => KvData::ZSet(set.iter().collect()),
+        Value::Stream(stream) => KvData::Stream(stream_data(stream)),
     }
 }
 
@@ -83,6 +86,7 @@ fn encode_fields<'f>(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, field
             }
             KvChange::ZSetMembers { key, added, removed, expire_at_ms }.encode(out);
         }
+        Value::Stream(_) => stream::encode_parts(out, key, entry, fields),
         _ => encode_entry(out, key, entry),
     }
 }

@@ -23,7 +23,7 @@ use hotset_base::record::{KvChange, KvData};
 impl Keyspace {
     /// Recovery: the write-locked shard of `key`, the key, now and its deadline; `None`
     /// (after deleting the key) when the deadline has already passed.
-    fn restore_target<'k>(
+    pub(super) fn restore_target<'k>(
         &self,
         key: &'k [u8],
         expire_at_ms: Option<u64>,
@@ -240,6 +240,9 @@ impl Keyspaces {
                 KvChange::ZSetMembers { key, added, removed, expire_at_ms } => {
                     keyspace.restore_zset_members(key, &added, &removed, expire_at_ms)
                 }
+                KvChange::StreamParts { key, meta, parts, expire_at_ms } => {
+                    keyspace.restore_stream_parts(key, &meta, &parts, expire_at_ms)
+                }
             }
         }
     }
@@ -264,6 +267,7 @@ pub(crate) fn value_of(data: &KvData<'_>) -> Value {
         }
         KvData::Set(members) => Value::Set(Box::new(members.iter().map(|member| member.to_vec()).collect())),
         KvData::ZSet(members) => Value::ZSet(Box::new(members.iter().copied().collect())),
+        KvData::Stream(stream) => Value::Stream(Box::new(super::stream_of(stream))),
     }
 }
 
@@ -276,5 +280,7 @@ pub(crate) fn value_is_empty(value: &Value) -> bool {
         Value::List(list) => list.is_empty(),
         Value::Set(set) => set.is_empty(),
         Value::ZSet(set) => set.is_empty(),
+        // An empty stream is a key like any other.
+        Value::Stream(_) => false,
     }
 }

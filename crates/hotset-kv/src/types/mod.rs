@@ -30,6 +30,8 @@ pub(crate) mod sample;
 pub(crate) mod set;
 pub(crate) mod sets;
 pub(crate) mod sort;
+pub(crate) mod stream;
+pub(crate) mod streams;
 pub(crate) mod strings;
 pub(crate) mod zset;
 pub(crate) mod zsets;

@@ -50,6 +50,13 @@ pub fn config(state: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Re
         ] {
             counter.store(0, Ordering::Relaxed);
         }
+        // Redis' RESETSTAT clears the error and per-command counts too.
+        stats.errors.lock().clear();
+        for command in stats.per_command.iter() {
+            for counter in [&command.calls, &command.failed, &command.rejected, &command.usec] {
+                counter.store(0, Ordering::Relaxed);
+            }
+        }
         r.ok();
     } else if args::is(sub, "REWRITE") {
         if a.len() != 2 {

@@ -27,6 +27,7 @@ pub mod lists;
 pub mod pubsub;
 mod server;
 mod sets;
+pub mod streams;
 mod strings;
 pub mod table;
 pub mod zsets;
@@ -40,7 +41,7 @@ use hotset_core::kv::Keyspace;
 use hotset_core::{Acks, Durability};
 use hotset_ops::{Answer, Refusal, Request};
 use std::sync::Arc;
-use table::{Handler, InMulti, Spec, Subscribed};
+use table::{Handler, InMulti, Spec, Subscribed, Wakes};
 
 /// What a connection remembers between requests.
 pub struct Session {
@@ -73,6 +74,8 @@ pub struct Session {
     /// no timeout). The connection reads no further request until a push or the deadline
     /// ends the wait.
     pub blocked: Option<Option<std::time::Instant>>,
+    /// The command the connection is blocked in (its failure is counted when it ends).
+    pub blocked_by: Option<&'static Spec>,
 }
 
 /// One command's calls in a batch.
@@ -133,6 +136,7 @@ impl Session {
             replies: Replies::On,
             tallies: Vec::new(),
             blocked: None,
+            blocked_by: None,
         }
     }
 
@@ -165,6 +169,7 @@ pub fn execute(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], 
     let pushes = match dispatch(state, session, args, &mut reply) {
         Ok(spec) => {
             session.tally(spec, Ran::Ok);
+            session.blocked_by = session.blocked.is_some().then_some(spec);
             spec.subscribed == Subscribed::Pushes
         }
         Err(Failure { spec, error: CmdError(message), rejected }) => {
@@ -252,10 +257,20 @@ fn dispatch(
         Handler::Session(run) => run(state, session, args, r),
         Handler::Blocking(parse) => block(state, session, parse(args), r),
     };
-    if spec.wakes && session.multi.is_none() {
-        state.blocking.wake(&session.keyspace_name, spec.key_args(args));
+    if session.multi.is_none() {
+        wake(state, &session.keyspace_name, spec, args);
     }
     ran.map(|()| spec).map_err(|error| Failure { spec: Some(spec), error, rejected: false })
+}
+
+/// Tries again the blocked clients `spec` may have served, after it ran.
+fn wake(state: &ServerState, keyspace: &str, spec: &Spec, args: &[&[u8]]) {
+    match spec.wakes {
+        Wakes::Nobody => {}
+        Wakes::Keys => state.blocking.wake(keyspace, spec.key_args(args)),
+        Wakes::Keyspace => state.blocking.wake_everyone(Some(keyspace)),
+        Wakes::Everyone => state.blocking.wake_everyone(None),
+    }
 }
 
 /// A blocking command outside MULTI: pops at once when it can, else blocks the
@@ -266,9 +281,13 @@ fn block(
     request: Result<BlockRequest, CmdError>,
     r: &mut Reply<'_>,
 ) -> CmdResult {
-    let request = request?;
+    let mut request = request?;
     let kv = session.keyspace.writes(Durability::Collect(&session.acks));
-    if crate::blocking::attempt(&kv, &request, false, r)? {
+    if crate::blocking::attempt(&kv, &mut request, false, r)? {
+        return Ok(());
+    }
+    if !request.waits() {
+        r.null_array();
         return Ok(());
     }
     let deadline = request.timeout.map(|timeout| std::time::Instant::now() + timeout);
@@ -383,8 +402,8 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
                 (InMulti::Queue, Handler::Kv(kv)) => (kv.in_txn)(txn, &args, &mut reply),
                 (InMulti::Queue, Handler::Session(run)) => run(state, session, &args, &mut reply),
                 // Inside EXEC a blocking command never waits: null when there is nothing.
-                (InMulti::Queue, Handler::Blocking(parse)) => parse(&args).and_then(|request| {
-                    if !crate::blocking::attempt(txn, &request, false, &mut reply)? {
+                (InMulti::Queue, Handler::Blocking(parse)) => parse(&args).and_then(|mut request| {
+                    if !crate::blocking::attempt(txn, &mut request, false, &mut reply)? {
                         reply.null_array();
                     }
                     Ok(())
@@ -403,9 +422,9 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
         r.null_array();
         return Ok(());
     };
-    for queued in multi.queued.iter().filter(|queued| queued.spec.wakes) {
+    for queued in multi.queued.iter().filter(|queued| queued.spec.wakes != Wakes::Nobody) {
         let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
-        state.blocking.wake(&session.keyspace_name, queued.spec.key_args(&args));
+        wake(state, &session.keyspace_name, queued.spec, &args);
     }
     r.array(multi.queued.len());
     r.out.extend_from_slice(&replies);

@@ -9,7 +9,7 @@
 //! and never matches on a name, so a command's behaviour is found from its entry alone.
 
 use super::args::{self, CmdError, CmdResult};
-use super::{Session, config, documents, geo, hashes, hll, keys, lists, pubsub, server, sets, strings, zsets};
+use super::{Session, config, documents, geo, hashes, hll, keys, lists, pubsub, server, sets, streams, strings, zsets};
 use crate::blocking::{self, BlockRequest};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
@@ -101,15 +101,28 @@ pub struct Spec {
     pub keys: KeyPositions,
     /// What it does on a RESP2 connection in subscribed mode.
     pub subscribed: Subscribed,
-    /// Whether it may push onto a list under one of its keys: after it ran, clients
-    /// blocked on those keys are served (`Blocking::wake`).
-    pub wakes: bool,
+    /// Which blocked clients it may serve (it pushed onto a list, added to a stream, or
+    /// deleted a key an XREADGROUP waits on): after it ran, they are tried again.
+    pub wakes: Wakes,
     /// For a command whose keys move (SORT's STORE, numkeys forms): the positions of its
     /// keys in a request, which `keys` cannot say (COMMAND GETKEYS, waking).
     pub find_keys: Option<FindKeys>,
     /// Redis command group, for COMMAND DOCS.
     pub group: &'static str,
     pub summary: &'static str,
+}
+
+/// Which blocked clients a command may serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wakes {
+    /// None.
+    Nobody,
+    /// Those blocked on its keys.
+    Keys,
+    /// Every one blocked in the selected keyspace.
+    Keyspace,
+    /// Every one.
+    Everyone,
 }
 
 /// The positions of the keys in a request of a command whose keys move.
@@ -134,7 +147,7 @@ macro_rules! kv {
             before_auth: false,
             keys: KeyPositions { first: 1, last: 1, step: 1 },
             subscribed: Subscribed::Refused,
-            wakes: false,
+            wakes: Wakes::Nobody,
             find_keys: None,
             group: $group,
             summary: $summary,
@@ -158,7 +171,7 @@ const fn all_keyspaces(
         before_auth: false,
         keys: NO_KEYS,
         subscribed: Subscribed::Refused,
-        wakes: false,
+        wakes: Wakes::Nobody,
         find_keys: None,
         group,
         summary,
@@ -175,7 +188,7 @@ const fn conn(name: &'static str, arity: i32, handler: SessionHandler, summary: 
         before_auth: false,
         keys: NO_KEYS,
         subscribed: Subscribed::Refused,
-        wakes: false,
+        wakes: Wakes::Nobody,
         find_keys: None,
         group: "connection",
         summary,
@@ -193,7 +206,7 @@ const fn doc(name: &'static str, arity: i32, write: bool, handler: SessionHandle
         before_auth: false,
         keys: NO_KEYS,
         subscribed: Subscribed::Refused,
-        wakes: false,
+        wakes: Wakes::Nobody,
         find_keys: None,
         group: "document",
         summary,
@@ -216,7 +229,7 @@ const fn blocking(
         before_auth: false,
         keys: KeyPositions { first: 1, last: 1, step: 1 },
         subscribed: Subscribed::Refused,
-        wakes: false,
+        wakes: Wakes::Nobody,
         find_keys: None,
         group: "list",
         summary,
@@ -257,7 +270,12 @@ impl Spec {
     }
 
     const fn wakes(self) -> Spec {
-        Spec { wakes: true, ..self }
+        Spec { wakes: Wakes::Keys, ..self }
+    }
+
+    /// Wakes every client blocked in the keyspace (FLUSHDB), or in any (FLUSHALL).
+    const fn wakes_all(self, scope: Wakes) -> Spec {
+        Spec { wakes: scope, ..self }
     }
 
     const fn in_group(self, group: &'static str) -> Spec {
@@ -302,6 +320,13 @@ fn keys_after_timeout(args: &[&[u8]]) -> Vec<usize> {
 /// Keys of ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE: the destination, then numkeys at 2.
 fn keys_of_store(args: &[&[u8]]) -> Vec<usize> {
     numkeys_at(args, 2, &[1])
+}
+
+/// Keys of XREAD and XREADGROUP: the first half of what follows STREAMS.
+fn keys_of_xread(args: &[&[u8]]) -> Vec<usize> {
+    let Some(at) = args.iter().position(|arg| args::is(arg, "STREAMS")) else { return Vec::new() };
+    let count = (args.len() - at - 1) / 2;
+    (at + 1..at + 1 + count).collect()
 }
 
 /// Keys of SORT and SORT_RO: the sorted key and the last STORE's destination (options
@@ -389,7 +414,9 @@ pub static COMMANDS: &[Spec] = &[
     conn("DEBUG", -2, server::debug, "Harmless debugging aids: LOG message, SLEEP seconds.").queue_then_refuse(),
     kv!("DECR", 2, true, "string", "Decrements the integer value of a key by one.", strings::decr),
     kv!("DECRBY", 3, true, "string", "Decrements the integer value of a key by a number.", strings::decrby),
-    kv!("DEL", -2, true, "generic", "Deletes keys.", keys::del).keys(1, -1, 1),
+    // DEL, UNLINK, SET and XGROUP wake too: an XREADGROUP waiting on a key they delete
+    // or replace, or on a group XGROUP destroys, is answered with the error.
+    kv!("DEL", -2, true, "generic", "Deletes keys.", keys::del).keys(1, -1, 1).wakes(),
     conn("DISCARD", 1, super::discard, "Discards a transaction.").run_at_once(),
     doc("DOC.DEL", 3, true, documents::del_doc, "Deletes a document by primary key; 1 if it existed."),
     doc(
@@ -483,8 +510,11 @@ pub static COMMANDS: &[Spec] = &[
     kv!("EXPIRE", -3, true, "generic", "Sets a key's time to live in seconds.", keys::expire),
     kv!("EXPIREAT", -3, true, "generic", "Sets a key's expiry as a Unix time in seconds.", keys::expireat),
     kv!("EXPIRETIME", 2, false, "generic", "A key's expiry as a Unix time in seconds.", keys::expiretime),
-    all_keyspaces("FLUSHALL", -1, "server", "Removes every key of every keyspace.", keys::flushall),
-    kv!("FLUSHDB", -1, true, "server", "Removes every key of the selected keyspace.", keys::flushdb).keyless(),
+    all_keyspaces("FLUSHALL", -1, "server", "Removes every key of every keyspace.", keys::flushall)
+        .wakes_all(Wakes::Everyone),
+    kv!("FLUSHDB", -1, true, "server", "Removes every key of the selected keyspace.", keys::flushdb)
+        .keyless()
+        .wakes_all(Wakes::Keyspace),
     conn("FUNCTION", -2, server::function, "Function libraries (none can be loaded yet): FLUSH, LIST."),
     kv!("GEOADD", -5, true, "geo", "Adds points (longitude, latitude, member) to a sorted set.", geo::geoadd).wakes(),
     kv!("GEODIST", -4, false, "geo", "The distance between two members.", geo::geodist),
@@ -606,7 +636,8 @@ pub static COMMANDS: &[Spec] = &[
     kv!("SDIFF", -2, false, "set", "The members of a set in none of the others.", sets::sdiff).keys(1, -1, 1),
     kv!("SDIFFSTORE", -3, true, "set", "Stores the difference of sets.", sets::sdiffstore).keys(1, -1, 1),
     conn("SELECT", 2, server::select, "Selects a keyspace by number or by name."),
-    kv!("SET", -3, true, "string", "Sets a key's string value, with expiry and condition options.", strings::set),
+    kv!("SET", -3, true, "string", "Sets a key's string value, with expiry and condition options.", strings::set)
+        .wakes(),
     kv!("SETBIT", 4, true, "bitmap", "Sets or clears the bit at an offset of a string.", strings::setbit),
     kv!("SETEX", 4, true, "string", "Sets a key's value and time to live in seconds.", strings::setex),
     kv!("SETNX", 3, true, "string", "Sets a key's value only if the key does not exist.", strings::setnx),
@@ -641,10 +672,43 @@ pub static COMMANDS: &[Spec] = &[
     kv!("TTL", 2, false, "generic", "A key's time to live in seconds.", keys::ttl),
     kv!("TYPE", 2, false, "generic", "The type of a key's value.", keys::key_type),
     kv!("UNLINK", -2, true, "generic", "Deletes keys (the same as DEL here: memory is freed at once).", keys::del)
-        .keys(1, -1, 1),
+        .keys(1, -1, 1)
+        .wakes(),
     conn("UNSUBSCRIBE", -1, pubsub::unsubscribe, "Unsubscribes from channels (all without arguments).").pushes(),
     conn("UNWATCH", 1, super::unwatch, "Forgets the watched keys.").queue(),
     conn("WATCH", -2, super::watch, "Watches keys: EXEC runs only if none changes first.").run_at_once().keys(1, -1, 1),
+    kv!("XACK", -4, true, "stream", "Acknowledges pending entries of a consumer group.", streams::xack),
+    kv!("XADD", -5, true, "stream", "Appends an entry to a stream, trimming it if asked.", streams::xadd).wakes(),
+    kv!(
+        "XAUTOCLAIM",
+        -6,
+        true,
+        "stream",
+        "Claims a group's entries pending for too long, from a cursor.",
+        streams::xautoclaim
+    ),
+    kv!("XCLAIM", -6, true, "stream", "Transfers pending entries of a group to a consumer.", streams::xclaim),
+    kv!("XDEL", -3, true, "stream", "Deletes entries from a stream.", streams::xdel),
+    kv!("XGROUP", -2, true, "stream", "Creates, changes and destroys consumer groups and consumers.", streams::xgroup)
+        .keys(2, 2, 1)
+        .wakes(),
+    kv!("XINFO", -2, false, "stream", "Reports on a stream, its groups or a group's consumers.", streams::xinfo)
+        .keys(2, 2, 1),
+    kv!("XLEN", 2, false, "stream", "The number of entries in a stream.", streams::xlen),
+    kv!("XPENDING", -3, false, "stream", "Entries delivered to a group and not yet acknowledged.", streams::xpending),
+    kv!("XRANGE", -4, false, "stream", "Entries of a stream between two ids.", streams::xrange),
+    Spec {
+        write: false,
+        ..blocking("XREAD", -4, blocking::parse_xread, "Entries of streams after given ids, waiting with BLOCK.")
+            .in_group("stream")
+            .movable(keys_of_xread)
+    },
+    blocking("XREADGROUP", -7, blocking::parse_xreadgroup, "Entries for a consumer of a group, waiting with BLOCK.")
+        .in_group("stream")
+        .movable(keys_of_xread),
+    kv!("XREVRANGE", -4, false, "stream", "Entries of a stream between two ids, last first.", streams::xrevrange),
+    kv!("XSETID", -3, true, "stream", "Sets a stream's last id and counters.", streams::xsetid),
+    kv!("XTRIM", -4, true, "stream", "Trims a stream to a length or a lowest id.", streams::xtrim),
     kv!(
         "ZADD",
         -4,
@@ -851,6 +915,7 @@ mod tests {
             ("lists.rs", include_str!("lists.rs")),
             ("sets.rs", include_str!("sets.rs")),
             ("zsets.rs", include_str!("zsets.rs")),
+            ("streams.rs", include_str!("streams.rs")),
             ("geo.rs", include_str!("geo.rs")),
             ("hll.rs", include_str!("hll.rs")),
             ("server.rs", include_str!("server.rs")),

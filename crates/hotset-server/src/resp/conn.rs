@@ -142,8 +142,14 @@ async fn wait_unblocked<S: AsyncRead + AsyncWrite + Unpin>(
         tokio::select! {
             biased;
             push = inbox.recv() => match push {
-                Some(Push::Unblocked { reply, lsn }) => {
+                Some(Push::Unblocked { reply, lsn, error }) => {
                     session.blocked = None;
+                    if let Some(message) = error {
+                        state.stats.count_error(&message);
+                        if let Some(spec) = session.blocked_by.take() {
+                            state.stats.count_failure(spec);
+                        }
+                    }
                     let kept = match lsn {
                         Some(lsn) => settle(state, lsn).await,
                         None => Ok(()),
