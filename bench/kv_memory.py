@@ -3,10 +3,11 @@
 by side, and the growth of each process's resident memory (VmRSS from /proc) it caused.
 
     python3 bench/kv_memory.py [--hotset target/release/hotset] [--count 1000000]
-        [--kinds strings,set,zset,list]
+        [--kinds strings,set,zset,list,stream]
 
 Each kind is loaded into a fresh pair of servers: `strings` as COUNT keys `key:<i>` holding
-`value:<i>`; `set`, `zset` (score i) and `list` as one key of COUNT members `member:<i>`.
+`value:<i>`; `set`, `zset` (score i) and `list` as one key of COUNT members `member:<i>`;
+`stream` as one key of COUNT entries (XADD *) holding the field `member` = `member:<i>`.
 redis-server runs with `--save '' --appendonly no` (nothing on disk), Hotset with a data
 folder of its own; both are measured after the load is acknowledged. RSS counts what the
 allocator holds from the kernel, the honest measure for both (Redis' own `used_memory` is
@@ -76,6 +77,9 @@ def load(client, kind, count):
             pipe.zadd("big", {f"member:{i}": i for i in ids})
         elif kind == "list":
             pipe.rpush("big", *[f"member:{i}" for i in ids])
+        elif kind == "stream":
+            for i in ids:
+                pipe.xadd("big", {"member": f"member:{i}"})
         if start % (BATCH * 50) == 0:
             pipe.execute()
     pipe.execute()
@@ -88,7 +92,7 @@ def measure(server, binary, kind, count):
             client = redis.Redis(port=port)
             before = rss_bytes(proc.pid)
             load(client, kind, count)
-            size = client.dbsize() if kind == "strings" else {"set": client.scard, "zset": client.zcard, "list": client.llen}[kind]("big")
+            size = client.dbsize() if kind == "strings" else {"set": client.scard, "zset": client.zcard, "list": client.llen, "stream": client.xlen}[kind]("big")
             assert size == count, (server, kind, size)
             after = rss_bytes(proc.pid)
             used = client.info("memory").get("used_memory")

@@ -8,8 +8,11 @@
 //! takes appended entries until it holds `stream-node-max-entries` of them (deleted ones
 //! included) or its bytes reach `stream-node-max-bytes`, then a new node starts. The node
 //! is what approximate trimming (`MAXLEN ~`, `MINID ~`) removes whole, so modelling it is
-//! what makes `~` trim where Redis trims. A node packs its entries' fields into one
-//! buffer: each entry costs a 24-byte slot plus its bytes, not an allocation.
+//! what makes `~` trim where Redis trims. A node packs its entries into one buffer, as a
+//! listpack does: an id as deltas from the node's key, and the values alone when the
+//! field names are the node's first entry's (`Node`), so an entry costs about its
+//! values' bytes, not an allocation; finding an id walks its node (at most
+//! `stream-node-max-entries` entries).
 //!
 //! ```text
 //!   nodes: 1-0 -> [1-0 1-1 (1-2 deleted) 2-0 ...]   keyed by the first id they took
@@ -108,19 +111,7 @@ impl fmt::Display for StreamId {
     }
 }
 
-/// Entries' field-value pairs as a node packs them: a count, then length-prefixed
-/// fields and values (LEB128 lengths).
-fn pack(out: &mut Vec<u8>, pairs: &[(&[u8], &[u8])]) {
-    put_len(out, pairs.len());
-    for (field, value) in pairs {
-        put_len(out, field.len());
-        out.extend_from_slice(field);
-        put_len(out, value.len());
-        out.extend_from_slice(value);
-    }
-}
-
-fn put_len(out: &mut Vec<u8>, mut n: usize) {
+fn put_len(out: &mut Vec<u8>, mut n: u64) {
     while n >= 0x80 {
         out.push((n as u8) | 0x80);
         n >>= 7;
@@ -128,12 +119,12 @@ fn put_len(out: &mut Vec<u8>, mut n: usize) {
     out.push(n as u8);
 }
 
-fn take_len(bytes: &[u8], at: &mut usize) -> usize {
-    let (mut n, mut shift) = (0usize, 0);
+fn take_len(bytes: &[u8], at: &mut usize) -> u64 {
+    let (mut n, mut shift) = (0u64, 0);
     loop {
         let byte = bytes[*at];
         *at += 1;
-        n |= ((byte & 0x7f) as usize) << shift;
+        n |= u64::from(byte & 0x7f) << shift;
         if byte < 0x80 {
             return n;
         }
@@ -141,16 +132,37 @@ fn take_len(bytes: &[u8], at: &mut usize) -> usize {
     }
 }
 
-/// One entry's fields, as stored: iterate for the (field, value) pairs.
+/// Skips one length-prefixed string.
+fn skip_bytes(bytes: &[u8], at: &mut usize) {
+    let len = take_len(bytes, at) as usize;
+    *at += len;
+}
+
+fn take_bytes<'a>(bytes: &'a [u8], at: &mut usize) -> &'a [u8] {
+    let len = take_len(bytes, at) as usize;
+    let taken = &bytes[*at..*at + len];
+    *at += len;
+    taken
+}
+
+/// One entry's fields, as stored: iterate for the (field, value) pairs. An entry whose
+/// field names are its node's first entry's stores its values only (as Redis' listpack
+/// entries flagged SAMEFIELDS do), and takes the names from `master`.
 #[derive(Debug, Clone, Copy)]
 pub struct Fields<'a> {
+    /// The node's field names, when this entry has the same.
+    master: Option<&'a [Box<[u8]>]>,
+    /// Values only (with `master`), or a count then the names and values interleaved.
     bytes: &'a [u8],
 }
 
 impl<'a> Fields<'a> {
     /// How many (field, value) pairs.
     pub fn len(&self) -> usize {
-        take_len(self.bytes, &mut 0)
+        match self.master {
+            Some(names) => names.len(),
+            None => take_len(self.bytes, &mut 0) as usize,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -158,18 +170,20 @@ impl<'a> Fields<'a> {
     }
 
     /// The pairs, in the order XADD gave them.
-    pub fn pairs(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+    pub fn pairs(self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
         let bytes = self.bytes;
         let mut at = 0;
-        let count = take_len(bytes, &mut at);
-        (0..count).map(move |_| {
-            let field_len = take_len(bytes, &mut at);
-            let field = &bytes[at..at + field_len];
-            at += field_len;
-            let value_len = take_len(bytes, &mut at);
-            let value = &bytes[at..at + value_len];
-            at += value_len;
-            (field, value)
+        let count = match self.master {
+            Some(names) => names.len(),
+            None => take_len(bytes, &mut at) as usize,
+        };
+        let master = self.master;
+        (0..count).map(move |i| {
+            let field = match master {
+                Some(names) => &names[i][..],
+                None => take_bytes(bytes, &mut at),
+            };
+            (field, take_bytes(bytes, &mut at))
         })
     }
 
@@ -179,78 +193,178 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// One entry's place in its node.
-#[derive(Debug, Clone)]
-struct Slot {
+/// An entry's flag bits in its node.
+const DELETED: u8 = 1;
+const SAME_FIELDS: u8 = 2;
+
+/// One decoded entry of a node: its id, flags, where its fields start and where it ends.
+#[derive(Debug, Clone, Copy)]
+struct Found {
     id: StreamId,
-    start: u32,
-    /// Bytes of its packed fields; [`Slot::DELETED`] once deleted.
-    len: u32,
+    flags: u8,
+    /// Offset of the entry (its flags byte).
+    at: usize,
+    fields: usize,
+    end: usize,
 }
 
-impl Slot {
-    const DELETED: u32 = u32::MAX;
-
+impl Found {
     fn live(&self) -> bool {
-        self.len != Self::DELETED
+        self.flags & DELETED == 0
     }
 }
 
-/// A run of entries, as a Redis radix-tree node holds them.
+/// A run of entries, as a Redis radix-tree node holds them, packed into one buffer:
+///
+/// ```text
+///   entry = flags:u8  ms-delta:varint (from the node's key)  seq:varint
+///           SAME_FIELDS: value*                     (names: the node's `master`)
+///           otherwise:   count (field value)*
+/// ```
 #[derive(Debug, Clone, Default)]
 struct Node {
-    /// In id order, deleted ones included until the node goes.
-    slots: Vec<Slot>,
+    /// The node's key (its first id when it was made).
+    key: StreamId,
+    /// The field names of the node's first entry.
+    master: Box<[Box<[u8]>]>,
     data: Vec<u8>,
-    /// Slots not deleted.
+    /// Entries held, deleted ones included (what fills a node, as in Redis).
+    count: usize,
+    /// Entries not deleted.
     live: usize,
-    /// Bytes of the data of deleted slots (reclaimed by `compact`).
+    /// Bytes of deleted entries still in `data` (reclaimed by `compact`).
     dead_bytes: usize,
+    /// The id of the last entry held (deleted or not).
+    last: StreamId,
 }
 
 impl Node {
-    fn fields(&self, slot: &Slot) -> Fields<'_> {
-        Fields { bytes: &self.data[slot.start as usize..slot.start as usize + slot.len as usize] }
+    fn new(key: StreamId, pairs: &[(&[u8], &[u8])]) -> Self {
+        let master = pairs.iter().map(|(field, _)| Box::from(*field)).collect();
+        Node { key, master, last: key, ..Node::default() }
     }
 
     fn heap_bytes(&self) -> usize {
-        self.slots.capacity() * std::mem::size_of::<Slot>() + self.data.capacity()
+        self.data.capacity() + self.master.iter().map(|name| name.len() + 16).sum::<usize>()
     }
 
-    /// Drops the data of deleted entries once they are most of the buffer.
+    /// Redis' estimate of the node's listpack size, for `stream-node-max-bytes`.
+    fn listpack_bytes(&self) -> usize {
+        self.data.len() + self.master.iter().map(|name| name.len() + 1).sum::<usize>()
+    }
+
+    /// The entry at `at`.
+    fn decode(&self, at: usize) -> Found {
+        let data = &self.data;
+        let flags = data[at];
+        let mut cursor = at + 1;
+        let ms = self.key.ms + take_len(data, &mut cursor);
+        let seq = take_len(data, &mut cursor);
+        let fields = cursor;
+        let pairs = if flags & SAME_FIELDS != 0 { self.master.len() } else { take_len(data, &mut cursor) as usize };
+        let strings = if flags & SAME_FIELDS != 0 { pairs } else { pairs * 2 };
+        for _ in 0..strings {
+            skip_bytes(data, &mut cursor);
+        }
+        Found { id: StreamId::new(ms, seq), flags, at, fields, end: cursor }
+    }
+
+    /// Every entry held, deleted ones included, in id order.
+    fn scan(&self) -> impl Iterator<Item = Found> + '_ {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            (at < self.data.len()).then(|| {
+                let found = self.decode(at);
+                at = found.end;
+                found
+            })
+        })
+    }
+
+    fn fields(&self, found: &Found) -> Fields<'_> {
+        let master = (found.flags & SAME_FIELDS != 0).then_some(&self.master[..]);
+        Fields { master, bytes: &self.data[found.fields..found.end] }
+    }
+
+    /// An entry's bytes.
+    fn encode(&self, id: StreamId, pairs: &[(&[u8], &[u8])]) -> Vec<u8> {
+        let same =
+            pairs.len() == self.master.len() && pairs.iter().zip(&self.master[..]).all(|((f, _), m)| *f == &m[..]);
+        let mut out = Vec::with_capacity(8 + pairs.iter().map(|(f, v)| f.len() + v.len() + 2).sum::<usize>());
+        out.push(if same { SAME_FIELDS } else { 0 });
+        put_len(&mut out, id.ms - self.key.ms);
+        put_len(&mut out, id.seq);
+        if !same {
+            put_len(&mut out, pairs.len() as u64);
+        }
+        for (field, value) in pairs {
+            if !same {
+                put_len(&mut out, field.len() as u64);
+                out.extend_from_slice(field);
+            }
+            put_len(&mut out, value.len() as u64);
+            out.extend_from_slice(value);
+        }
+        out
+    }
+
+    /// Adds an entry after every one held.
+    fn push(&mut self, id: StreamId, pairs: &[(&[u8], &[u8])]) {
+        debug_assert!(self.count == 0 || id > self.last);
+        let bytes = self.encode(id, pairs);
+        self.data.extend_from_slice(&bytes);
+        self.count += 1;
+        self.live += 1;
+        self.last = id;
+    }
+
+    /// Adds an entry in id order (recovery); `id` is at or above the key.
+    fn insert(&mut self, id: StreamId, pairs: &[(&[u8], &[u8])]) {
+        let at = self.scan().find(|found| found.id > id).map_or(self.data.len(), |found| found.at);
+        let bytes = self.encode(id, pairs);
+        self.data.splice(at..at, bytes);
+        self.count += 1;
+        self.live += 1;
+        self.last = self.last.max(id);
+    }
+
+    /// The entry with id `id`: the live one if any (recovery may put one beside a deleted
+    /// one of the same id), else a deleted one.
+    fn find(&self, id: StreamId) -> Option<Found> {
+        let mut result = None;
+        for found in self.scan().take_while(|found| found.id <= id).filter(|found| found.id == id) {
+            result = Some(found);
+            if found.live() {
+                break;
+            }
+        }
+        result
+    }
+
+    /// Marks an entry deleted; false when it already was.
+    fn delete(&mut self, found: &Found) -> bool {
+        if !found.live() {
+            return false;
+        }
+        self.data[found.at] |= DELETED;
+        self.live -= 1;
+        self.dead_bytes += found.end - found.at;
+        self.compact();
+        true
+    }
+
+    /// Drops deleted entries' bytes once they are most of the buffer (`count` keeps
+    /// them: they still fill the node, as in Redis).
     fn compact(&mut self) {
         if self.dead_bytes * 2 <= self.data.len() {
             return;
         }
         let mut data = Vec::with_capacity(self.data.len() - self.dead_bytes);
-        for slot in &mut self.slots {
-            if slot.live() {
-                let start = data.len();
-                data.extend_from_slice(&self.data[slot.start as usize..slot.start as usize + slot.len as usize]);
-                slot.start = start as u32;
-            }
+        for found in self.scan().filter(Found::live) {
+            data.extend_from_slice(&self.data[found.at..found.end]);
         }
         self.data = data;
         self.dead_bytes = 0;
-    }
-
-    /// Marks the slot at `index` deleted; false when it already was.
-    fn delete(&mut self, index: usize) -> bool {
-        let slot = &mut self.slots[index];
-        if !slot.live() {
-            return false;
-        }
-        self.dead_bytes += slot.len as usize;
-        slot.len = Slot::DELETED;
-        self.live -= 1;
-        self.compact();
-        true
-    }
-
-    /// Redis' estimate of the node's listpack size, for `stream-node-max-bytes`: the
-    /// packed bytes plus a few bytes of header per entry.
-    fn listpack_bytes(&self) -> usize {
-        self.data.len() + self.slots.len() * 4
     }
 }
 
@@ -441,18 +555,25 @@ impl Stream {
         let max_bytes = if max_bytes == 0 { NODE_BYTES_CEILING } else { max_bytes };
         let entry_bytes: usize = pairs.iter().map(|(f, v)| f.len() + v.len()).sum();
         let full = self.nodes.last_key_value().is_none_or(|(_, node)| {
-            node.listpack_bytes() + entry_bytes >= max_bytes || (max_entries > 0 && node.slots.len() >= max_entries)
+            node.listpack_bytes() + entry_bytes >= max_bytes || (max_entries > 0 && node.count >= max_entries)
         });
         if full {
-            self.nodes.insert(id, Node::default());
+            // A full node takes no more entries: give back what its buffer over-reserved
+            // (Redis shrinks its listpack likewise).
+            if let Some(mut last) = self.nodes.last_entry() {
+                let node = last.get_mut();
+                let before = node.heap_bytes();
+                node.data.shrink_to_fit();
+                self.node_bytes = self.node_bytes + node.heap_bytes() - before;
+            }
+            let node = Node::new(id, pairs);
+            self.node_bytes += node.heap_bytes();
+            self.nodes.insert(id, node);
         }
         let mut last = self.nodes.last_entry().expect("a node to append to");
         let node = last.get_mut();
         let before = node.heap_bytes();
-        let start = node.data.len();
-        pack(&mut node.data, pairs);
-        node.slots.push(Slot { id, start: start as u32, len: (node.data.len() - start) as u32 });
-        node.live += 1;
+        node.push(id, pairs);
         self.node_bytes = self.node_bytes + node.heap_bytes() - before;
         self.length += 1;
         self.entries_added += 1;
@@ -462,19 +583,17 @@ impl Stream {
         }
     }
 
-    /// The node holding `id`, if any: the last node starting at or before it.
-    fn node_of(&self, id: StreamId) -> Option<(StreamId, usize)> {
+    /// The node holding `id` (the last one keyed at or before it) and the entry, deleted
+    /// or not.
+    fn node_of(&self, id: StreamId) -> Option<(StreamId, Found)> {
         let (&key, node) = self.nodes.range(..=id).next_back()?;
-        let index = node.slots.binary_search_by_key(&id, |slot| slot.id).ok()?;
-        Some((key, index))
+        Some((key, node.find(id)?))
     }
 
     /// The fields of live entry `id`.
     pub fn get(&self, id: StreamId) -> Option<Fields<'_>> {
-        let (key, index) = self.node_of(id)?;
-        let node = &self.nodes[&key];
-        let slot = &node.slots[index];
-        slot.live().then(|| node.fields(slot))
+        let (key, found) = self.node_of(id)?;
+        found.live().then(|| self.nodes[&key].fields(&found))
     }
 
     /// Live entries with ids in `start..=end`, in id order (`rev`: from the end).
@@ -490,14 +609,22 @@ impl Stream {
         // The node holding `start` may begin before it.
         let first = self.nodes.range(..=start).next_back().map_or(start, |(&key, _)| key);
         let nodes = self.nodes.range(first..=end);
-        fn entries(node: &Node) -> impl DoubleEndedIterator<Item = (StreamId, Fields<'_>)> {
-            node.slots.iter().filter(|slot| slot.live()).map(move |slot| (slot.id, node.fields(slot)))
+        fn entries(node: &Node) -> impl Iterator<Item = (StreamId, Fields<'_>)> {
+            node.scan().filter(Found::live).map(move |found| (found.id, node.fields(&found)))
         }
-        let within = move |(id, _): &(StreamId, Fields<'_>)| *id >= start && *id <= end;
         if rev {
-            Box::new(nodes.rev().flat_map(|(_, node)| entries(node).rev()).filter(within))
+            // A node decodes forwards only: at most a node's entries are held to turn them.
+            Box::new(nodes.rev().flat_map(move |(_, node)| {
+                let held: Vec<_> = entries(node).filter(|(id, _)| *id >= start && *id <= end).collect();
+                held.into_iter().rev()
+            }))
         } else {
-            Box::new(nodes.flat_map(|(_, node)| entries(node)).filter(within))
+            Box::new(
+                nodes
+                    .flat_map(|(_, node)| entries(node))
+                    .skip_while(move |(id, _)| *id < start)
+                    .take_while(move |(id, _)| *id <= end),
+            )
         }
     }
 
@@ -514,10 +641,10 @@ impl Stream {
     /// Deletes live entry `id` (the node goes with its last live entry); false when there
     /// was none. The counters XDEL keeps are the caller's.
     pub fn delete(&mut self, id: StreamId) -> bool {
-        let Some((key, index)) = self.node_of(id) else { return false };
+        let Some((key, found)) = self.node_of(id) else { return false };
         let node = self.nodes.get_mut(&key).expect("the node was just found");
         let before = node.heap_bytes();
-        if !node.delete(index) {
+        if !node.delete(&found) {
             return false;
         }
         self.length -= 1;
@@ -541,13 +668,12 @@ impl Stream {
     /// Removes every entry below `floor` (recovery's way of replaying a trim).
     pub fn remove_below(&mut self, floor: StreamId) {
         while let Some((_, node)) = self.nodes.first_key_value() {
-            let Some(last) = node.slots.last() else { break };
-            if last.id < floor {
+            if node.last < floor {
                 self.remove_first_node();
                 continue;
             }
             let doomed: Vec<StreamId> =
-                node.slots.iter().filter(|slot| slot.live() && slot.id < floor).map(|slot| slot.id).collect();
+                node.scan().filter(|found| found.live() && found.id < floor).map(|found| found.id).collect();
             for id in doomed {
                 self.delete(id);
             }
@@ -578,7 +704,7 @@ impl Stream {
             }
             let whole = match rule {
                 Trim::MaxLen(max) => self.length - entries >= max,
-                Trim::MinId(min) => node.slots.last().is_some_and(|slot| slot.id < min),
+                Trim::MinId(min) => node.last < min,
             };
             if whole {
                 self.remove_first_node();
@@ -588,7 +714,7 @@ impl Stream {
             if approx {
                 break;
             }
-            let ids: Vec<StreamId> = node.slots.iter().filter(|slot| slot.live()).map(|slot| slot.id).collect();
+            let ids: Vec<StreamId> = node.scan().filter(Found::live).map(|found| found.id).collect();
             for id in ids {
                 let stop = match rule {
                     Trim::MaxLen(max) => self.length <= max,
@@ -709,7 +835,7 @@ impl Stream {
         if self.get(id).is_some() {
             self.delete(id);
         }
-        let after_all = self.nodes.last_key_value().is_none_or(|(_, node)| node.slots.last().is_none_or(|s| s.id < id));
+        let after_all = self.nodes.last_key_value().is_none_or(|(_, node)| node.last < id);
         if after_all {
             let (last_id, added, first) = (self.last_id, self.entries_added, self.first_id);
             self.last_id = StreamId::MIN;
@@ -719,22 +845,21 @@ impl Stream {
             self.first_id = if self.length == 1 { id } else { first };
             return;
         }
-        let key = self
-            .nodes
-            .range(..=id)
-            .next_back()
-            .map_or_else(|| *self.nodes.first_key_value().expect("some node holds a later entry").0, |(&key, _)| key);
-        let mut node = self.nodes.remove(&key).expect("the node was just found");
-        let before = node.heap_bytes();
-        let start = node.data.len();
-        pack(&mut node.data, pairs);
-        let at = node.slots.partition_point(|slot| slot.id < id);
-        node.slots.insert(at, Slot { id, start: start as u32, len: (node.data.len() - start) as u32 });
-        node.live += 1;
-        self.node_bytes = self.node_bytes + node.heap_bytes() - before;
         self.length += 1;
-        // A node is keyed by its first slot's id.
-        self.nodes.insert(node.slots[0].id.min(key), node);
+        match self.nodes.range_mut(..=id).next_back() {
+            Some((_, node)) => {
+                let before = node.heap_bytes();
+                node.insert(id, pairs);
+                self.node_bytes = self.node_bytes + node.heap_bytes() - before;
+            }
+            // Below every node: a node of its own (ids in a node are kept from its key up).
+            None => {
+                let mut node = Node::new(id, pairs);
+                node.push(id, pairs);
+                self.node_bytes += node.heap_bytes();
+                self.nodes.insert(id, node);
+            }
+        }
     }
 
     /// Checks the invariants (tests and debug builds).
@@ -743,9 +868,13 @@ impl Stream {
         assert_eq!(live as u64, self.length, "length counts the live entries");
         for (key, node) in &self.nodes {
             assert!(node.live > 0, "no node without a live entry");
-            assert_eq!(node.slots.iter().filter(|s| s.live()).count(), node.live);
-            assert!(node.slots.windows(2).all(|w| w[0].id < w[1].id), "slots in id order");
-            assert!(node.slots[0].id >= *key, "a node's key is at or below its first slot");
+            let held: Vec<Found> = node.scan().collect();
+            assert_eq!(held.iter().filter(|found| found.live()).count(), node.live);
+            assert!(held.windows(2).all(|w| w[0].id <= w[1].id), "entries in id order");
+            assert!(
+                held.iter().all(|found| found.id >= *key && found.id <= node.last),
+                "ids within the node's key and last"
+            );
         }
     }
 }
@@ -838,6 +967,42 @@ mod tests {
         s.remove_below(id(5));
         assert_eq!(s.first_live_id(), Some(id(5)));
         assert_eq!(s.len(), 3);
+        s.check();
+    }
+
+    #[test]
+    fn entries_with_the_nodes_field_names_keep_values_only_and_read_back_whole() {
+        let mut s = Stream::default();
+        s.append(id(1), &[(b"name", b"ann"), (b"age", b"7")]);
+        s.append(id(2), &[(b"name", b"bob"), (b"age", b"9")]);
+        s.append(id(3), &[(b"other", b"x")]);
+        s.append(id(4), &[(b"age", b"1"), (b"name", b"cy")]);
+        let node = s.nodes.values().next().unwrap();
+        let flags: Vec<u8> = node.scan().map(|found| found.flags).collect();
+        assert_eq!(flags, vec![SAME_FIELDS, SAME_FIELDS, 0, 0], "the same names in the same order only");
+        let read = |ms| s.get(id(ms)).unwrap().to_vec();
+        let pair = |f: &str, v: &str| (f.as_bytes().to_vec(), v.as_bytes().to_vec());
+        assert_eq!(read(2), vec![pair("name", "bob"), pair("age", "9")]);
+        assert_eq!(read(3), vec![pair("other", "x")]);
+        assert_eq!(read(4), vec![pair("age", "1"), pair("name", "cy")]);
+        assert_eq!(s.get(id(2)).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn deleted_entries_are_compacted_away_but_still_fill_their_node() {
+        let mut s = filled(100);
+        for ms in 1..=80 {
+            assert!(s.delete(id(ms)));
+        }
+        s.check();
+        let node = s.nodes.values().next().unwrap();
+        assert!(node.data.len() < 20 * 8, "deleted entries' bytes reclaimed ({} bytes)", node.data.len());
+        assert_eq!((node.count, node.live), (100, 20));
+        s.append(id(101), &[(b"f", b"v")]);
+        assert_eq!(s.node_count(), 2, "a node full of deleted entries takes no more, as in Redis");
+        // Recovery may bring back an id beside its deleted copy: the live one is found.
+        s.restore_entry(id(5), &[(b"f", b"back")]);
+        assert_eq!(s.get(id(5)).unwrap().to_vec(), vec![(b"f".to_vec(), b"back".to_vec())]);
         s.check();
     }
 
