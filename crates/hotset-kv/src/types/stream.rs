@@ -236,12 +236,15 @@ struct Node {
     dead_bytes: usize,
     /// The id of the last entry held (deleted or not).
     last: StreamId,
+    /// Where that entry starts, so the entry XADD just added is found without a walk;
+    /// `usize::MAX` once compaction dropped it.
+    last_at: usize,
 }
 
 impl Node {
     fn new(key: StreamId, pairs: &[(&[u8], &[u8])]) -> Self {
         let master = pairs.iter().map(|(field, _)| Box::from(*field)).collect();
-        Node { key, master, last: key, ..Node::default() }
+        Node { key, master, last: key, last_at: usize::MAX, ..Node::default() }
     }
 
     fn heap_bytes(&self) -> usize {
@@ -312,6 +315,7 @@ impl Node {
     fn push(&mut self, id: StreamId, pairs: &[(&[u8], &[u8])]) {
         debug_assert!(self.count == 0 || id > self.last);
         let bytes = self.encode(id, pairs);
+        self.last_at = self.data.len();
         self.data.extend_from_slice(&bytes);
         self.count += 1;
         self.live += 1;
@@ -322,7 +326,13 @@ impl Node {
     fn insert(&mut self, id: StreamId, pairs: &[(&[u8], &[u8])]) {
         let at = self.scan().find(|found| found.id > id).map_or(self.data.len(), |found| found.at);
         let bytes = self.encode(id, pairs);
+        let len = bytes.len();
         self.data.splice(at..at, bytes);
+        if id > self.last || self.count == 0 {
+            self.last_at = at;
+        } else if self.last_at != usize::MAX && at <= self.last_at {
+            self.last_at += len;
+        }
         self.count += 1;
         self.live += 1;
         self.last = self.last.max(id);
@@ -331,6 +341,13 @@ impl Node {
     /// The entry with id `id`: the live one if any (recovery may put one beside a deleted
     /// one of the same id), else a deleted one.
     fn find(&self, id: StreamId) -> Option<Found> {
+        if id == self.last && self.last_at != usize::MAX {
+            let found = self.decode(self.last_at);
+            debug_assert_eq!(found.id, id, "last_at names the last entry");
+            if found.live() {
+                return Some(found);
+            }
+        }
         let mut result = None;
         for found in self.scan().take_while(|found| found.id <= id).filter(|found| found.id == id) {
             result = Some(found);
@@ -360,10 +377,15 @@ impl Node {
             return;
         }
         let mut data = Vec::with_capacity(self.data.len() - self.dead_bytes);
+        let mut last_at = usize::MAX;
         for found in self.scan().filter(Found::live) {
+            if found.id == self.last {
+                last_at = data.len();
+            }
             data.extend_from_slice(&self.data[found.at..found.end]);
         }
         self.data = data;
+        self.last_at = last_at;
         self.dead_bytes = 0;
     }
 }
