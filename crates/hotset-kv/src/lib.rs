@@ -107,8 +107,9 @@ pub use types::sets::SetAlgebra;
 pub use types::sort::SortOptions;
 pub use types::stream::{StreamId, Trim, set_node_limits};
 pub use types::streams::{
-    Claimed, ConsumerFull, ConsumerInfo, GroupFull, GroupInfo, MaybeEntry, PendingInfo, PendingSummary, StreamEntry,
-    StreamFull, StreamHead, StreamInfo, TrimArgs, XAdd, XAddId, XClaimOptions, XFrom, XGroupFrom, XReadGroup,
+    ClaimDelivery, Claimed, ConsumerFull, ConsumerInfo, GroupFull, GroupInfo, MaybeEntry, PendingInfo, PendingSummary,
+    StreamEntry, StreamFull, StreamHead, StreamInfo, TrimArgs, XAdd, XAddId, XClaimOptions, XFrom, XGroupFrom,
+    XReadGroup,
 };
 pub use types::zset::{LexBound, ScoreBound};
 pub use types::zsets::{Aggregate, Combine, Scored, ZAddOptions, ZAddOutcome, ZAlgebra, ZRange, ZRangeBy};

@@ -311,3 +311,78 @@ pub(super) fn parts<'a>(reader: &mut Reader<'a>) -> Result<Vec<StreamPart<'a>>> 
     let count = reader.count(3, "stream parts")?;
     (0..count).map(|_| StreamPart::decode(reader)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Format, KvChange, KvData, decode_kv_ops, decode_value, encode_value};
+
+    fn sample() -> StreamData<'static> {
+        StreamData {
+            meta: StreamMeta {
+                last_id: (9, 2),
+                first_id: (1, 0),
+                max_deleted: (3, 0),
+                entries_added: 7,
+                floor: (1, 0),
+            },
+            entries: vec![((1, 0), vec![(&b"f"[..], &b"v"[..])]), ((9, 2), vec![])],
+            groups: vec![GroupData {
+                name: b"g",
+                last_id: (9, 2),
+                entries_read: -1,
+                consumers: vec![(b"alice", 5)],
+                pending: vec![((1, 0), b"alice", 5, 2)],
+            }],
+        }
+    }
+
+    #[test]
+    fn a_stream_and_its_parts_read_back_as_written() {
+        let value = KvData::Stream(sample());
+        let mut out = Vec::new();
+        encode_value(&value, &mut out);
+        assert_eq!(decode_value(&out).unwrap(), value);
+
+        let parts = vec![
+            StreamPart::Entry { id: (9, 3), fields: Some(vec![(b"a", b"b")]) },
+            StreamPart::Entry { id: (2, 0), fields: None },
+            StreamPart::Group { name: b"g", head: Some(((9, 3), 4)) },
+            StreamPart::Group { name: b"old", head: None },
+            StreamPart::Consumer { group: b"g", name: b"bob", seen: Some(11) },
+            StreamPart::Consumer { group: b"g", name: b"gone", seen: None },
+            StreamPart::Pending { group: b"g", id: (9, 3), owner: Some((b"bob", 11, 1)) },
+            StreamPart::Pending { group: b"g", id: (1, 0), owner: None },
+        ];
+        let change = KvChange::StreamParts { key: b"s", meta: sample().meta, parts, expire_at_ms: Some(42) };
+        let mut out = Vec::new();
+        change.encode(&mut out);
+        let mut reader = Reader::new(&out, "kv ops");
+        assert_eq!(decode_kv_ops(&mut reader, Format::CURRENT).unwrap(), vec![change]);
+    }
+
+    #[test]
+    fn a_damaged_stream_is_refused_not_guessed() {
+        let change = KvChange::StreamParts {
+            key: b"s",
+            meta: StreamMeta::default(),
+            parts: vec![StreamPart::Group { name: b"g", head: None }],
+            expire_at_ms: None,
+        };
+        let mut out = Vec::new();
+        change.encode(&mut out);
+        // The part's tag, then its presence byte: neither may hold another value.
+        let presence = out.len() - 1;
+        let tag = presence - 2 - 1;
+        for (at, bad) in [(tag, 9u8), (presence, 2u8)] {
+            let mut damaged = out.clone();
+            damaged[at] = bad;
+            assert!(decode_kv_ops(&mut Reader::new(&damaged, "kv ops"), Format::CURRENT).is_err(), "byte {at} = {bad}");
+        }
+        let mut value = Vec::new();
+        encode_value(&KvData::Stream(sample()), &mut value);
+        for cut in [1, value.len() / 2, value.len() - 1] {
+            assert!(decode_value(&value[..cut]).is_err(), "a stream cut at {cut} of {} bytes", value.len());
+        }
+    }
+}

@@ -714,7 +714,7 @@ impl Stream {
     /// caps the entries removed. Returns how many were removed.
     pub fn trim(&mut self, rule: Trim, approx: bool, limit: u64) -> u64 {
         let mut deleted = 0;
-        while let Some((&key, node)) = self.nodes.first_key_value() {
+        while let Some((_, node)) = self.nodes.first_key_value() {
             if let Trim::MaxLen(max) = rule
                 && self.length <= max
             {
@@ -749,7 +749,6 @@ impl Stream {
                 deleted += 1;
             }
             // Only the first node can be partly trimmed: a later one is not reached.
-            let _ = key;
             break;
         }
         if deleted > 0 {

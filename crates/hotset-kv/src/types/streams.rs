@@ -175,11 +175,20 @@ pub struct XReadGroup {
     pub serving: bool,
 }
 
+/// XCLAIM's IDLE and TIME options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimDelivery {
+    /// IDLE: delivered this many ms before now (the keyspace's clock).
+    Idle(i64),
+    /// TIME: delivered at this time (ms since the epoch).
+    At(i64),
+}
+
 /// XCLAIM's options.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct XClaimOptions {
-    /// IDLE or TIME, as the delivery time to set (ms since the epoch).
-    pub delivery_time: Option<i64>,
+    /// IDLE or TIME (the last given): the delivery time to set.
+    pub delivery: Option<ClaimDelivery>,
     /// RETRYCOUNT: the delivery count to set.
     pub retry_count: Option<u64>,
     /// FORCE: claim ids that are not pending (but exist).
@@ -321,6 +330,23 @@ fn no_group(key: &[u8], group: &[u8], tail: &str) -> KvError {
         "NOGROUP No such key '{}' or consumer group '{}'{tail}",
         String::from_utf8_lossy(key),
         String::from_utf8_lossy(group)
+    ))
+}
+
+/// XGROUP on a missing key (CREATE without MKSTREAM, and every other subcommand).
+fn xgroup_needs_key() -> KvError {
+    error(
+        "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the \
+         MKSTREAM option to create an empty stream automatically.",
+    )
+}
+
+/// XGROUP and XINFO CONSUMERS naming a group the stream does not have.
+fn no_such_group(key: &[u8], group: &[u8]) -> KvError {
+    KvError::Stream(format!(
+        "NOGROUP No such consumer group '{}' for key name '{}'",
+        String::from_utf8_lossy(group),
+        String::from_utf8_lossy(key)
     ))
 }
 
@@ -603,23 +629,13 @@ impl Shard {
         name: &[u8],
         f: impl FnOnce(&mut Stream, &mut Parts) -> KvResult<R>,
     ) -> KvResult<R> {
-        let missing_key = || {
-            error(
-                "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use \
-                 the MKSTREAM option to create an empty stream automatically.",
-            )
-        };
         self.stream_write(key, now, false, |stream, parts| {
             if stream.group(name).is_none() {
-                return Err(KvError::Stream(format!(
-                    "NOGROUP No such consumer group '{}' for key name '{}'",
-                    String::from_utf8_lossy(name),
-                    String::from_utf8_lossy(key.bytes)
-                )));
+                return Err(no_such_group(key.bytes, name));
             }
             f(stream, parts)
         })?
-        .ok_or_else(missing_key)
+        .ok_or_else(xgroup_needs_key)
     }
 
     /// XGROUP CREATE: `from` `None` is `$`.
@@ -640,10 +656,7 @@ impl Shard {
             Ok(())
         })?;
         if created.is_none() {
-            return Err(error(
-                "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the \
-                 MKSTREAM option to create an empty stream automatically.",
-            ));
+            return Err(xgroup_needs_key());
         }
         // A new group is logged with the whole stream (see the module's note).
         self.touch(key.bytes);
@@ -674,13 +687,9 @@ impl Shard {
 
     /// XGROUP DESTROY: whether there was such a group.
     pub fn xgroup_destroy(&mut self, key: KeyRef<'_>, now: u64, name: &[u8]) -> KvResult<bool> {
-        let destroyed =
-            self.stream_write(key, now, false, |stream, _| Ok(stream.destroy_group(name)))?.ok_or_else(|| {
-                error(
-                    "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to \
-                     use the MKSTREAM option to create an empty stream automatically.",
-                )
-            })?;
+        let destroyed = self
+            .stream_write(key, now, false, |stream, _| Ok(stream.destroy_group(name)))?
+            .ok_or_else(xgroup_needs_key)?;
         if destroyed {
             self.touch(key.bytes);
             self.event(class::STREAM, "xgroup-destroy", key.bytes);
@@ -823,7 +832,13 @@ impl Shard {
                         parts.group(name);
                     }
                 }
-                let delivery_time = match options.delivery_time {
+                let requested = match options.delivery {
+                    Some(ClaimDelivery::Idle(idle)) => Some((now as i64).saturating_sub(idle)),
+                    Some(ClaimDelivery::At(time)) => Some(time),
+                    None => None,
+                };
+                // A time before the epoch or in the future is taken as now, as Redis does.
+                let delivery_time = match requested {
                     Some(time) if time >= 0 && time <= now as i64 => time as u64,
                     _ => now,
                 };
@@ -837,18 +852,17 @@ impl Shard {
                         }
                         continue;
                     }
-                    let (previous_count, forced) = match group.pending().get(&id) {
+                    let previous_count = match group.pending().get(&id) {
                         Some(pending) => {
                             if min_idle > 0 && (now as i64 - pending.delivery_time as i64) < min_idle {
                                 continue;
                             }
-                            (pending.delivery_count, false)
+                            pending.delivery_count
                         }
                         // A forced entry starts delivered once, and this claim delivers it again.
-                        None if options.force => (1, true),
+                        None if options.force => 1,
                         None => continue,
                     };
-                    let _ = forced;
                     created |= group.ensure_consumer(consumer, now);
                     group.see(consumer, now);
                     parts.consumer(name, consumer);
@@ -1004,13 +1018,7 @@ impl Shard {
     /// XINFO CONSUMERS.
     pub fn xinfo_consumers(&self, key: KeyRef<'_>, now: u64, name: &[u8]) -> KvResult<Vec<ConsumerInfo>> {
         let stream = self.read_stream(key, now)?.ok_or(KvError::NoSuchKey)?;
-        let group = stream.group(name).ok_or_else(|| {
-            KvError::Stream(format!(
-                "NOGROUP No such consumer group '{}' for key name '{}'",
-                String::from_utf8_lossy(name),
-                String::from_utf8_lossy(key.bytes)
-            ))
-        })?;
+        let group = stream.group(name).ok_or_else(|| no_such_group(key.bytes, name))?;
         Ok(group
             .consumers()
             .iter()

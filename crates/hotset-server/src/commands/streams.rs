@@ -11,8 +11,8 @@
 use super::args::{self, CmdError, CmdResult};
 use crate::resp::reply::{Protocol, Reply};
 use hotset_core::kv::{
-    Claimed, GroupInfo, KvOps, MaybeEntry, PendingInfo, StreamEntry, StreamHead, StreamId, Trim, TrimArgs, XAdd,
-    XAddId, XClaimOptions, XFrom, XGroupFrom,
+    ClaimDelivery, Claimed, GroupInfo, KvOps, MaybeEntry, PendingInfo, StreamEntry, StreamHead, StreamId, Trim,
+    TrimArgs, XAdd, XAddId, XClaimOptions, XFrom, XGroupFrom,
 };
 
 fn invalid_id() -> CmdError {
@@ -497,7 +497,6 @@ pub fn xclaim<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
         at += 1;
     }
     let mut options = XClaimOptions::default();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
     while at < a.len() {
         let more = a.len() - 1 - at;
         let word = a[at];
@@ -509,10 +508,10 @@ pub fn xclaim<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
         } else if args::is(word, "JUSTID") {
             options.justid = true;
         } else if args::is(word, "IDLE") && more > 0 {
-            options.delivery_time = Some(now - number("IDLE")?);
+            options.delivery = Some(ClaimDelivery::Idle(number("IDLE")?));
             at += 1;
         } else if args::is(word, "TIME") && more > 0 {
-            options.delivery_time = Some(number("TIME")?);
+            options.delivery = Some(ClaimDelivery::At(number("TIME")?));
             at += 1;
         } else if args::is(word, "RETRYCOUNT") && more > 0 {
             // A negative count is Redis' "not given".
