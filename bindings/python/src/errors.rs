@@ -13,7 +13,7 @@
 //! ├── DocumentError         bad_document    not an object, bad JSON, missing key field, wrong field type
 //! ├── SchemaError           schema          bad index definition or namespace name, no primary key
 //! ├── QueryError            bad_query       bad query, condition, LIKE pattern or SQL
-//! ├── LimitError            limit           over a configured limit
+//! ├── LimitError            limit, oom      over a configured limit (oom: a server over its maxmemory)
 //! ├── QueryTimeoutError     timeout         past the query's time limit
 //! ├── StorageError          storage, bad_change: the log or a snapshot cannot write or read
 //! ├── ReadOnlyError         read_only       a write to a namespace a live-sync source keeps
@@ -112,7 +112,8 @@ fn class_of(code: ErrorCode, message: String) -> PyErr {
         ErrorCode::BadDocument => DocumentError::new_err(message),
         ErrorCode::BadQuery => QueryError::new_err(message),
         ErrorCode::Schema => SchemaError::new_err(message),
-        ErrorCode::Limit => LimitError::new_err(message),
+        // Over maxmemory is over a limit too (a client of a server that has one).
+        ErrorCode::Limit | ErrorCode::Oom => LimitError::new_err(message),
         ErrorCode::Timeout => QueryTimeoutError::new_err(message),
         ErrorCode::Storage | ErrorCode::BadChange => StorageError::new_err(message),
         ErrorCode::ReadOnly => ReadOnlyError::new_err(message),

@@ -226,6 +226,9 @@ pub enum ErrorCode {
     /// The server failed to carry out a request it accepted (a bug, a task that died);
     /// never an engine `Error`.
     Internal,
+    /// A write that needs memory while the server is over its `maxmemory` and eviction
+    /// cannot make room (documents are never evicted); never an engine `Error`.
+    Oom,
 }
 
 impl ErrorCode {
@@ -244,6 +247,7 @@ impl ErrorCode {
         ErrorCode::ReadOnly,
         ErrorCode::Auth,
         ErrorCode::Internal,
+        ErrorCode::Oom,
     ];
 
     /// The code's stable name (snake_case): what clients match on.
@@ -262,6 +266,7 @@ impl ErrorCode {
             ErrorCode::ReadOnly => "read_only",
             ErrorCode::Auth => "auth",
             ErrorCode::Internal => "internal",
+            ErrorCode::Oom => "oom",
         }
     }
 

@@ -245,6 +245,11 @@ impl Keyspace {
         self.shards.iter().map(|s| s.read().memory_bytes()).sum()
     }
 
+    /// Bytes held for empty key slots (`Shard::reusable_bytes`).
+    pub fn reusable_bytes(&self) -> usize {
+        self.shards.iter().map(|s| s.read().reusable_bytes()).sum()
+    }
+
     /// Number of keys (expired-but-unreclaimed ones included, like DBSIZE).
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.read().len()).sum()

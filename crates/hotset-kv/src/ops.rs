@@ -16,7 +16,8 @@
 
 use super::access::{KvResult, ShardAccess};
 use super::error::KvError;
-use super::options::{ExpireCondition, SetCondition, SetExpiry, SetOptions, SetOutcome};
+use super::options::{ExpireCondition, KeyAccess, RestoreOptions, SetCondition, SetExpiry, SetOptions, SetOutcome};
+use crate::evict::Evicted;
 use crate::store::expiry::deadline_after;
 use crate::store::glob::Glob;
 use crate::store::scan::{FieldPairs, scan_keys};
@@ -255,26 +256,41 @@ pub trait KvOps: ShardAccess {
     }
 
     /// RESTORE: stores the payload's value at `key`; `ttl_ms` 0 for none, else relative
-    /// milliseconds or, with `absolute`, a Unix time in milliseconds.
-    fn restore(&self, key: &[u8], ttl_ms: i64, payload: &[u8], replace: bool, absolute: bool) -> KvResult<()> {
+    /// milliseconds or, with `options.absolute`, a Unix time in milliseconds.
+    fn restore(&self, key: &[u8], ttl_ms: i64, payload: &[u8], options: RestoreOptions) -> KvResult<()> {
         if ttl_ms < 0 {
             return Err(KvError::InvalidTtl);
         }
         let value = value_of_payload(payload)?;
         self.write_key(key, |s, k, ctx| {
-            let at = match (ttl_ms, absolute) {
+            let at = match (ttl_ms, options.absolute) {
                 (0, _) => None,
                 (at, true) => NonZeroU64::new(at as u64),
                 (ttl, false) => NonZeroU64::new(ctx.now.saturating_add(ttl as u64)),
             };
-            s.restore(k, ctx.now, value, at, replace)
+            s.restore(k, ctx.now, value, at, options)
         })
     }
 
     /// OBJECT ENCODING: what Redis would call the key's encoding (`Value::redis_encoding`),
     /// `None` when missing.
     fn object_encoding(&self, key: &[u8]) -> KvResult<Option<&'static str>> {
-        self.read_key(key, |s, k, ctx| Ok(s.get(k, ctx.now).map(|entry| entry.value.redis_encoding())))
+        self.read_key(key, |s, k, ctx| Ok(s.peek(k, ctx.now).map(|entry| entry.value.redis_encoding())))
+    }
+
+    /// OBJECT IDLETIME and OBJECT FREQ: how recently and how often the key was used,
+    /// `None` when missing. Reading them is no access.
+    fn object_access(&self, key: &[u8]) -> KvResult<Option<KeyAccess>> {
+        self.read_key(key, |s, k, ctx| Ok(s.access(k, ctx.now)))
+    }
+
+    /// Eviction's delete of `key` (when `volatile`, only if it has a TTL): logged like DEL,
+    /// heard as `evicted` (or `expired`, for a key past its deadline). `None` when it was
+    /// not there or not volatile.
+    fn evict_key(&self, key: &[u8], volatile: bool) -> KvResult<Option<Evicted>> {
+        self.write_key(key, |s, k, ctx| {
+            Ok(s.evict(k, ctx.now, volatile).map(|(bytes, expired)| Evicted { bytes, expired }))
+        })
     }
 
     /// MEMORY USAGE: the bytes the key costs in its shard's count, `None` when missing.

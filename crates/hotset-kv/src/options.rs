@@ -52,6 +52,29 @@ pub struct SetOutcome {
     pub old: Option<Vec<u8>>,
 }
 
+/// Flags of RESTORE (Redis' REPLACE, ABSTTL, IDLETIME, FREQ). `Default` is a plain
+/// `RESTORE key ttl payload`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RestoreOptions {
+    /// REPLACE: overwrite an existing key (else BUSYKEY).
+    pub replace: bool,
+    /// ABSTTL: the ttl is a Unix time in milliseconds.
+    pub absolute: bool,
+    /// IDLETIME: the key's idle time in seconds, kept when stamps are LRU clocks.
+    pub idle_secs: Option<u64>,
+    /// FREQ: the key's access counter, kept when stamps are LFU counters.
+    pub freq: Option<u8>,
+}
+
+/// What OBJECT IDLETIME and OBJECT FREQ read of a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyAccess {
+    /// Seconds since the last access (meaningful under an LRU policy).
+    pub idle_secs: u64,
+    /// The decayed access counter (meaningful under an LFU policy).
+    pub freq: u8,
+}
+
 /// Precondition of EXPIRE-family commands (Redis 7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExpireCondition {

@@ -151,10 +151,26 @@ impl Keyspaces {
         Ok(true)
     }
 
+    /// Bytes held for empty key slots in every keyspace: memory new keys take without the
+    /// process growing, which eviction counts as free.
+    pub fn reusable_bytes(&self) -> usize {
+        self.all().iter().map(|space| space.reusable_bytes()).sum()
+    }
+
+    /// Bytes of keys and values by the keyspaces' own count (an estimate of what they
+    /// hold, for a process whose allocator does not count).
+    pub fn memory_bytes(&self) -> usize {
+        self.all().iter().map(|space| space.memory_bytes()).sum()
+    }
+
+    /// Every keyspace (a moment's list: one created after it is not in it).
+    pub(crate) fn all(&self) -> Vec<Arc<Keyspace>> {
+        self.spaces.read().values().cloned().collect()
+    }
+
     /// Runs [`Keyspace::active_expire_cycle`] on every keyspace with the
     /// same budget each; returns the total number of keys deleted.
     pub fn active_expire_cycle(&self, budget_per_keyspace: usize) -> usize {
-        let spaces: Vec<Arc<Keyspace>> = self.spaces.read().values().cloned().collect();
-        spaces.iter().map(|s| s.active_expire_cycle(budget_per_keyspace)).sum()
+        self.all().iter().map(|s| s.active_expire_cycle(budget_per_keyspace)).sum()
     }
 }

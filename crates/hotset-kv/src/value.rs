@@ -1,7 +1,7 @@
 //! What a key holds.
 //!
 //! Owns: [`Value`] (string, hash, list, set, sorted set or stream), [`StrValue`] (the two encodings of a
-//! string) and [`Entry`] (value + optional absolute expiry).
+//! string) and [`Entry`] (value, optional absolute expiry and access stamp).
 //!
 //! Must never: expose an encoding difference to callers. `Int(i)` is only an
 //! optimisation so INCR does not re-parse; reading it back must yield exactly
@@ -14,6 +14,7 @@
 //!   shard keep memory accounting incremental.
 
 use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::store::small_bytes::InlineBytes;
 use crate::types::field_map::FieldMap;
@@ -218,21 +219,79 @@ impl Value {
     }
 }
 
-/// A stored key's payload.
-#[derive(Debug, Clone)]
+/// Bits of an entry's word that hold its deadline; the access stamp (`recency`) is above.
+const DEADLINE_BITS: u32 = 44;
+const DEADLINE_MASK: u64 = (1 << DEADLINE_BITS) - 1;
+
+/// A stored key's payload: the value, and one word holding its deadline (the low 44 bits,
+/// 0 for none) and its access stamp (the high 20 bits, see `recency`).
+///
+/// 44 bits of milliseconds reach the year 2527; a later deadline is kept as the last
+/// millisecond of that range (PTTL then reads less than was asked, the key still outlives
+/// anyone who could notice). Sharing the word keeps an entry at 40 bytes: the stamp costs
+/// a million keys nothing, where a field of its own would cost 8 MB. The word is atomic
+/// because a read refreshes the stamp under the shard's shared lock; the deadline only
+/// changes under its exclusive lock.
+#[derive(Debug)]
 pub struct Entry {
     /// The value.
     pub value: Value,
-    /// Absolute expiry in ms since the epoch. Never zero: a deadline at or
-    /// before "now" deletes the key instead of being stored.
-    pub expire_at: Option<NonZeroU64>,
+    word: AtomicU64,
+}
+
+impl Clone for Entry {
+    fn clone(&self) -> Self {
+        Entry { value: self.value.clone(), word: AtomicU64::new(self.word.load(Ordering::Relaxed)) }
+    }
 }
 
 impl Entry {
+    /// An entry with `value` and deadline `expire_at` (absolute ms since the epoch; never
+    /// zero: a deadline at or before "now" deletes the key instead of being stored), its
+    /// access stamp zero until the shard stores it.
+    pub fn new(value: Value, expire_at: Option<NonZeroU64>) -> Self {
+        Entry { value, word: AtomicU64::new(Self::deadline_bits(expire_at)) }
+    }
+
+    fn deadline_bits(expire_at: Option<NonZeroU64>) -> u64 {
+        expire_at.map_or(0, |at| at.get().min(DEADLINE_MASK))
+    }
+
+    /// The deadline, if any.
+    pub fn expire_at(&self) -> Option<NonZeroU64> {
+        NonZeroU64::new(self.word.load(Ordering::Relaxed) & DEADLINE_MASK)
+    }
+
+    /// Sets or clears the deadline (the shard keeps its TTL index in step).
+    pub(crate) fn set_expire_at(&mut self, expire_at: Option<NonZeroU64>) {
+        let word = self.word.get_mut();
+        *word = (*word & !DEADLINE_MASK) | Self::deadline_bits(expire_at);
+    }
+
+    /// The access stamp (see `recency`).
+    pub(crate) fn stamp(&self) -> u32 {
+        (self.word.load(Ordering::Relaxed) >> DEADLINE_BITS) as u32
+    }
+
+    /// Replaces the access stamp; callable under a shared lock (see the type's docs).
+    pub(crate) fn set_stamp(&self, stamp: u32) {
+        debug_assert!(stamp >> crate::recency::BITS == 0, "a stamp has 20 bits");
+        let word = self.word.load(Ordering::Relaxed);
+        let stamped = (word & DEADLINE_MASK) | (u64::from(stamp) << DEADLINE_BITS);
+        if stamped != word {
+            self.word.store(stamped, Ordering::Relaxed);
+        }
+    }
+
+    /// Notes an access at `now` in the stamp.
+    pub(crate) fn touch(&self, now: u64) {
+        self.set_stamp(crate::recency::touched(self.stamp(), now));
+    }
+
     /// Whether the entry is logically gone at `now`. Redis treats a key as
     /// expired only once `now > expire_at`, so PTTL can read 0.
     pub fn is_expired(&self, now: u64) -> bool {
-        self.expire_at.is_some_and(|at| now > at.get())
+        self.expire_at().is_some_and(|at| now > at.get())
     }
 }
 

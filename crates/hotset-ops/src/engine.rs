@@ -41,7 +41,20 @@ pub struct Engine {
     settings: Settings,
     /// Parsed SELECTs by shape: a statement repeated with other literals skips the parser.
     statements: hotset_sql::StatementCache,
+    /// Who judges whether writes may add data now (a server's `maxmemory`); none: always.
+    memory: std::sync::OnceLock<Arc<dyn MemoryGate>>,
 }
+
+/// Whether a write that adds data may run now: a server over its `maxmemory` first makes
+/// room (evicting keys, never documents) and refuses when it cannot.
+pub trait MemoryGate: Send + Sync {
+    /// True when a write that adds data may go ahead; any eviction it does first is
+    /// settled by `durability`.
+    fn admit(&self, durability: Durability<'_>) -> bool;
+}
+
+/// The words of the refusal, as Redis says them (`OOM` leads them on RESP).
+pub const OOM_MESSAGE: &str = "command not allowed when used memory > 'maxmemory'.";
 
 impl Engine {
     /// The engine of a database on a folder.
@@ -53,6 +66,7 @@ impl Engine {
             maintenance: None,
             settings,
             statements: hotset_sql::StatementCache::default(),
+            memory: std::sync::OnceLock::new(),
         }
     }
 
@@ -67,7 +81,21 @@ impl Engine {
             maintenance: Some(maintenance),
             settings,
             statements: hotset_sql::StatementCache::default(),
+            memory: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Sets who judges whether writes may add data (once; false when one was set).
+    pub fn set_memory_gate(&self, gate: Arc<dyn MemoryGate>) -> bool {
+        self.memory.set(gate).is_ok()
+    }
+
+    /// Refuses a write that adds data when the memory gate says no.
+    fn admit(&self, durability: Durability<'_>) -> Result<(), Refusal> {
+        match self.memory.get() {
+            Some(gate) if !gate.admit(durability) => Err(Refusal::request(ErrorCode::Oom, OOM_MESSAGE)),
+            _ => Ok(()),
+        }
     }
 
     /// The database.
@@ -151,6 +179,9 @@ impl Engine {
 
     fn run(&self, request: Request, durability: Durability<'_>) -> Result<Answer, Refusal> {
         let db = &*self.db;
+        if request.adds_data() {
+            self.admit(durability)?;
+        }
         let writes = db.writes(durability);
         Ok(match request {
             Request::CreateNamespace { name, indexes } => {
@@ -217,6 +248,15 @@ impl Engine {
             &statement
         {
             return Ok(Answer::Query(self.db.query(query)?));
+        }
+        if matches!(
+            statement,
+            hotset_sql::Statement::Insert { .. }
+                | hotset_sql::Statement::Update { .. }
+                | hotset_sql::Statement::CreateNamespace { .. }
+                | hotset_sql::Statement::CreateIndex { .. }
+        ) {
+            self.admit(durability)?;
         }
         Ok(Answer::Json(hotset_sql::execute(&self.db, &statement, durability)?))
     }

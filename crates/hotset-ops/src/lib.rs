@@ -22,7 +22,7 @@ mod refusal;
 mod request;
 
 pub use answer::Answer;
-pub use engine::{Engine, Settings};
+pub use engine::{Engine, MemoryGate, OOM_MESSAGE, Settings};
 pub use refusal::{Cause, Refusal};
 pub use request::{Doc, Op, Request, WriteMode};
 

@@ -152,4 +152,16 @@ impl Request {
             _ => true,
         }
     }
+
+    /// Whether it may add data, so a server over its `maxmemory` refuses it (as Redis
+    /// refuses its `denyoom` commands): creating namespaces and indexes, writing
+    /// documents. Deletes, drops and reads go on (SQL is judged once parsed).
+    pub fn adds_data(&self) -> bool {
+        match self {
+            Request::CreateNamespace { .. } | Request::AddIndex { .. } => true,
+            Request::Write { ops, .. } => ops.iter().any(|op| matches!(op, Op::Write(..))),
+            Request::Transaction { ops } => ops.iter().any(|(_, op)| matches!(op, Op::Write(..))),
+            _ => false,
+        }
+    }
 }

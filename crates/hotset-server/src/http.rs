@@ -164,6 +164,8 @@ fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::Timeout | ErrorCode::Storage => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Auth => StatusCode::UNAUTHORIZED,
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        // Over maxmemory: the server cannot store more (WebDAV's "insufficient storage").
+        ErrorCode::Oom => StatusCode::INSUFFICIENT_STORAGE,
         ErrorCode::BadDocument
         | ErrorCode::BadQuery
         | ErrorCode::Schema

@@ -8,9 +8,10 @@
 #![forbid(unsafe_code)]
 
 /// glibc malloc spends much of a bulk load (recovery) in cross-arena frees; mimalloc
-/// does not, and serves the many small per-request allocations faster.
+/// does not, and serves the many small per-request allocations faster. Its count of the
+/// bytes it holds is what `maxmemory` judges (`used_memory`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: hotset_alloc::CountingMimalloc = hotset_alloc::CountingMimalloc;
 
 mod auth;
 mod blocking;
@@ -19,6 +20,7 @@ mod commands;
 mod config;
 mod freshness;
 mod http;
+mod memory;
 mod metrics;
 mod notify;
 mod params;

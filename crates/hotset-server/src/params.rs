@@ -13,9 +13,10 @@
 //! entries`...) are accepted, checked and reported: a client or test that tunes them goes
 //! on working, and Hotset's own encodings do not depend on them.
 
+use hotset_core::kv::EvictionPolicy;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 /// What values a parameter takes.
 #[derive(Debug, Clone, Copy)]
@@ -57,18 +58,6 @@ const fn aliased(name: &'static str, alias: &'static str, kind: Kind, default: &
 const INT: Kind = Kind::Int { min: 0, max: i32::MAX as i64 };
 const ANY_INT: Kind = Kind::Int { min: i64::MIN, max: i64::MAX };
 
-/// The eviction policies `maxmemory-policy` takes, in Redis' words.
-pub const POLICIES: &[&str] = &[
-    "volatile-lru",
-    "volatile-lfu",
-    "volatile-random",
-    "volatile-ttl",
-    "allkeys-lru",
-    "allkeys-lfu",
-    "allkeys-random",
-    "noeviction",
-];
-
 /// Sorted by name (CONFIG GET * lists them in this order).
 static PARAMS: &[Param] = &[
     p("active-expire-effort", Kind::Int { min: 1, max: 10 }, "1"),
@@ -107,7 +96,7 @@ static PARAMS: &[Param] = &[
     p("maxmemory", Kind::Memory { min: 0 }, "0"),
     p("maxmemory-clients", Kind::Memory { min: 0 }, "0"),
     p("maxmemory-eviction-tenacity", Kind::Int { min: 0, max: 100 }, "10"),
-    p("maxmemory-policy", Kind::Enum(POLICIES), "noeviction"),
+    p("maxmemory-policy", Kind::Enum(&EvictionPolicy::NAMES), "noeviction"),
     p("maxmemory-samples", Kind::Int { min: 1, max: 64 }, "5"),
     p("min-replicas-max-lag", INT, "10"),
     p("min-replicas-to-write", INT, "0"),
@@ -269,6 +258,10 @@ pub struct Params {
     pub proto_max_bulk_len: AtomicU64,
     /// `maxclients`.
     pub maxclients: AtomicU64,
+    /// `maxmemory-policy`, as `EvictionPolicy as u8` (read with `eviction_policy`).
+    eviction: AtomicU8,
+    /// `maxmemory-samples`.
+    pub eviction_samples: AtomicU64,
 }
 
 /// CONFIG SET's refusal, in Redis' words.
@@ -292,12 +285,20 @@ impl Params {
             timeout_secs: AtomicU64::new(0),
             proto_max_bulk_len: AtomicU64::new(0),
             maxclients: AtomicU64::new(0),
+            eviction: AtomicU8::new(0),
+            eviction_samples: AtomicU64::new(5),
         };
         for (name, value) in &values {
             params.mirror(name, value);
         }
         *params.values.lock() = values;
         params
+    }
+
+    /// `maxmemory-policy`.
+    pub fn eviction_policy(&self) -> EvictionPolicy {
+        let stored = self.eviction.load(Ordering::Relaxed);
+        EvictionPolicy::ALL.into_iter().find(|policy| *policy as u8 == stored).unwrap_or_default()
     }
 
     /// CONFIG GET: every parameter (aliases too) whose name matches one of `patterns`.
@@ -376,6 +377,14 @@ impl Params {
             // Server-wide in the engine, as in Redis: read by every XADD.
             "stream-node-max-entries" => hotset_core::kv::set_node_limits(Some(number() as usize), None),
             "stream-node-max-bytes" => hotset_core::kv::set_node_limits(None, Some(number() as usize)),
+            "maxmemory-policy" => {
+                let policy = EvictionPolicy::parse(value).unwrap_or_default();
+                self.eviction.store(policy as u8, Ordering::Relaxed);
+                hotset_core::kv::set_lfu_mode(policy.is_lfu());
+            }
+            "maxmemory-samples" => self.eviction_samples.store(number(), Ordering::Relaxed),
+            "lfu-log-factor" => hotset_core::kv::set_lfu_log_factor(number().min(u64::from(u32::MAX)) as u32),
+            "lfu-decay-time" => hotset_core::kv::set_lfu_decay_time(number().min(u64::from(u32::MAX)) as u32),
             _ => {}
         }
     }

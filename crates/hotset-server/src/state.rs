@@ -39,6 +39,8 @@ pub struct ServerState {
     pub shutdown: tokio::sync::Notify,
     next_client_id: AtomicU64,
     pub stats: Stats,
+    /// `maxmemory`'s eviction state and counters.
+    pub memory: crate::memory::Memory,
     /// The TLS listeners' acceptors, once they serve (for their handshake failure counts).
     pub tls: std::sync::OnceLock<[Arc<crate::tls::Tls>; 2]>,
 }
@@ -153,7 +155,7 @@ impl ServerState {
         let flags = Arc::clone(&params.notify_flags);
         let listener = Arc::new(crate::notify::KeyspaceEvents { pubsub: Arc::clone(&pubsub), flags: flags.clone() });
         assert!(engine.database().keyspaces().set_notify(listener, flags), "a database has one event listener");
-        Arc::new(ServerState {
+        let state = Arc::new(ServerState {
             params,
             engine,
             syncs,
@@ -166,8 +168,12 @@ impl ServerState {
             shutdown: tokio::sync::Notify::new(),
             next_client_id: AtomicU64::new(1),
             stats: Stats::default(),
+            memory: crate::memory::Memory::default(),
             tls: std::sync::OnceLock::new(),
-        })
+        });
+        let gate = crate::memory::DocumentGate(Arc::downgrade(&state));
+        assert!(state.engine.set_memory_gate(Arc::new(gate)), "an engine has one memory gate");
+        state
     }
 
     /// The engine's database (key-value commands and INFO reach it directly).

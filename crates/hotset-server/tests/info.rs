@@ -14,7 +14,7 @@ fn field(info: &str, name: &str) -> usize {
 }
 
 /// Regression: `used_memory` counted key-value keys only (15 KB reported with a 75 MB
-/// namespace loaded).
+/// namespace loaded). It is now the allocator's count, which holds both.
 #[test]
 fn used_memory_counts_documents_and_keys() {
     let dir = tempfile::tempdir().unwrap();
@@ -37,7 +37,9 @@ fn used_memory_counts_documents_and_keys() {
     let info: String = redis::cmd("INFO").arg("memory").query(&mut redis).unwrap();
     let (used, namespaces, keyspaces) =
         (field(&info, "used_memory"), field(&info, "used_memory_namespaces"), field(&info, "used_memory_keyspaces"));
-    assert_eq!(used, namespaces + keyspaces, "{info}");
+    // used_memory is the allocator's count of everything the process holds; the engines'
+    // own counts of documents and keys are part of it.
+    assert!(used >= namespaces + keyspaces, "{info}");
     assert!(namespaces >= stored, "documents of {stored} bytes, namespaces counted {namespaces}: {info}");
     assert!(keyspaces >= 10_000, "{info}");
     assert!(used > field(&empty, "used_memory") + stored, "{info}");

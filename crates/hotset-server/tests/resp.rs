@@ -279,7 +279,7 @@ fn resp3_hello_and_connection_commands() {
     let count: i64 = cmd("COMMAND").arg("COUNT").query(&mut c).unwrap();
     assert!(count > 60, "{count}");
     // Key positions (first, last, step) as Redis reports them, from the command table; the
-    // flags are a RESP3 set here.
+    // flags are a RESP3 set here (MSET may add data: refused over maxmemory, `denyoom`).
     let info = exchange(
         &mut raw,
         b"COMMAND INFO mset get dbsize\r\n",
@@ -287,7 +287,7 @@ fn resp3_hello_and_connection_commands() {
     );
     assert_eq!(
         String::from_utf8_lossy(&info),
-        "*3\r\n*6\r\n$4\r\nmset\r\n:-3\r\n~1\r\n+write\r\n:1\r\n:-1\r\n:2\r\n\
+        "*3\r\n*6\r\n$4\r\nmset\r\n:-3\r\n~2\r\n+write\r\n+denyoom\r\n:1\r\n:-1\r\n:2\r\n\
          *6\r\n$3\r\nget\r\n:2\r\n~1\r\n+readonly\r\n:1\r\n:1\r\n:1\r\n\
          *6\r\n$6\r\ndbsize\r\n:1\r\n~1\r\n+readonly\r\n:0\r\n:0\r\n:0\r\n"
     );

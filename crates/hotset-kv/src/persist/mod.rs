@@ -51,7 +51,7 @@ pub(crate) fn data_of(value: &Value) -> KvData<'_> {
 }
 
 fn encode_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
-    let expire_at_ms = entry.expire_at.map(NonZeroU64::get);
+    let expire_at_ms = entry.expire_at().map(NonZeroU64::get);
     KvChange::Put { key, value: data_of(&entry.value), expire_at_ms }.encode(out);
 }
 
@@ -60,7 +60,7 @@ fn encode_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
 /// gone).
 fn encode_fields<'f>(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, fields: impl Iterator<Item = &'f [u8]>) {
     let Some(entry) = entry else { return KvChange::Delete { key }.encode(out) };
-    let expire_at_ms = entry.expire_at.map(NonZeroU64::get);
+    let expire_at_ms = entry.expire_at().map(NonZeroU64::get);
     match &entry.value {
         Value::Hash(map) => {
             let (mut set, mut removed) = (Vec::new(), Vec::new());
@@ -107,7 +107,7 @@ fn encode_spans(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, spans: &[(
         }
         next = next.max(stop);
     }
-    let expire_at_ms = entry.expire_at.map(NonZeroU64::get);
+    let expire_at_ms = entry.expire_at().map(NonZeroU64::get);
     KvChange::ListEdit { key, first, len: list.len() as u64, puts, expire_at_ms }.encode(out);
 }
 

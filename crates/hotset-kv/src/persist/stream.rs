@@ -117,7 +117,7 @@ pub(super) fn encode_parts<'p>(out: &mut Vec<u8>, key: &[u8], entry: &Entry, par
             _ => {}
         }
     }
-    let expire_at_ms = entry.expire_at.map(NonZeroU64::get);
+    let expire_at_ms = entry.expire_at().map(NonZeroU64::get);
     KvChange::StreamParts { key, meta: meta(stream), parts: stated, expire_at_ms }.encode(out);
 }
 

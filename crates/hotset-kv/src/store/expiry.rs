@@ -69,6 +69,11 @@ impl TtlIndex {
         *self = Self::default();
     }
 
+    /// A uniformly random member (`None` when empty); `pick(n)` returns a number below `n`.
+    pub fn random(&self, pick: impl FnOnce(usize) -> usize) -> Option<u32> {
+        (!self.members.is_empty()).then(|| self.members[pick(self.members.len())])
+    }
+
     /// The slot active expiry should examine next.
     pub fn candidate(&self) -> Option<u32> {
         let len = self.members.len();

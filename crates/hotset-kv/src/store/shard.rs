@@ -34,7 +34,7 @@ const TTL_OVERHEAD: usize = 2 * std::mem::size_of::<u32>();
 const LIVE_SLOT: &str = "a LiveEntry always points at an occupied slot";
 
 fn entry_cost(key_len: usize, entry: &Entry) -> usize {
-    let ttl = if entry.expire_at.is_some() { TTL_OVERHEAD } else { 0 };
+    let ttl = if entry.expire_at().is_some() { TTL_OVERHEAD } else { 0 };
     KEY_OVERHEAD + key_len + entry.value.heap_bytes() + ttl
 }
 
@@ -44,6 +44,10 @@ pub struct Shard {
     map: SlabMap<Entry>,
     ttl: TtlIndex,
     mem: usize,
+    /// The `now` of the last write-path lookup (`get_mut_untouched`), which every insert
+    /// follows in the same write: a new entry's access stamp is taken from it, so `insert`
+    /// needs no clock reading of its own.
+    now: u64,
     /// Keys the current write touched, while a journal is attached (`None` otherwise):
     /// the keyspace logs their resulting state when the write is done (`persist.rs`).
     pub(crate) touched: Option<Touched>,
@@ -93,10 +97,16 @@ impl Shard {
         self.mem
     }
 
+    /// Bytes the process holds for this shard that no key uses: empty slots the next
+    /// keys fill without allocating. Eviction counts them as free (see `evict.rs`).
+    pub fn reusable_bytes(&self) -> usize {
+        self.map.spare_bytes()
+    }
+
     /// MEMORY USAGE: the bytes `key` costs (its key, value, bookkeeping and TTL entry, as
     /// the shard counts them), `None` when missing.
     pub fn usage(&self, key: KeyRef<'_>, now: u64) -> Option<usize> {
-        self.get(key, now).map(|entry| entry_cost(key.bytes.len(), entry))
+        self.peek(key, now).map(|entry| entry_cost(key.bytes.len(), entry))
     }
 
     /// Number of keys carrying a TTL.
@@ -104,8 +114,17 @@ impl Shard {
         self.ttl.len()
     }
 
-    /// Read path: the live entry for `key`; an expired one reads as missing.
+    /// Read path: the live entry for `key`; an expired one reads as missing. A live one's
+    /// access stamp notes the read (LRU/LFU, OBJECT IDLETIME).
     pub fn get(&self, key: KeyRef<'_>, now: u64) -> Option<&Entry> {
+        let entry = self.peek(key, now)?;
+        entry.touch(now);
+        Some(entry)
+    }
+
+    /// `get` without noting an access: what Redis' `LOOKUP_NOTOUCH` readers see (EXISTS,
+    /// TYPE, TTL, OBJECT, eviction's own sampling).
+    pub fn peek(&self, key: KeyRef<'_>, now: u64) -> Option<&Entry> {
         let slot = self.map.find(key.hash, key.bytes)?;
         let entry = &self.map.get(slot)?.value;
         (!entry.is_expired(now)).then_some(entry)
@@ -120,13 +139,16 @@ impl Shard {
     /// `get_mut` for a write that notes what it changes itself (`LiveEntry::touch_fields`,
     /// or `touch` on a key it deletes or replaces); an expired entry it deletes is noted.
     pub fn get_mut_untouched(&mut self, key: KeyRef<'_>, now: u64) -> Option<LiveEntry<'_>> {
+        self.now = now;
         let slot = self.map.find(key.hash, key.bytes)?;
-        if self.map.get(slot)?.value.is_expired(now) {
+        let entry = &self.map.get(slot)?.value;
+        if entry.is_expired(now) {
             self.touch(key.bytes);
             self.event(class::EXPIRED, "expired", key.bytes);
             self.remove_slot(key.hash, slot);
             return None;
         }
+        entry.touch(now);
         Some(LiveEntry { shard: self, slot, hash: key.hash })
     }
 
@@ -136,7 +158,10 @@ impl Shard {
         self.touch(key.bytes);
         self.event(class::NEW, "new", key.bytes);
         self.mem += entry_cost(key.bytes.len(), &entry);
-        let has_ttl = entry.expire_at.is_some();
+        if entry.stamp() == 0 {
+            entry.set_stamp(crate::recency::fresh(self.now));
+        }
+        let has_ttl = entry.expire_at().is_some();
         let slot = self.map.insert_new(key.hash, key.bytes.into(), entry);
         if has_ttl {
             self.ttl.insert(slot);
@@ -150,7 +175,7 @@ impl Shard {
                 live.replace(value);
                 live.set_expire_at(expire_at);
             }
-            None => self.insert(key, Entry { value, expire_at }),
+            None => self.insert(key, Entry::new(value, expire_at)),
         }
     }
 
@@ -194,6 +219,49 @@ impl Shard {
     pub fn random_live(&self, now: u64, pick: impl FnMut(usize) -> usize) -> Option<&[u8]> {
         let slot = self.map.random(pick)?;
         (!slot.value.is_expired(now)).then_some(&*slot.key)
+    }
+
+    /// Eviction's sample: up to `count` random keys (only those with a TTL when
+    /// `volatile`), each with its entry, seen without counting as an access; `pick(n)`
+    /// returns a number below `n`. A key may come twice.
+    pub fn sample(
+        &self,
+        volatile: bool,
+        count: usize,
+        mut pick: impl FnMut(usize) -> usize,
+        mut visit: impl FnMut(&[u8], &Entry),
+    ) {
+        for _ in 0..count {
+            let found = if volatile {
+                self.ttl.random(&mut pick).and_then(|slot| self.map.get(slot))
+            } else {
+                self.map.random(&mut pick)
+            };
+            let Some(found) = found else { return };
+            visit(&found.key, &found.value);
+        }
+    }
+
+    /// Eviction's delete: removes `key` (when `volatile`, only if it carries a TTL) and
+    /// notes an `evicted` event, or `expired` for a key already past its deadline, which
+    /// goes the same way. The bytes the shard counted for it, `None` when it was not
+    /// there (another client deleted it since it was sampled) or not volatile.
+    pub fn evict(&mut self, key: KeyRef<'_>, now: u64, volatile: bool) -> Option<(usize, bool)> {
+        let slot = self.map.find(key.hash, key.bytes)?;
+        let entry = &self.map.get(slot)?.value;
+        if volatile && entry.expire_at().is_none() {
+            return None;
+        }
+        let cost = entry_cost(key.bytes.len(), entry);
+        let expired = entry.is_expired(now);
+        self.touch(key.bytes);
+        if expired {
+            self.event(class::EXPIRED, "expired", key.bytes);
+        } else {
+            self.event(class::EVICTED, "evicted", key.bytes);
+        }
+        self.remove_slot(key.hash, slot);
+        Some((cost, expired))
     }
 
     /// Live (key, entry) pairs in storage order.
@@ -269,7 +337,7 @@ impl Shard {
     fn rebuild_ttl_index(&mut self) {
         self.ttl.clear();
         for (slot, s) in self.map.iter() {
-            if s.value.expire_at.is_some() {
+            if s.value.expire_at().is_some() {
                 self.ttl.insert(slot);
             }
         }
@@ -308,7 +376,7 @@ impl LiveEntry<'_> {
 
     /// The stored deadline.
     pub fn expire_at(&self) -> Option<NonZeroU64> {
-        self.slot().value.expire_at
+        self.slot().value.expire_at()
     }
 
     /// Mutates the value in place, re-accounting its size. Callers must not
@@ -330,7 +398,8 @@ impl LiveEntry<'_> {
     /// Sets or clears the deadline, keeping the TTL index in step.
     pub fn set_expire_at(&mut self, expire_at: Option<NonZeroU64>) {
         let slot = self.shard.map.get_mut(self.slot).expect(LIVE_SLOT);
-        let had = std::mem::replace(&mut slot.value.expire_at, expire_at).is_some();
+        let had = slot.value.expire_at().is_some();
+        slot.value.set_expire_at(expire_at);
         match (had, expire_at.is_some()) {
             (false, true) => {
                 self.shard.ttl.insert(self.slot);

@@ -27,6 +27,68 @@ use crate::store::small_bytes::SmallBytes;
 
 /// Below this many slots the waste of free slots is not worth a rebuild.
 const COMPACT_MIN_SLOTS: usize = 64;
+/// Slots per chunk past the first (see [`Slots`]): 1024 slots of a keyspace's shard are
+/// 64 KiB.
+const CHUNK_BITS: u32 = 10;
+const CHUNK: usize = 1 << CHUNK_BITS;
+
+/// The slab's storage: a first chunk that grows as a `Vec` does, up to [`CHUNK`] slots,
+/// then further chunks of exactly [`CHUNK`] slots.
+///
+/// Why not one `Vec`: a `Vec` doubles, so a big map holds up to as much empty capacity as
+/// it uses, allocated in one step. Under `maxmemory` that step overshoots the limit by half
+/// the keyspace's slot memory, and eviction cannot take it back (freed slots stay in the
+/// slab for the next keys). In chunks, a map holds at most one chunk it has not filled, the
+/// growth step is one chunk, and no slot is ever copied to grow.
+#[derive(Debug, Clone)]
+struct Slots<V> {
+    chunks: Vec<Vec<Option<Slot<V>>>>,
+    len: usize,
+}
+
+impl<V> Default for Slots<V> {
+    fn default() -> Self {
+        Self { chunks: Vec::new(), len: 0 }
+    }
+}
+
+impl<V> Slots<V> {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Slots allocated (filled or not), in O(1): every chunk but the first holds exactly
+    /// `CHUNK`.
+    fn capacity(&self) -> usize {
+        self.chunks.first().map_or(0, |first| first.capacity() + (self.chunks.len() - 1) * CHUNK)
+    }
+
+    fn get(&self, at: usize) -> Option<&Option<Slot<V>>> {
+        self.chunks.get(at >> CHUNK_BITS)?.get(at & (CHUNK - 1))
+    }
+
+    fn get_mut(&mut self, at: usize) -> Option<&mut Option<Slot<V>>> {
+        self.chunks.get_mut(at >> CHUNK_BITS)?.get_mut(at & (CHUNK - 1))
+    }
+
+    fn push(&mut self, slot: Option<Slot<V>>) {
+        if self.chunks.last().is_none_or(|chunk| chunk.len() == CHUNK) {
+            // The first chunk starts empty and grows; the others are allocated whole.
+            let capacity = if self.chunks.is_empty() { 0 } else { CHUNK };
+            self.chunks.push(Vec::with_capacity(capacity));
+        }
+        self.chunks.last_mut().expect("a chunk with room was just ensured").push(slot);
+        self.len += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Option<Slot<V>>> {
+        self.chunks.iter().flatten()
+    }
+}
 
 /// One occupied slab position.
 #[derive(Debug, Clone)]
@@ -73,7 +135,7 @@ impl ScanBudget {
 /// Byte-keyed map with stable entry positions (see module docs).
 #[derive(Debug, Clone)]
 pub struct SlabMap<V> {
-    slots: Vec<Option<Slot<V>>>,
+    slots: Slots<V>,
     free: Vec<u32>,
     index: HashTable<u32>,
     epoch: u16,
@@ -81,13 +143,13 @@ pub struct SlabMap<V> {
 
 impl<V> Default for SlabMap<V> {
     fn default() -> Self {
-        Self { slots: Vec::new(), free: Vec::new(), index: HashTable::new(), epoch: 0 }
+        Self { slots: Slots::default(), free: Vec::new(), index: HashTable::new(), epoch: 0 }
     }
 }
 
 /// Hash of the key stored at `slot`, used when the table rehashes. A missing
 /// slot cannot be referenced by the table (invariant), so 0 is never used.
-fn slot_hash<V>(slots: &[Option<Slot<V>>], slot: u32) -> u64 {
+fn slot_hash<V>(slots: &Slots<V>, slot: u32) -> u64 {
     slots.get(slot as usize).and_then(Option::as_ref).map_or(0, |s| hash_bytes(&s.key))
 }
 
@@ -130,7 +192,7 @@ impl<V> SlabMap<V> {
         let entry = Some(Slot { key, value });
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = entry;
+                *self.slots.get_mut(slot as usize).expect("a freed slot stays allocated") = entry;
                 slot
             }
             None => {
@@ -171,7 +233,10 @@ impl<V> SlabMap<V> {
         if self.slots.len() < COMPACT_MIN_SLOTS || self.free.len() * 2 <= self.slots.len() {
             return false;
         }
-        let live: Vec<Option<Slot<V>>> = std::mem::take(&mut self.slots).into_iter().filter(Option::is_some).collect();
+        let mut live = Slots::default();
+        for chunk in std::mem::take(&mut self.slots).chunks {
+            chunk.into_iter().filter(Option::is_some).for_each(|slot| live.push(slot));
+        }
         self.slots = live;
         self.free = Vec::new();
         self.index = HashTable::with_capacity(self.slots.len());
@@ -182,6 +247,15 @@ impl<V> SlabMap<V> {
         }
         self.epoch = self.epoch.wrapping_add(1);
         true
+    }
+
+    /// Bytes held but empty (freed slots, slots and table buckets allocated and not used
+    /// yet): what the next inserts fill without allocating.
+    pub fn spare_bytes(&self) -> usize {
+        let slots =
+            (self.slots.capacity() - self.slots.len() + self.free.len()) * std::mem::size_of::<Option<Slot<V>>>();
+        let buckets = (self.index.capacity() - self.index.len()) * (std::mem::size_of::<u32>() + 1);
+        slots + buckets
     }
 
     /// A uniformly random entry (`None` when empty); `pick(n)` must return a uniform
@@ -216,7 +290,7 @@ impl<V> SlabMap<V> {
         let mut pos = if cursor.epoch == self.epoch { cursor.slot as usize } else { 0 };
         while pos < self.slots.len() && !budget.exhausted() {
             budget.positions -= 1;
-            if let Some(slot) = &self.slots[pos] {
+            if let Some(slot) = self.slots.get(pos).and_then(Option::as_ref) {
                 budget.live -= 1;
                 visit(slot);
             }

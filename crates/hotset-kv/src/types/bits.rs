@@ -221,7 +221,7 @@ impl Shard {
             ctx.check_value_len(len)?;
             let mut bytes = vec![0; len];
             let result = write(&mut bytes);
-            self.insert(key, Entry { value: Value::Str(StrValue::from_vec(bytes)), expire_at: None });
+            self.insert(key, Entry::new(Value::Str(StrValue::from_vec(bytes)), None));
             return Ok((result, true));
         };
         let current = as_str(live.value())?.len();

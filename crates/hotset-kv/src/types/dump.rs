@@ -14,6 +14,7 @@ use std::num::NonZeroU64;
 use crate::access::KvResult;
 use crate::error::KvError;
 use crate::notify::class;
+use crate::options::RestoreOptions;
 use crate::persist::{data_of, value_is_empty, value_of};
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;
@@ -64,10 +65,10 @@ impl Shard {
         now: u64,
         value: Value,
         expire_at: Option<NonZeroU64>,
-        replace: bool,
+        options: RestoreOptions,
     ) -> KvResult<()> {
         let exists = self.get(key, now).is_some();
-        if exists && !replace {
+        if exists && !options.replace {
             return Err(KvError::BusyKey);
         }
         if expire_at.is_some_and(|at| at.get() <= now) {
@@ -82,7 +83,16 @@ impl Shard {
                 live.replace(value);
                 live.set_expire_at(expire_at);
             }
-            None => self.insert(key, Entry { value, expire_at }),
+            None => self.insert(key, Entry::new(value, expire_at)),
+        }
+        // As Redis: IDLETIME counts under an LRU policy, FREQ under an LFU one.
+        let stamp = if crate::recency::lfu_mode() {
+            options.freq.map(|freq| crate::recency::with_frequency(freq, now))
+        } else {
+            options.idle_secs.map(|idle| crate::recency::idle_for(idle, now))
+        };
+        if let Some(stamp) = stamp {
+            self.peek(key, now).expect("restored just now").set_stamp(stamp);
         }
         self.event(class::GENERIC, "restore", key.bytes);
         Ok(())

@@ -68,7 +68,7 @@ impl Shard {
         let result = f(&mut map)?;
         if !map.is_empty() {
             let value = Value::Hash(Box::new(map));
-            self.insert(key, Entry { value, expire_at: None });
+            self.insert(key, Entry::new(value, None));
         }
         Ok(result)
     }

@@ -14,7 +14,7 @@
 //! deleted the key; PERSIST notes `persist` when it removed a TTL.
 
 use crate::notify::class;
-use crate::options::ExpireCondition;
+use crate::options::{ExpireCondition, KeyAccess};
 use crate::store::expiry::{condition_allows, live_deadline};
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;
@@ -27,24 +27,24 @@ pub const TTL_NONE: i64 = -1;
 impl Shard {
     /// Whether `key` exists (and is not expired).
     pub fn contains(&self, key: KeyRef<'_>, now: u64) -> bool {
-        self.get(key, now).is_some()
+        self.peek(key, now).is_some()
     }
 
     /// PTTL: remaining ms, or -2 (missing) / -1 (no expiry).
     pub fn ttl_ms(&self, key: KeyRef<'_>, now: u64) -> i64 {
-        match self.get(key, now) {
+        match self.peek(key, now) {
             None => TTL_MISSING,
             Some(e) => {
-                e.expire_at.map_or(TTL_NONE, |at| i64::try_from(at.get().saturating_sub(now)).unwrap_or(i64::MAX))
+                e.expire_at().map_or(TTL_NONE, |at| i64::try_from(at.get().saturating_sub(now)).unwrap_or(i64::MAX))
             }
         }
     }
 
     /// PEXPIRETIME: absolute deadline, or -2 (missing) / -1 (no expiry).
     pub fn expire_time_ms(&self, key: KeyRef<'_>, now: u64) -> i64 {
-        match self.get(key, now) {
+        match self.peek(key, now) {
             None => TTL_MISSING,
-            Some(e) => e.expire_at.map_or(TTL_NONE, |at| i64::try_from(at.get()).unwrap_or(i64::MAX)),
+            Some(e) => e.expire_at().map_or(TTL_NONE, |at| i64::try_from(at.get()).unwrap_or(i64::MAX)),
         }
     }
 
@@ -85,6 +85,15 @@ impl Shard {
 
     /// TYPE: "string", "hash" or "none".
     pub fn key_type(&self, key: KeyRef<'_>, now: u64) -> &'static str {
-        self.get(key, now).map_or("none", |e| e.value.type_name())
+        self.peek(key, now).map_or("none", |e| e.value.type_name())
+    }
+
+    /// OBJECT IDLETIME/FREQ of `key`, without counting as an access.
+    pub fn access(&self, key: KeyRef<'_>, now: u64) -> Option<KeyAccess> {
+        let stamp = self.peek(key, now)?.stamp();
+        Some(KeyAccess {
+            idle_secs: crate::recency::idle_ms(stamp, now) / 1000,
+            freq: crate::recency::decayed(stamp, now) as u8,
+        })
     }
 }

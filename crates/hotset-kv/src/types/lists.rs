@@ -140,7 +140,7 @@ impl Shard {
         let mut list = List::default();
         items.iter().for_each(|item| list.push(end, item));
         let len = list.len();
-        self.insert(key, Entry { value: Value::List(Box::new(list)), expire_at: None });
+        self.insert(key, Entry::new(Value::List(Box::new(list)), None));
         self.event(class::LIST, push_event(end), key.bytes);
         Ok(len)
     }

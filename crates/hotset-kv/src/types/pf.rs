@@ -65,7 +65,7 @@ impl Shard {
     fn write_hll(&mut self, key: KeyRef<'_>, now: u64, bytes: Vec<u8>) {
         match self.get_mut(key, now) {
             Some(mut live) => drop(live.replace(Value::Str(StrValue::from_vec(bytes)))),
-            None => self.insert(key, Entry { value: Value::Str(StrValue::from_vec(bytes)), expire_at: None }),
+            None => self.insert(key, Entry::new(Value::Str(StrValue::from_vec(bytes)), None)),
         }
     }
 

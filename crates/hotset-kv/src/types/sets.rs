@@ -77,7 +77,7 @@ impl Shard {
                 let mut set = MemberSet::default();
                 let added = members.iter().filter(|member| set.insert(member)).count();
                 if added > 0 {
-                    self.insert(key, Entry { value: Value::Set(Box::new(set)), expire_at: None });
+                    self.insert(key, Entry::new(Value::Set(Box::new(set)), None));
                 }
                 added
             }

@@ -481,7 +481,7 @@ impl Shard {
             None if create => {
                 let mut stream = Stream::default();
                 let result = f(&mut stream, &mut parts)?;
-                self.insert(key, Entry { value: Value::Stream(Box::new(stream)), expire_at: None });
+                self.insert(key, Entry::new(Value::Stream(Box::new(stream)), None));
                 Ok(Some(result))
             }
             None => Ok(None),

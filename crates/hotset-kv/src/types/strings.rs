@@ -62,7 +62,7 @@ fn set_ttl(opts: &SetOptions, now: u64) -> KvResult<SetTtl> {
 }
 
 fn new_string(value: StrValue) -> Entry {
-    Entry { value: Value::Str(value), expire_at: None }
+    Entry::new(Value::Str(value), None)
 }
 
 impl Shard {
@@ -114,7 +114,7 @@ impl Shard {
                     SetTtl::At(at) => Some(at),
                     _ => None,
                 };
-                self.insert(key, Entry { value, expire_at });
+                self.insert(key, Entry::new(value, expire_at));
             }
         }
         self.event(class::STRING, "set", key.bytes);
@@ -224,7 +224,7 @@ impl Shard {
         let value = Value::Str(StrValue::from_bytes(&text));
         match live {
             Some(mut e) => drop(e.replace(value)),
-            None => self.insert(key, Entry { value, expire_at: None }),
+            None => self.insert(key, Entry::new(value, None)),
         }
         self.event(class::STRING, "incrbyfloat", key.bytes);
         Ok(text)

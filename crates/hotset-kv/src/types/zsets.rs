@@ -238,7 +238,7 @@ impl Shard {
                 let mut set = SortedSet::default();
                 let counts = apply_zadd(&mut set, options, pairs)?;
                 if !set.is_empty() {
-                    self.insert(key, Entry { value: Value::ZSet(Box::new(set)), expire_at: None });
+                    self.insert(key, Entry::new(Value::ZSet(Box::new(set)), None));
                 }
                 counts
             }

@@ -100,15 +100,22 @@ fn section(state: &ServerState, name: &str, text: &mut String) {
             // counts them too.
             let namespaces: usize =
                 db.namespace_names().iter().filter_map(|n| db.describe(n).ok()).map(|i| i.memory_bytes).sum();
-            let used = keyspaces + namespaces;
+            // The allocator's count (everything the process holds: keys, documents,
+            // indexes, buffers); the engines' own counts of keys and documents beside it.
+            let used = crate::memory::used(state);
+            let peak = state.memory.peak.load(Ordering::Relaxed);
+            let rss = resident_bytes();
             let maxmemory = state.params.maxmemory.load(Ordering::Relaxed);
             let _ = write!(
                 text,
-                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{}\r\nused_memory_namespaces:{namespaces}\r\nused_memory_keyspaces:{keyspaces}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_allocator:mimalloc\r\n",
+                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_namespaces:{namespaces}\r\nused_memory_keyspaces:{keyspaces}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_not_counted_for_evict:{}\r\nmem_allocator:mimalloc\r\n",
                 human(used as u64),
-                resident_bytes(),
+                human(rss),
+                human(peak),
                 human(maxmemory),
                 state.params.value("maxmemory-policy").unwrap_or_default(),
+                rss as f64 / used.max(1) as f64,
+                crate::memory::Memory::not_counted(state),
             );
         }
         "persistence" => {
@@ -139,10 +146,13 @@ fn section(state: &ServerState, name: &str, text: &mut String) {
             let errors: u64 = stats.errors.lock().values().sum();
             let _ = write!(
                 text,
-                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:0\r\nevicted_keys:0\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntotal_error_replies:{errors}\r\nprotocol_errors:{}\r\nrequest_batches:{}\r\ntls_handshake_failures:{}\r\n",
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\ntotal_eviction_exceeded_time:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntotal_error_replies:{errors}\r\nprotocol_errors:{}\r\nrequest_batches:{}\r\ntls_handshake_failures:{}\r\n",
                 stats.connections_received.load(Ordering::Relaxed),
                 stats.commands.load(Ordering::Relaxed),
                 stats.connections_rejected.load(Ordering::Relaxed),
+                state.memory.expired_keys.load(Ordering::Relaxed),
+                state.memory.evicted_keys.load(Ordering::Relaxed),
+                state.memory.exceeded_micros.load(Ordering::Relaxed) / 1000,
                 state.pubsub.names(crate::pubsub::Kind::Channel),
                 state.pubsub.patterns(),
                 state.pubsub.names(crate::pubsub::Kind::Shard),

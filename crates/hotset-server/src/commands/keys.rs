@@ -11,7 +11,7 @@
 use super::args::{self, CmdError, CmdResult, syntax};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
-use hotset_core::kv::{ExpireCondition, KvError, KvOps, SortOptions};
+use hotset_core::kv::{ExpireCondition, KvError, KvOps, RestoreOptions, SortOptions};
 use hotset_core::{Acks, Durability};
 
 /// Keys SCAN returns per call when COUNT is not given (Redis' default).
@@ -129,39 +129,37 @@ pub fn dump<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
 }
 
 /// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
-/// (IDLETIME and FREQ are checked and then have nothing to set: no access clock yet).
+/// (IDLETIME is kept under an LRU policy, FREQ under an LFU one, as in Redis).
 pub fn restore<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let ttl = args::int(a[2])?;
-    let (mut replace, mut absolute, mut at) = (false, false, 4);
+    let (mut options, mut at) = (RestoreOptions::default(), 4);
     while at < a.len() {
         let word = a[at];
         if args::is(word, "REPLACE") {
-            replace = true;
+            options.replace = true;
         } else if args::is(word, "ABSTTL") {
-            absolute = true;
+            options.absolute = true;
         } else if args::is(word, "IDLETIME") && at + 1 < a.len() {
-            if args::int(a[at + 1])? < 0 {
-                return Err(CmdError("ERR Invalid IDLETIME value, must be >= 0".into()));
-            }
+            let idle = u64::try_from(args::int(a[at + 1])?);
+            options.idle_secs = Some(idle.map_err(|_| CmdError("ERR Invalid IDLETIME value, must be >= 0".into()))?);
             at += 1;
         } else if args::is(word, "FREQ") && at + 1 < a.len() {
-            if !(0..=255).contains(&args::int(a[at + 1])?) {
-                return Err(CmdError("ERR Invalid FREQ value, must be >= 0 and <= 255".into()));
-            }
+            let freq = u8::try_from(args::int(a[at + 1])?);
+            options.freq = Some(freq.map_err(|_| CmdError("ERR Invalid FREQ value, must be >= 0 and <= 255".into()))?);
             at += 1;
         } else {
             return Err(syntax());
         }
         at += 1;
     }
-    kv.restore(a[1], ttl, a[3], replace, absolute)?;
+    kv.restore(a[1], ttl, a[3], options)?;
     r.ok();
     Ok(())
 }
 
 /// OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key, OBJECT HELP. Hotset shares no values
-/// between keys (REFCOUNT is 1) and keeps no access clock yet (IDLETIME is 0; FREQ is
-/// refused as Redis refuses it without an LFU policy).
+/// between keys (REFCOUNT is 1). IDLETIME answers under an LRU policy, FREQ under an LFU
+/// one, and each is refused under the other, in Redis' words.
 pub fn object<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let sub = a[1];
     if args::is(sub, "HELP") && a.len() == 2 {
@@ -195,13 +193,24 @@ pub fn object<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
         r.bulk(encoding.as_bytes());
     } else if args::is(sub, "REFCOUNT") {
         r.int(1);
-    } else if args::is(sub, "IDLETIME") {
-        r.int(0);
-    } else if args::is(sub, "FREQ") {
-        return Err(CmdError(
-            "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
-                .into(),
-        ));
+    } else if args::is(sub, "IDLETIME") || args::is(sub, "FREQ") {
+        let lfu = hotset_core::kv::lfu_mode();
+        let Some(access) = kv.object_access(key)? else {
+            r.null();
+            return Ok(());
+        };
+        match (args::is(sub, "FREQ"), lfu) {
+            (false, false) => r.int(access.idle_secs as i64),
+            (true, true) => r.int(i64::from(access.freq)),
+            (false, true) => return Err(CmdError(
+                "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+                    .into(),
+            )),
+            (true, false) => return Err(CmdError(
+                "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+                    .into(),
+            )),
+        }
     } else {
         return Err(args::unknown_subcommand("OBJECT", sub));
     }

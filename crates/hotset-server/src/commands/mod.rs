@@ -76,6 +76,10 @@ pub struct Session {
     pub blocked: Option<Option<std::time::Instant>>,
     /// The command the connection is blocked in (its failure is counted when it ends).
     pub blocked_by: Option<&'static Spec>,
+    /// The server was over `maxmemory` when this batch began (checked once per batch):
+    /// the next command makes room first, and one that needs memory is refused when no
+    /// room can be made (`crate::memory`).
+    pub over_memory: bool,
 }
 
 /// One command's calls in a batch.
@@ -137,6 +141,7 @@ impl Session {
             tallies: Vec::new(),
             blocked: None,
             blocked_by: None,
+            over_memory: false,
         }
     }
 
@@ -236,6 +241,20 @@ fn dispatch(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
             spec.name.to_ascii_lowercase()
         ));
+    }
+    if session.over_memory {
+        // As Redis: every command first makes room; one that needs memory is refused when
+        // none can be made, and inside MULTI so is everything but EXEC, DISCARD and kin
+        // (queueing takes memory too).
+        let room = crate::memory::Memory::make_room(state, Durability::Collect(&session.acks));
+        session.over_memory = !room;
+        let queues = session.multi.is_some() && spec.in_multi != InMulti::RunAtOnce;
+        if !room && (spec.denyoom || queues) {
+            if let Some(multi) = &mut session.multi {
+                multi.failed = true;
+            }
+            return reject(crate::memory::OOM.into());
+        }
     }
     if let Some(multi) = &mut session.multi {
         match spec.in_multi {
@@ -376,6 +395,10 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
     if multi.failed {
         state.watches.unwatch(session.id);
         return Err(CmdError("EXECABORT Transaction discarded because of previous errors.".into()));
+    }
+    if session.over_memory && multi.queued.iter().any(|queued| queued.spec.denyoom) {
+        state.watches.unwatch(session.id);
+        return Err(CmdError(format!("EXECABORT Transaction discarded because of: {}", crate::memory::OOM)));
     }
     // FLUSHALL reaches other keyspaces, which the block does not lock: refuse it here
     // rather than break atomicity.

@@ -552,8 +552,11 @@ fn command_info(spec: &Spec, r: &mut Reply<'_>) {
     r.array(6);
     r.bulk(spec.name.to_ascii_lowercase().as_bytes());
     r.int(i64::from(spec.arity));
-    r.set(1);
+    r.set(1 + usize::from(spec.denyoom));
     r.simple(if spec.write { "write" } else { "readonly" });
+    if spec.denyoom {
+        r.simple("denyoom");
+    }
     r.int(spec.keys.first);
     r.int(spec.keys.last);
     r.int(spec.keys.step);

@@ -95,6 +95,9 @@ pub struct Spec {
     pub handler: Handler,
     /// Whether it writes (COMMAND INFO flags; `write` or `readonly`).
     pub write: bool,
+    /// Whether it may add to memory (Redis' `denyoom`): over `maxmemory`, when eviction
+    /// cannot make room, it is refused with `-OOM` (other commands go on).
+    pub denyoom: bool,
     pub in_multi: InMulti,
     /// Whether a connection that has not authenticated may send it.
     pub before_auth: bool,
@@ -143,6 +146,7 @@ macro_rules! kv {
                 in_txn: |kv: &KeyspaceTxn<'_>, a: &[&[u8]], r: &mut Reply<'_>| $handler(kv, a, r),
             }),
             write: $write,
+            denyoom: false,
             in_multi: InMulti::Queue,
             before_auth: false,
             keys: KeyPositions { first: 1, last: 1, step: 1 },
@@ -167,6 +171,7 @@ const fn all_keyspaces(
         arity,
         handler: Handler::AllKeyspaces(handler),
         write: true,
+        denyoom: false,
         in_multi: InMulti::Queue,
         before_auth: false,
         keys: NO_KEYS,
@@ -184,6 +189,7 @@ const fn conn(name: &'static str, arity: i32, handler: SessionHandler, summary: 
         arity,
         handler: Handler::Session(handler),
         write: false,
+        denyoom: false,
         in_multi: InMulti::Refuse,
         before_auth: false,
         keys: NO_KEYS,
@@ -202,6 +208,7 @@ const fn doc(name: &'static str, arity: i32, write: bool, handler: SessionHandle
         arity,
         handler: Handler::Session(handler),
         write,
+        denyoom: false,
         in_multi: InMulti::Refuse,
         before_auth: false,
         keys: NO_KEYS,
@@ -225,6 +232,7 @@ const fn blocking(
         arity,
         handler: Handler::Blocking(parse),
         write: true,
+        denyoom: false,
         in_multi: InMulti::Queue,
         before_auth: false,
         keys: KeyPositions { first: 1, last: 1, step: 1 },
@@ -267,6 +275,10 @@ impl Spec {
 
     const fn pushes(self) -> Spec {
         Spec { subscribed: Subscribed::Pushes, ..self }
+    }
+
+    const fn denyoom(self) -> Spec {
+        Spec { denyoom: true, ..self }
     }
 
     const fn wakes(self) -> Spec {
@@ -353,17 +365,20 @@ fn keys_of_sort(args: &[&[u8]]) -> Vec<usize> {
 
 /// Every command, sorted by name (the order COMMAND lists them in).
 pub static COMMANDS: &[Spec] = &[
-    kv!("APPEND", 3, true, "string", "Appends a string to the value of a key.", strings::append),
+    kv!("APPEND", 3, true, "string", "Appends a string to the value of a key.", strings::append).denyoom(),
     conn("AUTH", -2, server::auth, "Authenticates the connection.").before_auth(),
     conn("BGSAVE", -1, server::bgsave, "Takes a snapshot of the database in the background."),
     kv!("BITCOUNT", -2, false, "bitmap", "Counts the set bits of a string, or of a range of it.", strings::bitcount),
-    kv!("BITFIELD", -2, true, "bitmap", "Reads and writes integer fields of a string.", strings::bitfield),
+    kv!("BITFIELD", -2, true, "bitmap", "Reads and writes integer fields of a string.", strings::bitfield).denyoom(),
     kv!("BITFIELD_RO", -2, false, "bitmap", "Reads integer fields of a string.", strings::bitfield_ro),
-    kv!("BITOP", -4, true, "bitmap", "Stores a bitwise operation over strings.", strings::bitop).keys(2, -1, 1),
+    kv!("BITOP", -4, true, "bitmap", "Stores a bitwise operation over strings.", strings::bitop)
+        .keys(2, -1, 1)
+        .denyoom(),
     kv!("BITPOS", -3, false, "bitmap", "The first bit set to 1 or 0 in a string.", strings::bitpos),
     blocking("BLMOVE", 6, blocking::parse_blmove, "LMOVE, waiting for an element when the source is empty.")
         .keys(1, 2, 1)
-        .wakes(),
+        .wakes()
+        .denyoom(),
     blocking("BLMPOP", -5, blocking::parse_blmpop, "LMPOP, waiting for an element when every list is empty.")
         .movable(keys_after_timeout),
     blocking("BLPOP", -3, blocking::parse_blpop, "LPOP of the first non-empty list, waiting when all are empty.")
@@ -377,7 +392,8 @@ pub static COMMANDS: &[Spec] = &[
         "RPOPLPUSH, waiting for an element when the source is empty.",
     )
     .keys(1, 2, 1)
-    .wakes(),
+    .wakes()
+    .denyoom(),
     blocking("BZMPOP", -5, blocking::parse_bzmpop, "ZMPOP, waiting for a member when every sorted set is empty.")
         .movable(keys_after_timeout)
         .in_group("sorted-set"),
@@ -409,11 +425,12 @@ pub static COMMANDS: &[Spec] = &[
     conn("CONFIG", -2, config::config, "Redis' runtime parameters: GET, SET, RESETSTAT, REWRITE.").queue(),
     kv!("COPY", -3, true, "generic", "Copies a key's value and deadline to another key.", keys::copy)
         .keys(1, 2, 1)
-        .wakes(),
+        .wakes()
+        .denyoom(),
     kv!("DBSIZE", 1, false, "server", "Number of keys in the selected keyspace.", keys::dbsize).keyless(),
     conn("DEBUG", -2, server::debug, "Harmless debugging aids: LOG message, SLEEP seconds.").queue_then_refuse(),
-    kv!("DECR", 2, true, "string", "Decrements the integer value of a key by one.", strings::decr),
-    kv!("DECRBY", 3, true, "string", "Decrements the integer value of a key by a number.", strings::decrby),
+    kv!("DECR", 2, true, "string", "Decrements the integer value of a key by one.", strings::decr).denyoom(),
+    kv!("DECRBY", 3, true, "string", "Decrements the integer value of a key by a number.", strings::decrby).denyoom(),
     // DEL, UNLINK, SET and XGROUP wake too: an XREADGROUP waiting on a key they delete
     // or replace, or on a group XGROUP destroys, is answered with the error.
     kv!("DEL", -2, true, "generic", "Deletes keys.", keys::del).keys(1, -1, 1).wakes(),
@@ -516,11 +533,13 @@ pub static COMMANDS: &[Spec] = &[
         .keyless()
         .wakes_all(Wakes::Keyspace),
     conn("FUNCTION", -2, server::function, "Function libraries (none can be loaded yet): FLUSH, LIST."),
-    kv!("GEOADD", -5, true, "geo", "Adds points (longitude, latitude, member) to a sorted set.", geo::geoadd).wakes(),
+    kv!("GEOADD", -5, true, "geo", "Adds points (longitude, latitude, member) to a sorted set.", geo::geoadd)
+        .wakes()
+        .denyoom(),
     kv!("GEODIST", -4, false, "geo", "The distance between two members.", geo::geodist),
     kv!("GEOHASH", -2, false, "geo", "Members' positions as standard 11-character geohashes.", geo::geohash),
     kv!("GEOPOS", -2, false, "geo", "Members' longitudes and latitudes.", geo::geopos),
-    kv!("GEORADIUS", -6, true, "geo", "Members within a radius of a point (or STORE them).", geo::georadius),
+    kv!("GEORADIUS", -6, true, "geo", "Members within a radius of a point (or STORE them).", geo::georadius).denyoom(),
     kv!(
         "GEORADIUSBYMEMBER",
         -5,
@@ -528,65 +547,74 @@ pub static COMMANDS: &[Spec] = &[
         "geo",
         "Members within a radius of a member (or STORE them).",
         geo::georadiusbymember
-    ),
+    )
+    .denyoom(),
     kv!("GEORADIUSBYMEMBER_RO", -5, false, "geo", "Members within a radius of a member.", geo::georadiusbymember_ro),
     kv!("GEORADIUS_RO", -6, false, "geo", "Members within a radius of a point.", geo::georadius_ro),
     kv!("GEOSEARCH", -7, false, "geo", "Members within a circle or a box around a member or a point.", geo::geosearch),
     kv!("GEOSEARCHSTORE", -8, true, "geo", "Stores the members GEOSEARCH finds.", geo::geosearchstore)
         .keys(1, 2, 1)
-        .wakes(),
+        .wakes()
+        .denyoom(),
     kv!("GET", 2, false, "string", "The string value of a key.", strings::get),
     kv!("GETBIT", 3, false, "bitmap", "The bit at an offset of a string.", strings::getbit),
     kv!("GETDEL", 2, true, "string", "Returns a key's string value and deletes the key.", strings::getdel),
     kv!("GETEX", -2, true, "string", "A key's string value, changing its expiry.", strings::getex),
     kv!("GETRANGE", 4, false, "string", "A substring of a string value.", strings::getrange),
-    kv!("GETSET", 3, true, "string", "Sets a key's string value and returns the old one.", strings::getset),
+    kv!("GETSET", 3, true, "string", "Sets a key's string value and returns the old one.", strings::getset).denyoom(),
     kv!("HDEL", -3, true, "hash", "Deletes fields of a hash.", hashes::hdel),
     conn("HELLO", -1, server::hello, "Handshake: protocol version, authentication, client name.").before_auth(),
     kv!("HEXISTS", 3, false, "hash", "Whether a hash field exists.", hashes::hexists),
     kv!("HGET", 3, false, "hash", "The value of a hash field.", hashes::hget),
     kv!("HGETALL", 2, false, "hash", "Every field and value of a hash.", hashes::hgetall),
-    kv!("HINCRBY", 4, true, "hash", "Increments the integer value of a hash field.", hashes::hincrby),
-    kv!("HINCRBYFLOAT", 4, true, "hash", "Increments the floating-point value of a hash field.", hashes::hincrbyfloat),
+    kv!("HINCRBY", 4, true, "hash", "Increments the integer value of a hash field.", hashes::hincrby).denyoom(),
+    kv!("HINCRBYFLOAT", 4, true, "hash", "Increments the floating-point value of a hash field.", hashes::hincrbyfloat)
+        .denyoom(),
     kv!("HKEYS", 2, false, "hash", "Every field of a hash.", hashes::hkeys),
     kv!("HLEN", 2, false, "hash", "Number of fields in a hash.", hashes::hlen),
     kv!("HMGET", -3, false, "hash", "The values of several hash fields.", hashes::hmget),
-    kv!("HMSET", -4, true, "hash", "Sets several hash fields (deprecated form of HSET).", hashes::hmset),
+    kv!("HMSET", -4, true, "hash", "Sets several hash fields (deprecated form of HSET).", hashes::hmset).denyoom(),
     kv!("HRANDFIELD", -2, false, "hash", "Random fields of a hash, with their values on request.", hashes::hrandfield),
     kv!("HSCAN", -3, false, "hash", "Iterates over the fields of a hash.", hashes::hscan),
-    kv!("HSET", -4, true, "hash", "Sets hash fields; returns how many were new.", hashes::hset),
-    kv!("HSETNX", 4, true, "hash", "Sets a hash field only if it does not exist.", hashes::hsetnx),
+    kv!("HSET", -4, true, "hash", "Sets hash fields; returns how many were new.", hashes::hset).denyoom(),
+    kv!("HSETNX", 4, true, "hash", "Sets a hash field only if it does not exist.", hashes::hsetnx).denyoom(),
     kv!("HSTRLEN", 3, false, "hash", "Length of a hash field's value.", hashes::hstrlen),
     kv!("HVALS", 2, false, "hash", "Every value of a hash.", hashes::hvals),
-    kv!("INCR", 2, true, "string", "Increments the integer value of a key by one.", strings::incr),
-    kv!("INCRBY", 3, true, "string", "Increments the integer value of a key by a number.", strings::incrby),
-    kv!("INCRBYFLOAT", 3, true, "string", "Increments the floating-point value of a key.", strings::incrbyfloat),
+    kv!("INCR", 2, true, "string", "Increments the integer value of a key by one.", strings::incr).denyoom(),
+    kv!("INCRBY", 3, true, "string", "Increments the integer value of a key by a number.", strings::incrby).denyoom(),
+    kv!("INCRBYFLOAT", 3, true, "string", "Increments the floating-point value of a key.", strings::incrbyfloat)
+        .denyoom(),
     conn("INFO", -1, server::info, "Server information and statistics.").queue_then_refuse(),
     kv!("KEYS", 2, false, "generic", "Every key matching a glob pattern.", keys::keys).keyless(),
     conn("LASTSAVE", 1, server::lastsave, "Unix time of the last successful snapshot.").queue_then_refuse(),
     kv!("LCS", -3, false, "string", "The longest common subsequence of two strings.", strings::lcs).keys(1, 2, 1),
     kv!("LINDEX", 3, false, "list", "The element of a list at an index.", lists::lindex),
-    kv!("LINSERT", 5, true, "list", "Inserts an element before or after another in a list.", lists::linsert).wakes(),
+    kv!("LINSERT", 5, true, "list", "Inserts an element before or after another in a list.", lists::linsert)
+        .wakes()
+        .denyoom(),
     kv!("LLEN", 2, false, "list", "The length of a list.", lists::llen),
     kv!("LMOVE", 5, true, "list", "Pops an element from one list and pushes it onto another.", lists::lmove)
         .keys(1, 2, 1)
-        .wakes(),
+        .wakes()
+        .denyoom(),
     kv!("LMPOP", -4, true, "list", "Pops elements from the first non-empty list of several.", lists::lmpop)
         .movable(keys_after_numkeys),
     kv!("LPOP", -2, true, "list", "Removes and returns the first elements of a list.", lists::lpop),
     kv!("LPOS", -3, false, "list", "The indexes of the elements of a list equal to a value.", lists::lpos),
-    kv!("LPUSH", -3, true, "list", "Prepends elements to a list.", lists::lpush).wakes(),
-    kv!("LPUSHX", -3, true, "list", "Prepends elements to a list only if it exists.", lists::lpushx).wakes(),
+    kv!("LPUSH", -3, true, "list", "Prepends elements to a list.", lists::lpush).wakes().denyoom(),
+    kv!("LPUSHX", -3, true, "list", "Prepends elements to a list only if it exists.", lists::lpushx).wakes().denyoom(),
     kv!("LRANGE", 4, false, "list", "A range of the elements of a list.", lists::lrange),
     kv!("LREM", 4, true, "list", "Removes elements equal to a value from a list.", lists::lrem),
-    kv!("LSET", 4, true, "list", "Sets the element of a list at an index.", lists::lset),
+    kv!("LSET", 4, true, "list", "Sets the element of a list at an index.", lists::lset).denyoom(),
     kv!("LTRIM", 4, true, "list", "Trims a list to a range.", lists::ltrim),
     conn("MEMORY", -2, server::memory, "Memory use: USAGE key, STATS, DOCTOR, PURGE.")
         .keys(2, 2, 1)
         .queue_then_refuse(),
     kv!("MGET", -2, false, "string", "The values of several keys.", strings::mget).keys(1, -1, 1),
-    kv!("MSET", -3, true, "string", "Sets several keys atomically.", strings::mset).keys(1, -1, 2),
-    kv!("MSETNX", -3, true, "string", "Sets several keys only if none of them exists.", strings::msetnx).keys(1, -1, 2),
+    kv!("MSET", -3, true, "string", "Sets several keys atomically.", strings::mset).keys(1, -1, 2).denyoom(),
+    kv!("MSETNX", -3, true, "string", "Sets several keys only if none of them exists.", strings::msetnx)
+        .keys(1, -1, 2)
+        .denyoom(),
     conn("MULTI", 1, super::multi, "Starts a transaction.").run_at_once(),
     kv!(
         "OBJECT",
@@ -601,15 +629,16 @@ pub static COMMANDS: &[Spec] = &[
     kv!("PEXPIRE", -3, true, "generic", "Sets a key's time to live in milliseconds.", keys::pexpire),
     kv!("PEXPIREAT", -3, true, "generic", "Sets a key's expiry as a Unix time in milliseconds.", keys::pexpireat),
     kv!("PEXPIRETIME", 2, false, "generic", "A key's expiry as a Unix time in milliseconds.", keys::pexpiretime),
-    kv!("PFADD", -2, true, "hyperloglog", "Adds elements to a HyperLogLog.", hll::pfadd),
+    kv!("PFADD", -2, true, "hyperloglog", "Adds elements to a HyperLogLog.", hll::pfadd).denyoom(),
     kv!("PFCOUNT", -2, true, "hyperloglog", "The estimated number of distinct elements of HyperLogLogs.", hll::pfcount)
         .keys(1, -1, 1),
     kv!("PFDEBUG", 3, true, "hyperloglog", "Internals of a HyperLogLog: GETREG DECODE ENCODING TODENSE.", hll::pfdebug)
-        .keys(2, 2, 1),
-    kv!("PFMERGE", -2, true, "hyperloglog", "Merges HyperLogLogs into one.", hll::pfmerge).keys(1, -1, 1),
+        .keys(2, 2, 1)
+        .denyoom(),
+    kv!("PFMERGE", -2, true, "hyperloglog", "Merges HyperLogLogs into one.", hll::pfmerge).keys(1, -1, 1).denyoom(),
     kv!("PFSELFTEST", 1, false, "hyperloglog", "Checks the HyperLogLog implementation.", hll::pfselftest).keyless(),
     conn("PING", -1, server::ping, "Returns PONG, or the given message.").queue().in_subscribed_mode(),
-    kv!("PSETEX", 4, true, "string", "Sets a key's value and time to live in milliseconds.", strings::psetex),
+    kv!("PSETEX", 4, true, "string", "Sets a key's value and time to live in milliseconds.", strings::psetex).denyoom(),
     conn("PSUBSCRIBE", -2, pubsub::psubscribe, "Subscribes to the channels matching glob patterns.").pushes(),
     kv!("PTTL", 2, false, "generic", "A key's time to live in milliseconds.", keys::pttl),
     conn("PUBLISH", 3, pubsub::publish, "Posts a message to a channel; the number of receivers.").queue(),
@@ -622,38 +651,41 @@ pub static COMMANDS: &[Spec] = &[
         .keys(1, 2, 1)
         .wakes(),
     conn("RESET", 1, server::reset, "Resets the connection's state.").run_at_once().before_auth().in_subscribed_mode(),
-    kv!("RESTORE", -4, true, "generic", "Stores a DUMP payload at a key.", keys::restore).wakes(),
+    kv!("RESTORE", -4, true, "generic", "Stores a DUMP payload at a key.", keys::restore).wakes().denyoom(),
     kv!("RPOP", -2, true, "list", "Removes and returns the last elements of a list.", lists::rpop),
     kv!("RPOPLPUSH", 3, true, "list", "Pops the last element of a list and pushes it onto another.", lists::rpoplpush)
         .keys(1, 2, 1)
-        .wakes(),
-    kv!("RPUSH", -3, true, "list", "Appends elements to a list.", lists::rpush).wakes(),
-    kv!("RPUSHX", -3, true, "list", "Appends elements to a list only if it exists.", lists::rpushx).wakes(),
-    kv!("SADD", -3, true, "set", "Adds members to a set.", sets::sadd),
+        .wakes()
+        .denyoom(),
+    kv!("RPUSH", -3, true, "list", "Appends elements to a list.", lists::rpush).wakes().denyoom(),
+    kv!("RPUSHX", -3, true, "list", "Appends elements to a list only if it exists.", lists::rpushx).wakes().denyoom(),
+    kv!("SADD", -3, true, "set", "Adds members to a set.", sets::sadd).denyoom(),
     conn("SAVE", 1, server::save, "Takes a snapshot of the database and waits for it."),
     kv!("SCAN", -2, false, "generic", "Iterates over the keys of the keyspace.", keys::scan).keyless(),
     kv!("SCARD", 2, false, "set", "The number of members of a set.", sets::scard),
     kv!("SDIFF", -2, false, "set", "The members of a set in none of the others.", sets::sdiff).keys(1, -1, 1),
-    kv!("SDIFFSTORE", -3, true, "set", "Stores the difference of sets.", sets::sdiffstore).keys(1, -1, 1),
+    kv!("SDIFFSTORE", -3, true, "set", "Stores the difference of sets.", sets::sdiffstore).keys(1, -1, 1).denyoom(),
     conn("SELECT", 2, server::select, "Selects a keyspace by number or by name."),
     kv!("SET", -3, true, "string", "Sets a key's string value, with expiry and condition options.", strings::set)
-        .wakes(),
-    kv!("SETBIT", 4, true, "bitmap", "Sets or clears the bit at an offset of a string.", strings::setbit),
-    kv!("SETEX", 4, true, "string", "Sets a key's value and time to live in seconds.", strings::setex),
-    kv!("SETNX", 3, true, "string", "Sets a key's value only if the key does not exist.", strings::setnx),
-    kv!("SETRANGE", 4, true, "string", "Overwrites part of a string at an offset.", strings::setrange),
+        .wakes()
+        .denyoom(),
+    kv!("SETBIT", 4, true, "bitmap", "Sets or clears the bit at an offset of a string.", strings::setbit).denyoom(),
+    kv!("SETEX", 4, true, "string", "Sets a key's value and time to live in seconds.", strings::setex).denyoom(),
+    kv!("SETNX", 3, true, "string", "Sets a key's value only if the key does not exist.", strings::setnx).denyoom(),
+    kv!("SETRANGE", 4, true, "string", "Overwrites part of a string at an offset.", strings::setrange).denyoom(),
     conn("SHUTDOWN", -1, server::shutdown, "Stops the server cleanly, as SIGTERM does."),
     kv!("SINTER", -2, false, "set", "The members in every one of several sets.", sets::sinter).keys(1, -1, 1),
     kv!("SINTERCARD", -3, false, "set", "The size of the intersection of sets.", sets::sintercard)
         .movable(keys_after_numkeys),
-    kv!("SINTERSTORE", -3, true, "set", "Stores the intersection of sets.", sets::sinterstore).keys(1, -1, 1),
+    kv!("SINTERSTORE", -3, true, "set", "Stores the intersection of sets.", sets::sinterstore).keys(1, -1, 1).denyoom(),
     kv!("SISMEMBER", 3, false, "set", "Whether a value is a member of a set.", sets::sismember),
     kv!("SMEMBERS", 2, false, "set", "Every member of a set.", sets::smembers),
     kv!("SMISMEMBER", -3, false, "set", "Whether each of several values is a member of a set.", sets::smismember),
     kv!("SMOVE", 4, true, "set", "Moves a member from one set to another.", sets::smove).keys(1, 2, 1),
     kv!("SORT", -2, true, "generic", "Sorts a list, set or sorted set, or stores the result.", keys::sort)
         .movable(keys_of_sort)
-        .wakes(),
+        .wakes()
+        .denyoom(),
     kv!("SORT_RO", -2, false, "generic", "Sorts a list, set or sorted set.", keys::sort_ro).movable(keys_of_sort),
     kv!("SPOP", -2, true, "set", "Removes and returns random members of a set.", sets::spop),
     conn("SPUBLISH", 3, pubsub::spublish, "Posts a message to a shard channel; the number of receivers.").queue(),
@@ -665,7 +697,7 @@ pub static COMMANDS: &[Spec] = &[
     conn("SUBSCRIBE", -2, pubsub::subscribe, "Subscribes to channels.").pushes(),
     kv!("SUBSTR", 4, false, "string", "A substring of a string value (GETRANGE's old name).", strings::getrange),
     kv!("SUNION", -2, false, "set", "The members of any of several sets.", sets::sunion).keys(1, -1, 1),
-    kv!("SUNIONSTORE", -3, true, "set", "Stores the union of sets.", sets::sunionstore).keys(1, -1, 1),
+    kv!("SUNIONSTORE", -3, true, "set", "Stores the union of sets.", sets::sunionstore).keys(1, -1, 1).denyoom(),
     conn("SUNSUBSCRIBE", -1, pubsub::sunsubscribe, "Unsubscribes from shard channels (all without arguments).")
         .pushes(),
     conn("TIME", 1, server::time, "The server's time.").queue(),
@@ -678,7 +710,9 @@ pub static COMMANDS: &[Spec] = &[
     conn("UNWATCH", 1, super::unwatch, "Forgets the watched keys.").queue(),
     conn("WATCH", -2, super::watch, "Watches keys: EXEC runs only if none changes first.").run_at_once().keys(1, -1, 1),
     kv!("XACK", -4, true, "stream", "Acknowledges pending entries of a consumer group.", streams::xack),
-    kv!("XADD", -5, true, "stream", "Appends an entry to a stream, trimming it if asked.", streams::xadd).wakes(),
+    kv!("XADD", -5, true, "stream", "Appends an entry to a stream, trimming it if asked.", streams::xadd)
+        .wakes()
+        .denyoom(),
     kv!(
         "XAUTOCLAIM",
         -6,
@@ -707,7 +741,7 @@ pub static COMMANDS: &[Spec] = &[
         .in_group("stream")
         .movable(keys_of_xread),
     kv!("XREVRANGE", -4, false, "stream", "Entries of a stream between two ids, last first.", streams::xrevrange),
-    kv!("XSETID", -3, true, "stream", "Sets a stream's last id and counters.", streams::xsetid),
+    kv!("XSETID", -3, true, "stream", "Sets a stream's last id and counters.", streams::xsetid).denyoom(),
     kv!("XTRIM", -4, true, "stream", "Trims a stream to a length or a lowest id.", streams::xtrim),
     kv!(
         "ZADD",
@@ -717,22 +751,27 @@ pub static COMMANDS: &[Spec] = &[
         "Adds members with scores to a sorted set, or updates their scores.",
         zsets::zadd
     )
-    .wakes(),
+    .wakes()
+    .denyoom(),
     kv!("ZCARD", 2, false, "sorted-set", "The number of members of a sorted set.", zsets::zcard),
     kv!("ZCOUNT", 4, false, "sorted-set", "The number of members with scores in a range.", zsets::zcount),
     kv!("ZDIFF", -3, false, "sorted-set", "The members of a sorted set in none of the others.", zsets::zdiff)
         .movable(keys_after_numkeys),
     kv!("ZDIFFSTORE", -4, true, "sorted-set", "Stores the difference of sorted sets.", zsets::zdiffstore)
         .movable(keys_of_store)
-        .wakes(),
-    kv!("ZINCRBY", 4, true, "sorted-set", "Adds to the score of a member of a sorted set.", zsets::zincrby).wakes(),
+        .wakes()
+        .denyoom(),
+    kv!("ZINCRBY", 4, true, "sorted-set", "Adds to the score of a member of a sorted set.", zsets::zincrby)
+        .wakes()
+        .denyoom(),
     kv!("ZINTER", -3, false, "sorted-set", "The intersection of sorted sets.", zsets::zinter)
         .movable(keys_after_numkeys),
     kv!("ZINTERCARD", -3, false, "sorted-set", "The size of the intersection of sorted sets.", zsets::zintercard)
         .movable(keys_after_numkeys),
     kv!("ZINTERSTORE", -4, true, "sorted-set", "Stores the intersection of sorted sets.", zsets::zinterstore)
         .movable(keys_of_store)
-        .wakes(),
+        .wakes()
+        .denyoom(),
     kv!(
         "ZLEXCOUNT",
         4,
@@ -766,7 +805,8 @@ pub static COMMANDS: &[Spec] = &[
     ),
     kv!("ZRANGESTORE", -5, true, "sorted-set", "Stores a range of a sorted set.", zsets::zrangestore)
         .keys(1, 2, 1)
-        .wakes(),
+        .wakes()
+        .denyoom(),
     kv!("ZRANK", 3, false, "sorted-set", "The rank of a member, from the lowest score.", zsets::zrank),
     kv!("ZREM", -3, true, "sorted-set", "Removes members from a sorted set.", zsets::zrem),
     kv!(
@@ -802,7 +842,8 @@ pub static COMMANDS: &[Spec] = &[
     kv!("ZUNION", -3, false, "sorted-set", "The union of sorted sets.", zsets::zunion).movable(keys_after_numkeys),
     kv!("ZUNIONSTORE", -4, true, "sorted-set", "Stores the union of sorted sets.", zsets::zunionstore)
         .movable(keys_of_store)
-        .wakes(),
+        .wakes()
+        .denyoom(),
 ];
 
 /// Longest command name the index covers (longer names are unknown).

@@ -265,6 +265,7 @@ fn run_batch(
 ) -> Batch {
     let started = std::time::Instant::now();
     let mut batch = Batch { consumed: 0, writes: Vec::new(), close: false };
+    session.over_memory = crate::memory::Memory::over_limit(state);
     let mut args = Vec::new();
     let mut commands = 0;
     // A command that blocked ends the batch: the requests after it wait until it is
