@@ -14,5 +14,6 @@ CLASS_OF_CODE = {
     "bad_change": hotset.StorageError,
     "read_only": hotset.ReadOnlyError,
     "auth": hotset.AuthError,
+    "oom": hotset.LimitError,
     "bad_request": hotset.Error,
 }

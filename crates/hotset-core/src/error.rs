@@ -596,7 +596,7 @@ mod tests {
         }
         assert_eq!(ErrorCode::parse("ERR"), None);
         // The names are a contract: clients match on them.
-        let expected = "not_found already_exists bad_document bad_query schema limit timeout storage bad_change bad_request read_only auth internal";
+        let expected = "not_found already_exists bad_document bad_query schema limit timeout storage bad_change bad_request read_only auth internal oom";
         assert_eq!(ErrorCode::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(" "), expected);
         assert_eq!(Error::NotFound { namespace: "n".into(), key: "1".into() }.code(), ErrorCode::NotFound);
         assert_eq!(Error::Timeout { limit_ms: 5 }.code(), ErrorCode::Timeout);

@@ -245,6 +245,11 @@ impl Keyspace {
         self.shards.iter().map(|s| s.read().memory_bytes()).sum()
     }
 
+    /// Changes made to this keyspace's keys since it was created (Redis' `dirty`).
+    pub fn changes(&self) -> u64 {
+        self.shards.iter().map(|s| s.read().changes()).sum()
+    }
+
     /// Bytes held for empty key slots (`Shard::reusable_bytes`).
     pub fn reusable_bytes(&self) -> usize {
         self.shards.iter().map(|s| s.read().reusable_bytes()).sum()

@@ -157,6 +157,12 @@ impl Keyspaces {
         self.all().iter().map(|space| space.reusable_bytes()).sum()
     }
 
+    /// Changes made to keys in every keyspace since start (INFO's
+    /// `rdb_changes_since_last_save` counts from a snapshot).
+    pub fn changes(&self) -> u64 {
+        self.all().iter().map(|space| space.changes()).sum()
+    }
+
     /// Bytes of keys and values by the keyspaces' own count (an estimate of what they
     /// hold, for a process whose allocator does not count).
     pub fn memory_bytes(&self) -> usize {

@@ -95,7 +95,8 @@ impl Memory {
         if policy == EvictionPolicy::NoEviction {
             return false;
         }
-        let samples = state.params.eviction_samples.load(Ordering::Relaxed).max(1) as usize;
+        // Redis takes any count; past a few thousand a sample only costs time.
+        let samples = state.params.eviction_samples.load(Ordering::Relaxed).clamp(1, 4096) as usize;
         let budget = time_budget(state.params.value("maxmemory-eviction-tenacity").and_then(|t| t.parse().ok()));
         let started = Instant::now();
         let (to_free, mut freed, mut steps) = (judged - limit, 0, 0u32);

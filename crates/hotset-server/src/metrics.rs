@@ -172,6 +172,27 @@ pub fn render(state: &ServerState) -> String {
         );
     }
     drop(store);
+    single(
+        &mut out,
+        "hotset_memory_used_bytes",
+        "Bytes the process holds by its allocator's count (INFO used_memory).",
+        "gauge",
+        crate::memory::used(state) as f64,
+    );
+    single(
+        &mut out,
+        "hotset_memory_max_bytes",
+        "The maxmemory limit (0: none).",
+        "gauge",
+        state.params.maxmemory.load(std::sync::atomic::Ordering::Relaxed) as f64,
+    );
+    single(
+        &mut out,
+        "hotset_evicted_keys_total",
+        "Keys evicted under maxmemory.",
+        "counter",
+        state.memory.evicted_keys.load(std::sync::atomic::Ordering::Relaxed) as f64,
+    );
 
     let _ = writeln!(
         out,

@@ -97,7 +97,7 @@ static PARAMS: &[Param] = &[
     p("maxmemory-clients", Kind::Memory { min: 0 }, "0"),
     p("maxmemory-eviction-tenacity", Kind::Int { min: 0, max: 100 }, "10"),
     p("maxmemory-policy", Kind::Enum(&EvictionPolicy::NAMES), "noeviction"),
-    p("maxmemory-samples", Kind::Int { min: 1, max: 64 }, "5"),
+    p("maxmemory-samples", Kind::Int { min: 1, max: i32::MAX as i64 }, "5"),
     p("min-replicas-max-lag", INT, "10"),
     p("min-replicas-to-write", INT, "0"),
     p("notify-keyspace-events", Kind::Events, ""),

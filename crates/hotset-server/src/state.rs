@@ -75,6 +75,9 @@ pub struct Stats {
     pub per_command: std::sync::LazyLock<Box<[CommandStats]>>,
     /// Error replies by their first word (`ERR`, `WRONGTYPE`...), for INFO errorstats.
     pub errors: Mutex<BTreeMap<String, u64>>,
+    /// The last snapshot INFO saw (its file's modification time) and the keyspaces'
+    /// change count then: `rdb_changes_since_last_save` counts from it.
+    pub save_mark: Mutex<(Option<std::time::SystemTime>, u64)>,
 }
 
 /// One command's counters (INFO commandstats).
@@ -136,6 +139,7 @@ impl Default for Stats {
                 crate::commands::table::COMMANDS.iter().map(|_| CommandStats::default()).collect()
             }),
             errors: Mutex::new(BTreeMap::new()),
+            save_mark: Mutex::new((None, 0)),
         }
     }
 }

@@ -103,6 +103,17 @@ fn namespaces_items_and_queries() {
     assert!(metrics.contains("hotset_namespace_documents{namespace=\"items\"} 99\n"), "{metrics}");
     assert!(metrics.contains("hotset_request_duration_seconds_count{protocol=\"http\"}"), "{metrics}");
     assert!(metrics.contains("hotset_wal_next_lsn "), "{metrics}");
+    // The allocator's count holds at least the 99 documents; no limit, nothing evicted.
+    let used: f64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("hotset_memory_used_bytes "))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!(used > 99.0 * 20.0, "{metrics}");
+    assert!(
+        metrics.contains("hotset_memory_max_bytes 0\n") && metrics.contains("hotset_evicted_keys_total 0\n"),
+        "{metrics}"
+    );
     server.stop();
 
     // Everything came back after the restart.

@@ -180,7 +180,7 @@ impl Keyspace {
                 encode_kv_head(out, &self.name, flush);
                 for (shard, touched) in &work {
                     for key in &touched.keys {
-                        match shard.get(KeyRef::new(key), now) {
+                        match shard.peek(KeyRef::new(key), now) {
                             Some(entry) => encode_entry(out, key, entry),
                             None => KvChange::Delete { key }.encode(out),
                         }
@@ -188,11 +188,11 @@ impl Keyspace {
                     for fields in touched.fields.chunk_by(|a, b| a.0 == b.0) {
                         let key = &*fields[0].0;
                         let names = fields.iter().map(|(_, field)| &**field);
-                        encode_fields(out, key, shard.get(KeyRef::new(key), now), names);
+                        encode_fields(out, key, shard.peek(KeyRef::new(key), now), names);
                     }
                     for spans in touched.spans.chunk_by(|a, b| a.0 == b.0) {
                         let key = &*spans[0].0;
-                        encode_spans(out, key, shard.get(KeyRef::new(key), now), spans);
+                        encode_spans(out, key, shard.peek(KeyRef::new(key), now), spans);
                     }
                 }
             })

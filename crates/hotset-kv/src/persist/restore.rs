@@ -62,7 +62,7 @@ impl Keyspace {
         expire_at_ms: Option<u64>,
     ) {
         let Some((mut shard, key, now, expire_at)) = self.restore_target(key, expire_at_ms) else { return };
-        if !shard.get(key, now).is_some_and(|entry| matches!(entry.value, Value::Hash(_))) {
+        if !shard.peek(key, now).is_some_and(|entry| matches!(entry.value, Value::Hash(_))) {
             let mut map = FieldMap::default();
             for (field, value) in set {
                 map.insert(field, value.to_vec());
@@ -109,7 +109,7 @@ impl Keyspace {
             shard.remove(key, now);
             return;
         }
-        if !shard.get(key, now).is_some_and(|entry| matches!(entry.value, Value::List(_))) {
+        if !shard.peek(key, now).is_some_and(|entry| matches!(entry.value, Value::List(_))) {
             shard.put(key, now, Value::List(Box::new(List::starting_at(first))), expire_at);
         }
         let mut live = shard.get_mut(key, now).expect("a live list, stored above");

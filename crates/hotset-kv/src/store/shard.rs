@@ -48,6 +48,9 @@ pub struct Shard {
     /// follows in the same write: a new entry's access stamp is taken from it, so `insert`
     /// needs no clock reading of its own.
     now: u64,
+    /// Changes made so far (events noted, creations aside: Redis' `dirty`, which INFO
+    /// reports since the last snapshot).
+    changes: u64,
     /// Keys the current write touched, while a journal is attached (`None` otherwise):
     /// the keyspace logs their resulting state when the write is done (`persist.rs`).
     pub(crate) touched: Option<Touched>,
@@ -107,6 +110,11 @@ impl Shard {
     /// the shard counts them), `None` when missing.
     pub fn usage(&self, key: KeyRef<'_>, now: u64) -> Option<usize> {
         self.peek(key, now).map(|entry| entry_cost(key.bytes.len(), entry))
+    }
+
+    /// Changes made to this shard since it was created (see `changes`).
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// Number of keys carrying a TTL.
@@ -199,6 +207,9 @@ impl Shard {
 
     /// Notes an event of the current write (a no-op unless notifications are on).
     pub(crate) fn event(&mut self, class: u32, name: &'static str, key: &[u8]) {
+        // Every change notes an event (a write that changes nothing notes none); a key's
+        // creation comes with the event of the write that created it.
+        self.changes += u64::from(class != class::NEW);
         if let Some(touched) = &mut self.touched
             && touched.notify
         {

@@ -329,6 +329,28 @@ mod tests {
     }
 
     #[test]
+    fn the_slab_grows_by_chunks_and_holds_at_most_one_unfilled() {
+        let mut map = SlabMap::default();
+        let slot = std::mem::size_of::<Option<Slot<u32>>>();
+        for i in 0..5 * CHUNK as u32 + 7 {
+            insert(&mut map, &i.to_string(), i);
+            let unfilled = map.slots.capacity() - map.slots.len();
+            assert!(unfilled < CHUNK, "{unfilled} slots unfilled at {i}");
+        }
+        for i in (0..5 * CHUNK as u32 + 7).step_by(97) {
+            let key = i.to_string();
+            let at = map.find(hash_bytes(key.as_bytes()), key.as_bytes()).unwrap();
+            assert_eq!(map.get(at).unwrap().value, i, "slot {at} in chunk {}", at as usize >> CHUNK_BITS);
+        }
+        // A freed slot and its table bucket count as spare until reused.
+        let spare = map.spare_bytes();
+        remove(&mut map, "3");
+        assert_eq!(map.spare_bytes(), spare + slot + std::mem::size_of::<u32>() + 1);
+        insert(&mut map, "again", 1);
+        assert_eq!(map.spare_bytes(), spare);
+    }
+
+    #[test]
     fn compaction_bumps_epoch_and_restarts_stale_cursors() {
         let mut map = SlabMap::default();
         for i in 0..200 {

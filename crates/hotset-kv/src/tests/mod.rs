@@ -15,6 +15,7 @@ use hotset_base::clock::ManualClock;
 
 mod concurrency;
 mod events;
+mod evict;
 mod glob;
 mod hashes;
 mod keys;

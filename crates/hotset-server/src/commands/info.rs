@@ -120,7 +120,11 @@ fn section(state: &ServerState, name: &str, text: &mut String) {
         }
         "persistence" => {
             let store = state.store().read();
-            let _ = write!(text, "# Persistence\r\nloading:0\r\nasync_loading:0\r\n");
+            let _ = write!(
+                text,
+                "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:{}\r\n",
+                super::server::changes_since_save(state)
+            );
             if let Some(store) = store.as_ref() {
                 let wal = store.wal_stats();
                 let (snapshot, snapshot_error) = store.snapshot_state();

@@ -152,6 +152,10 @@ pub fn restore<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
         }
         at += 1;
     }
+    if options.idle_secs.is_some() && options.freq.is_some() {
+        // Redis takes one of the two.
+        return Err(syntax());
+    }
     kv.restore(a[1], ttl, a[3], options)?;
     r.ok();
     Ok(())

@@ -566,13 +566,26 @@ fn command_info(spec: &Spec, r: &mut Reply<'_>) {
 /// CONFIG RESETSTAT
 /// Unix seconds of the last snapshot written or loaded (0 if none).
 pub(super) fn last_save(state: &ServerState) -> i64 {
+    snapshot_time(state).and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// When the last snapshot was written or loaded (its file's modification time).
+fn snapshot_time(state: &ServerState) -> Option<std::time::SystemTime> {
     let store = state.store().read();
-    let Some((Some(snapshot), _)) = store.as_ref().map(|s| s.snapshot_state()) else { return 0 };
-    std::fs::metadata(&snapshot.path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_secs() as i64)
+    let Some((Some(snapshot), _)) = store.as_ref().map(|s| s.snapshot_state()) else { return None };
+    std::fs::metadata(&snapshot.path).and_then(|m| m.modified()).ok()
+}
+
+/// Redis' `rdb_changes_since_last_save`: changes to keys since the last snapshot (counted
+/// from when INFO first saw that snapshot).
+pub(super) fn changes_since_save(state: &ServerState) -> u64 {
+    let changes = state.db().keyspaces().changes();
+    let saved = snapshot_time(state);
+    let mut mark = state.stats.save_mark.lock();
+    if mark.0 != saved {
+        *mark = (saved, changes);
+    }
+    changes - mark.1
 }
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: stops the server as SIGTERM does (the log
