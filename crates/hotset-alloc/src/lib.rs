@@ -19,9 +19,14 @@
 //! an atomic add. The sum read while other threads allocate is a moment's snapshot,
 //! exact once they pause.
 //!
-//! The count is of usable sizes (`mi_usable_size`: the size class a block was rounded
-//! up to), as Redis counts jemalloc's, so it includes the allocator's rounding but not
-//! pages mimalloc keeps after their blocks were freed (RSS shows those).
+//! The count is of usable sizes (the size class a block was rounded up to), as Redis
+//! counts jemalloc's, so it includes the allocator's rounding but not pages mimalloc keeps
+//! after their blocks were freed (RSS shows those). For blocks up to 512 KiB at the usual
+//! alignment the class is computed from the size, as mimalloc computes its bins (a test
+//! checks the two agree): asking mimalloc (`mi_usable_size`, a call that reads the block's
+//! page) doubled what counting costs an allocation. Larger or more aligned blocks ask.
+//! Allocation and free compute the same figure from the same layout, so the count never
+//! drifts.
 #![deny(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout};
@@ -85,13 +90,42 @@ pub fn allocated() -> Option<usize> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CountingMimalloc;
 
-/// The usable size of a block mimalloc returned (0 for null).
+/// Blocks up to this size (at most `MAX_ALIGN`-aligned) have their class computed.
+const COMPUTED_MAX: usize = 512 << 10;
+/// mimalloc's natural alignment: `mi_malloc_aligned` below it is `mi_malloc`.
+const MAX_ALIGN: usize = 16;
+
+/// The size class mimalloc serves `size` bytes from (`size` up to `COMPUTED_MAX`): whole
+/// words up to 8 bytes, pairs of words up to 64, then four classes per doubling (mimalloc's
+/// `_mi_bin` with its 16-byte alignment).
 #[inline]
-#[allow(unsafe_code)]
-fn usable(ptr: *mut u8) -> isize {
+fn class_size(size: usize) -> usize {
+    let words = size.div_ceil(8).max(1);
+    if words <= 8 {
+        return if words == 1 { 8 } else { words.next_multiple_of(2) * 8 };
+    }
+    let w = words - 1;
+    let top = (usize::BITS - 1 - w.leading_zeros()) as usize;
+    let quarter = (w >> (top - 2)) & 3;
+    ((5 + quarter) << (top - 2)) * 8
+}
+
+/// What a block of `layout`'s size at `ptr` counts for (0 for null).
+#[inline]
+fn block_bytes(size: usize, align: usize, ptr: *mut u8) -> isize {
     if ptr.is_null() {
         return 0;
     }
+    if size <= COMPUTED_MAX && align <= MAX_ALIGN {
+        return class_size(size) as isize;
+    }
+    usable(ptr)
+}
+
+/// The usable size of a live block mimalloc returned.
+#[inline]
+#[allow(unsafe_code)]
+fn usable(ptr: *mut u8) -> isize {
     // SAFETY: `ptr` is a live block returned by mimalloc (callers pass only those).
     let size = unsafe { mi::mi_usable_size(ptr as *const c_void) };
     size as isize
@@ -106,7 +140,7 @@ unsafe impl GlobalAlloc for CountingMimalloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: mimalloc's aligned allocation for this layout (see the impl's comment).
         let ptr = unsafe { mi::mi_malloc_aligned(layout.size(), layout.align()) } as *mut u8;
-        count(usable(ptr));
+        count(block_bytes(layout.size(), layout.align(), ptr));
         ptr
     }
 
@@ -114,25 +148,25 @@ unsafe impl GlobalAlloc for CountingMimalloc {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as `alloc`, zeroed.
         let ptr = unsafe { mi::mi_zalloc_aligned(layout.size(), layout.align()) } as *mut u8;
-        count(usable(ptr));
+        count(block_bytes(layout.size(), layout.align(), ptr));
         ptr
     }
 
     #[inline]
-    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
-        count(-usable(ptr));
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        count(-block_bytes(layout.size(), layout.align(), ptr));
         // SAFETY: `ptr` came from this allocator (GlobalAlloc's contract) and is freed once.
         unsafe { mi::mi_free(ptr as *mut c_void) };
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let before = usable(ptr);
+        let before = block_bytes(layout.size(), layout.align(), ptr);
         // SAFETY: `ptr` is live and from this allocator; mimalloc keeps the alignment.
         let moved = unsafe { mi::mi_realloc_aligned(ptr as *mut c_void, new_size, layout.align()) } as *mut u8;
         if !moved.is_null() {
             // On failure the old block stays, and so does its count.
-            count(usable(moved) - before);
+            count(block_bytes(new_size, layout.align(), moved) - before);
         }
         moved
     }
@@ -167,6 +201,21 @@ mod tests {
         .join()
         .unwrap();
         assert_eq!(allocated().unwrap_or(0) as isize, before);
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn computed_classes_are_mimallocs() {
+        for size in (1..=COMPUTED_MAX).step_by(3).chain([COMPUTED_MAX]) {
+            // SAFETY: a plain allocation, freed at once.
+            let usable = unsafe {
+                let block = mi::mi_malloc(size);
+                let usable = mi::mi_usable_size(block);
+                mi::mi_free(block);
+                usable
+            };
+            assert_eq!(class_size(size), usable, "{size} bytes");
+        }
     }
 
     #[test]
