@@ -245,6 +245,12 @@ impl Keyspace {
         self.shards.iter().map(|s| s.read().memory_bytes()).sum()
     }
 
+    /// Keys deleted because their deadline passed (by a write that met them or by active
+    /// expiry; a read skips them without deleting), since the keyspace was created.
+    pub fn expired_keys(&self) -> u64 {
+        self.shards.iter().map(|s| s.read().expired_keys()).sum()
+    }
+
     /// Changes made to this keyspace's keys since it was created (Redis' `dirty`).
     pub fn changes(&self) -> u64 {
         self.shards.iter().map(|s| s.read().changes()).sum()

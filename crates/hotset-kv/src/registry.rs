@@ -157,6 +157,11 @@ impl Keyspaces {
         self.all().iter().map(|space| space.reusable_bytes()).sum()
     }
 
+    /// Keys deleted because their deadline passed, in every keyspace (INFO `expired_keys`).
+    pub fn expired_keys(&self) -> u64 {
+        self.all().iter().map(|space| space.expired_keys()).sum()
+    }
+
     /// Changes made to keys in every keyspace since start (INFO's
     /// `rdb_changes_since_last_save` counts from a snapshot).
     pub fn changes(&self) -> u64 {

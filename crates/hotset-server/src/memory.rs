@@ -32,10 +32,9 @@ pub struct Memory {
     /// Held while evicting: two connections short of memory at once must not both evict
     /// for the one shortfall (the second finds the room made when it gets the lock).
     evictor: Mutex<Evictor>,
-    /// Keys evicted (INFO `evicted_keys`).
+    /// Keys evicted (INFO `evicted_keys`; one eviction met past its deadline is counted as
+    /// expired by its keyspace instead).
     pub evicted_keys: AtomicU64,
-    /// Keys eviction met past their deadline and deleted as expired.
-    pub expired_keys: AtomicU64,
     /// The most the allocator held, as seen by INFO and the per-batch checks.
     pub peak: AtomicU64,
     /// Microseconds spent in eviction rounds that ended over the limit.
@@ -105,8 +104,9 @@ impl Memory {
             match keyspaces.evict_one(policy, samples, &mut evictor, durability) {
                 Ok(Some(evicted)) => {
                     freed += evicted.bytes;
-                    let counter = if evicted.expired { &state.memory.expired_keys } else { &state.memory.evicted_keys };
-                    counter.fetch_add(1, Ordering::Relaxed);
+                    if !evicted.expired {
+                        state.memory.evicted_keys.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
                 // Nothing the policy allows is left, or the log refuses the deletes.
                 Ok(None) | Err(_) => {

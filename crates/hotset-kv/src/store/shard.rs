@@ -51,6 +51,8 @@ pub struct Shard {
     /// Changes made so far (events noted, creations aside: Redis' `dirty`, which INFO
     /// reports since the last snapshot).
     changes: u64,
+    /// Keys deleted because their deadline passed (Redis' `expired_keys`).
+    expired: u64,
     /// Keys the current write touched, while a journal is attached (`None` otherwise):
     /// the keyspace logs their resulting state when the write is done (`persist.rs`).
     pub(crate) touched: Option<Touched>,
@@ -112,6 +114,11 @@ impl Shard {
         self.peek(key, now).map(|entry| entry_cost(key.bytes.len(), entry))
     }
 
+    /// Keys of this shard deleted because their deadline passed, since it was created.
+    pub fn expired_keys(&self) -> u64 {
+        self.expired
+    }
+
     /// Changes made to this shard since it was created (see `changes`).
     pub fn changes(&self) -> u64 {
         self.changes
@@ -154,6 +161,7 @@ impl Shard {
             self.touch(key.bytes);
             self.event(class::EXPIRED, "expired", key.bytes);
             self.remove_slot(key.hash, slot);
+            self.expired += 1;
             return None;
         }
         entry.touch(now);
@@ -268,6 +276,7 @@ impl Shard {
         self.touch(key.bytes);
         if expired {
             self.event(class::EXPIRED, "expired", key.bytes);
+            self.expired += 1;
         } else {
             self.event(class::EVICTED, "evicted", key.bytes);
         }
@@ -324,6 +333,7 @@ impl Shard {
                     // Removal swaps another member into the cursor position,
                     // so the cursor stays put.
                     self.remove_slot(hash, slot);
+                    self.expired += 1;
                     removed += 1;
                 }
                 _ => self.ttl.advance(),

@@ -55,8 +55,15 @@ fn ttl_values_and_persist() {
     // "k" expired but was only read (read locks cannot delete): it still
     // counts as volatile until active expiry reclaims it.
     assert_eq!(ks.volatile_len(), 1);
+    assert_eq!(ks.expired_keys(), 0, "a read skips an expired key without deleting it");
     assert_eq!(ks.active_expire_cycle(100), 1);
     assert_eq!(ks.volatile_len(), 0);
+    assert_eq!(ks.expired_keys(), 1);
+    // A write that meets an expired key deletes it, and counts it too.
+    ks.set(b"w", b"v", SetOptions { expiry: Some(SetExpiry::Ex(10)), ..SetOptions::default() }).unwrap();
+    clock.advance(11);
+    ks.append(b"w", b"x").unwrap();
+    assert_eq!(ks.expired_keys(), 2);
 }
 
 #[test]

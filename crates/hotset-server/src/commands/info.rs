@@ -154,7 +154,7 @@ fn section(state: &ServerState, name: &str, text: &mut String) {
                 stats.connections_received.load(Ordering::Relaxed),
                 stats.commands.load(Ordering::Relaxed),
                 stats.connections_rejected.load(Ordering::Relaxed),
-                state.memory.expired_keys.load(Ordering::Relaxed),
+                state.db().keyspaces().expired_keys(),
                 state.memory.evicted_keys.load(Ordering::Relaxed),
                 state.memory.exceeded_micros.load(Ordering::Relaxed) / 1000,
                 state.pubsub.names(crate::pubsub::Kind::Channel),

@@ -405,6 +405,20 @@ def test_evictions_are_announced_and_counted(server, r):
     subscriber.close()
 
 
+def test_expired_keys_are_counted_apart_from_evicted_ones(r):
+    """INFO's expired_keys counts keys whose deadline passed once they are deleted (here
+    by active expiry, polled with a deadline), and evicted_keys does not move."""
+    before = r.info("stats")
+    assert r.set("soon", "v", px=1)
+    deadline = time.monotonic() + 10
+    while r.dbsize() > 0:
+        assert time.monotonic() < deadline, "active expiry never deleted the key"
+        time.sleep(0.02)
+    after = r.info("stats")
+    assert after["expired_keys"] == before["expired_keys"] + 1, (before, after)
+    assert after["evicted_keys"] == before["evicted_keys"]
+
+
 def fails(r, text, *command):
     """`command` is refused with exactly `text` (redis-py drops a leading "ERR ")."""
     with pytest.raises(redis.ResponseError) as refusal:
