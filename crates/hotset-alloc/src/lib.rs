@@ -82,7 +82,11 @@ fn count(delta: isize) {
 /// process's allocator (nothing was ever counted: an embedding such as the Python
 /// package keeps its host's allocator).
 pub fn allocated() -> Option<usize> {
-    let sum: isize = COUNTS.iter().map(|slot| slot.0.load(Ordering::Relaxed)).sum();
+    // Only the slots handed out so far (and the shared last one): a server has a few dozen
+    // threads, and each slot read is a cache line another core writes.
+    let taken = NEXT.load(Ordering::Relaxed).min(SHARED);
+    let owned: isize = COUNTS[..taken].iter().map(|slot| slot.0.load(Ordering::Relaxed)).sum();
+    let sum = owned + COUNTS[SHARED].0.load(Ordering::Relaxed);
     (sum > 0).then_some(sum as usize)
 }
 

@@ -37,6 +37,13 @@
 //! reclaims keys nobody touches by walking a per-shard index of keys that
 //! carry a TTL (the analogue of Redis' `expires` dict).
 //!
+//! # Eviction
+//! Every entry carries an access stamp beside its deadline (`recency`: an LRU clock or an
+//! LFU counter, by the policy), refreshed by reads and writes. [`Keyspaces::evict_one`]
+//! removes one key by one of Redis' eight policies ([`EvictionPolicy`]), as a logged
+//! delete; the server decides when, from its allocator's count and `maxmemory`, and
+//! counts as free the key slots held empty ([`Keyspaces::reusable_bytes`]).
+//!
 //! # SCAN
 //! Keys never move inside a shard while present (slab storage with a free
 //! list), so the cursor `shard | epoch | slot` walks a stable order and every

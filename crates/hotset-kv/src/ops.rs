@@ -424,7 +424,7 @@ pub trait KvOps: ShardAccess {
         })
     }
 
-    /// HRANDFIELD key count [WITHVALUES] (see `Shard::hrandfield`); values are empty
+    /// HRANDFIELD key count \[WITHVALUES\] (see `Shard::hrandfield`); values are empty
     /// without `with_values`.
     fn hrandfield(&self, key: &[u8], count: i64, with_values: bool) -> KvResult<FieldPairs> {
         self.read_key(key, |s, k, ctx| s.hrandfield(k, ctx.now, count, with_values))

@@ -45,7 +45,10 @@ pub struct Memory {
 /// whose allocator does not count, the engines' own estimate.
 pub fn used(state: &ServerState) -> usize {
     let used = hotset_alloc::allocated().unwrap_or_else(|| estimate(state));
-    state.memory.peak.fetch_max(used as u64, Ordering::Relaxed);
+    // A plain load first: the shared line is written only when a new peak is reached.
+    if used as u64 > state.memory.peak.load(Ordering::Relaxed) {
+        state.memory.peak.fetch_max(used as u64, Ordering::Relaxed);
+    }
     used
 }
 

@@ -1,14 +1,16 @@
 //! One lock-protected partition of a keyspace.
 //!
-//! Owns: [`Shard`] (keys → entries, the TTL index, the memory counter) and
-//! [`LiveEntry`], the write handle through which commands mutate an entry.
-//! Command logic lives in `types/` (`strings.rs`, `hashes.rs`, `keys.rs`) as
-//! further `impl Shard` blocks; this file only provides storage primitives.
+//! Owns: [`Shard`] (keys → entries, the TTL index, the memory counter, the counts of
+//! changes and expired keys) and [`LiveEntry`], the write handle through which commands
+//! mutate an entry; eviction's primitives (`sample`, `evict`, `reusable_bytes`). Command
+//! logic lives in `types/` (`strings.rs`, `hashes.rs`, `keys.rs`) as further `impl
+//! Shard` blocks; this file only provides storage primitives.
 //!
 //! Must never: lock anything (the caller holds this shard's lock), read the
 //! clock (callers pass `now`), or hand out an expired entry: the read path
 //! (`get`) treats expired entries as missing, the write path (`get_mut`)
-//! deletes them on sight (lazy expiry).
+//! deletes them on sight (lazy expiry). Every lookup but `peek` notes an access in the
+//! entry's stamp (`recency`); metadata reads and logging use `peek`.
 //!
 //! Invariants:
 //! - `ttl` contains a slot iff that slot's entry has `expire_at` set.
