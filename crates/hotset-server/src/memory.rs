@@ -75,7 +75,11 @@ impl Memory {
     /// count while under it; the keyspaces' empty slots are counted only when over).
     pub fn over_limit(state: &ServerState) -> bool {
         let limit = state.params.maxmemory.load(Ordering::Relaxed) as usize;
-        limit != 0 && used(state) > limit && Self::judged(state) > limit
+        if limit == 0 {
+            return false;
+        }
+        let used = used(state);
+        used > limit && used.saturating_sub(Self::not_counted(state)) > limit
     }
 
     /// Evicts keys by `maxmemory-policy` until the server is under `maxmemory`, each

@@ -20,10 +20,8 @@ key by key. The only waits are polls of a condition with a deadline (an idle tim
 must reach 2 seconds, a subscriber's messages), never sleeps standing for one.
 """
 import json
-import os
 import random
 import statistics
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -32,7 +30,7 @@ import pytest
 import redis
 
 from peer import REDIS_PORT, raw, server, wire  # noqa: F401 (server: a fixture)
-from test_redis_py import BIN, Server
+from test_redis_py import Server
 
 MB = 1024 * 1024
 # Redis' refusal; redis-py drops the "OOM " code from the exception's text.
@@ -602,32 +600,24 @@ def test_volatile_ttl_evicts_the_nearest_deadlines_first(r):
     assert min(survivors) >= 20000, f"a key among the nearest quarter of deadlines survived: {min(survivors)}"
 
 
-class HttpServer(Server):
-    """A hotset server whose HTTP address is read from its ready line too
-    (`hotset ready: resp HOST:PORT http HOST:PORT data DIR`)."""
+def http(server, method, path, body=None):
+    """(status, JSON body) of an HTTP request to `server` (its address from the ready line);
+    a str body is sent as it is (SQL text), anything else as JSON."""
+    data = body.encode() if isinstance(body, str) else None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(server.http + path, data=data, method=method, headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
 
-    def __init__(self, data, *extra):
-        self.proc = subprocess.Popen(
-            [BIN, "serve", "--data", data, "--resp-port", "0", "--http-port", "0", *extra],
-            stdout=subprocess.PIPE,
-            env={**os.environ, "HOTSET_LOG": "warn"},
-            text=True,
-        )
-        words = self.proc.stdout.readline().split()
-        assert words[:3] == ["hotset", "ready:", "resp"] and words[4] == "http", words
-        host, port = words[3].rsplit(":", 1)
-        self.host, self.port = host, int(port)
-        self.http = f"http://{words[5]}"
 
-    def request(self, method, path, body=None):
-        """(status, JSON body) of an HTTP request."""
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.http + path, data=data, method=method, headers={"content-type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read() or b"null")
+def people(server):
+    """Creates the namespace `people` over HTTP and stores document 1 in it."""
+    index = {"field": "id", "type": "int", "index": "hash", "pk": True}
+    status, body = http(server, "POST", "/api/v1/namespaces", {"name": "people", "indexes": [index]})
+    assert status == 201, body
+    assert http(server, "POST", "/api/v1/namespaces/people/items", {"id": 1, "name": "ada"}) == (200, {"count": 1})
 
 
 @pytest.mark.skipif(bool(REDIS_PORT), reason="documents and HTTP are Hotset's own")
@@ -635,14 +625,10 @@ def test_documents_are_never_evicted_and_refused_when_no_room_is_left(tmp_path):
     """Under allkeys-lru, documents written past the limit evict keys; once no key is
     left a document write is refused (HTTP 507 `oom`, RESP -OOM), and every document
     stored stays readable."""
-    server = HttpServer(str(tmp_path / "data"))
+    server = Server(str(tmp_path / "data"))
     try:
         r = server.client(decode_responses=True)
-        status, body = server.request(
-            "POST", "/api/v1/namespaces", {"name": "people", "indexes": [{"field": "id", "type": "int", "index": "hash", "pk": True}]}
-        )
-        assert status == 201, body
-        assert server.request("POST", "/api/v1/namespaces/people/items", {"id": 1, "name": "ada"}) == (200, {"count": 1})
+        people(server)
         assert r.config_set("maxmemory-policy", "allkeys-lru")
         limit = set_limit(r)
         keys, refused = fill(r, "k", 6 * BATCH)
@@ -652,7 +638,7 @@ def test_documents_are_never_evicted_and_refused_when_no_room_is_left(tmp_path):
         written, answer = 1, None
         for first in range(2, 20000, 20):
             docs = [{"id": i, "name": f"person {i}", "bio": bio} for i in range(first, first + 20)]
-            answer = server.request("POST", "/api/v1/namespaces/people/items", docs)
+            answer = http(server, "POST", "/api/v1/namespaces/people/items", docs)
             if answer[0] != 200:
                 break
             assert answer == (200, {"count": 20}), answer
@@ -670,19 +656,19 @@ def test_documents_are_never_evicted_and_refused_when_no_room_is_left(tmp_path):
         assert m["used_memory_rss"] <= limit + RSS_SLACK, m
         # The refused request stored nothing of its 20. The server sits at its limit: a
         # write of 256 KB is sure to pass it, and is refused over RESP too.
-        assert server.request("GET", f"/api/v1/namespaces/people/items/{written + 1}")[0] == 404
+        assert http(server, "GET", f"/api/v1/namespaces/people/items/{written + 1}")[0] == 404
         big = "x" * (MB // 4)
         reply = wire(server, 2, "DOC.UPSERT", "people", json.dumps({"id": 99999, "name": "late", "bio": big}))
         assert reply.startswith(b"-OOM"), reply
-        assert server.request("GET", "/api/v1/namespaces/people/items/99999")[0] == 404
+        assert http(server, "GET", "/api/v1/namespaces/people/items/99999")[0] == 404
         # With no key left to evict, key writes are refused too.
         with pytest.raises(redis.exceptions.OutOfMemoryError):
             r.set("k", big)
         # Everything stored stays readable.
-        assert server.request("GET", "/api/v1/namespaces/people/items/1") == (200, {"id": 1, "name": "ada"})
+        assert http(server, "GET", "/api/v1/namespaces/people/items/1") == (200, {"id": 1, "name": "ada"})
         for i in [2, written // 2, written]:
-            assert server.request("GET", f"/api/v1/namespaces/people/items/{i}") == (200, {"id": i, "name": f"person {i}", "bio": bio}), i
-        status, body = server.request("GET", "/api/v1/namespaces/people")
+            assert http(server, "GET", f"/api/v1/namespaces/people/items/{i}") == (200, {"id": i, "name": f"person {i}", "bio": bio}), i
+        status, body = http(server, "GET", "/api/v1/namespaces/people")
         assert status == 200 and body["documents"] == written, body
     finally:
         server.kill()
@@ -722,25 +708,25 @@ def test_evicted_keys_stay_gone_after_kill_9(tmp_path):
 
 @pytest.mark.skipif(bool(REDIS_PORT), reason="documents and HTTP are Hotset's own")
 def test_document_writes_refused_under_noeviction(tmp_path):
-    server = HttpServer(str(tmp_path / "data"))
+    server = Server(str(tmp_path / "data"))
     try:
         r = server.client(decode_responses=True)
-        status, body = server.request(
-            "POST", "/api/v1/namespaces", {"name": "people", "indexes": [{"field": "id", "type": "int", "index": "hash", "pk": True}]}
-        )
-        assert status == 201, body
-        assert server.request("POST", "/api/v1/namespaces/people/items", {"id": 1, "name": "ada"}) == (200, {"count": 1})
+        people(server)
         stored = over_the_limit(r)
-        status, body = server.request("POST", "/api/v1/namespaces/people/items", {"id": 2, "name": "bob"})
+        status, body = http(server, "POST", "/api/v1/namespaces/people/items", {"id": 2, "name": "bob"})
         assert status == 507 and body["code"] == "oom" and body["error"], (status, body)
         with pytest.raises(redis.exceptions.OutOfMemoryError):
             r.execute_command("DOC.UPSERT", "people", json.dumps({"id": 3, "name": "cy"}))
-        assert server.request("GET", "/api/v1/namespaces/people/items/2")[0] == 404
-        assert server.request("GET", "/api/v1/namespaces/people/items/3")[0] == 404
-        assert server.request("GET", "/api/v1/namespaces/people/items/1") == (200, {"id": 1, "name": "ada"})
+        # SQL over HTTP takes the same gate; a SELECT goes on.
+        status, body = http(server, "POST", "/api/v1/sql", "INSERT INTO people (id, name) VALUES (4, 'di')")
+        assert status == 507 and body["code"] == "oom", (status, body)
+        assert http(server, "POST", "/api/v1/sql", "SELECT * FROM people WHERE id = 1")[0] == 200
+        assert http(server, "GET", "/api/v1/namespaces/people/items/2")[0] == 404
+        assert http(server, "GET", "/api/v1/namespaces/people/items/3")[0] == 404
+        assert http(server, "GET", "/api/v1/namespaces/people/items/1") == (200, {"id": 1, "name": "ada"})
         assert r.dbsize() == len(stored) and evicted_keys(r) == 0, "noeviction evicts nothing for a document either"
         # Room made by deleting keys lets documents in again.
         r.delete(*stored[: len(stored) * 3 // 4])
-        assert server.request("POST", "/api/v1/namespaces/people/items", {"id": 2, "name": "bob"}) == (200, {"count": 1})
+        assert http(server, "POST", "/api/v1/namespaces/people/items", {"id": 2, "name": "bob"}) == (200, {"count": 1})
     finally:
         server.kill()

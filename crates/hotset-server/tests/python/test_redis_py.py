@@ -26,6 +26,9 @@ class Server:
         assert words[:3] == ["hotset", "ready:", "resp"], words
         host, port = words[3].rsplit(":", 1)
         self.host, self.port = host, int(port)
+        # The ready line goes on `http ADDR data DIR`.
+        assert words[4] == "http", words
+        self.http = f"http://{words[5]}"
 
     def client(self, **kwargs):
         return redis.Redis(host=self.host, port=self.port, **kwargs)
