@@ -227,11 +227,16 @@ impl Keyspace {
             let share = remaining.div_ceil(n - i);
             let mut shard = self.shards[(start + i) % n].write();
             let listener = self.notify.listening();
+            let watcher = self.watch.listening();
             let mut expired = Vec::new();
-            let (examined, deleted) = shard.expire_cycle(self.clock.now_ms(), share, listener.map(|_| &mut expired));
+            let wanted = (listener.is_some() || watcher.is_some()).then_some(&mut expired);
+            let (examined, deleted) = shard.expire_cycle(self.clock.now_ms(), share, wanted);
             if let Some(listener) = listener.filter(|_| !expired.is_empty()) {
                 let mut events = expired.iter().map(|key| (class::EXPIRED, "expired", &**key));
                 listener.events(&self.name, &mut events);
+            }
+            if let Some(watcher) = watcher.filter(|_| !expired.is_empty()) {
+                watcher.expired(&self.name, &mut expired.iter().map(|key| &**key));
             }
             remaining -= examined;
             removed += deleted;

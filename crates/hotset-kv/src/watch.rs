@@ -18,6 +18,14 @@ pub trait KeyWatch: Send + Sync {
     /// keyspace was emptied first (FLUSHDB, FLUSHALL). Called with those keys' shards
     /// still write-locked: it must not lock a shard.
     fn touched(&self, keyspace: &str, keys: &mut dyn Iterator<Item = &[u8]>, flushed: bool);
+
+    /// Active expiry deleted `keys` of `keyspace` (no write did: nothing is logged). WATCH
+    /// ignores this (it judges expiry by existence at EXEC, as Redis does for keys already
+    /// expired when watched); client-side caching must invalidate them. Called with their
+    /// shard write-locked, like `touched`.
+    fn expired(&self, keyspace: &str, keys: &mut dyn Iterator<Item = &[u8]>) {
+        let _ = (keyspace, keys);
+    }
 }
 
 /// The watcher, and the count of watched keys that says whether it listens.

@@ -19,6 +19,7 @@ mod client;
 mod commands;
 mod config;
 mod freshness;
+mod hooks;
 mod http;
 mod memory;
 mod metrics;
@@ -29,6 +30,7 @@ mod resp;
 mod server;
 mod state;
 mod tls;
+mod tracking;
 mod transfer;
 mod watch;
 

@@ -5,7 +5,7 @@
 //! does (memory units, yes/no, enumerations, keyspace-event flags) and writing it back in
 //! Redis' normal form, an all-or-nothing change of several parameters, and the atomics the
 //! connections and the key-value engine read (`maxmemory`, `notify-keyspace-events`,
-//! `timeout`, `proto-max-bulk-len`, `maxclients`). Never: take effect anywhere else than
+//! `timeout`, `proto-max-bulk-len`, `maxclients`, `tracking-table-max-keys`). Never: take effect anywhere else than
 //! through those mirrors, or accept a value it cannot honour: parameters fixed at start
 //! (ports, the data folder, the password) are refused as immutable.
 //!
@@ -117,6 +117,7 @@ static PARAMS: &[Param] = &[
     p("stream-node-max-entries", INT, "100"),
     p("tcp-keepalive", INT, "300"),
     p("timeout", INT, "0"),
+    p("tracking-table-max-keys", Kind::Int { min: 0, max: i64::MAX }, "1000000"),
     aliased("zset-max-listpack-entries", "zset-max-ziplist-entries", INT, "128"),
     aliased("zset-max-listpack-value", "zset-max-ziplist-value", INT, "64"),
 ];
@@ -262,6 +263,8 @@ pub struct Params {
     eviction: AtomicU8,
     /// `maxmemory-samples`.
     pub eviction_samples: AtomicU64,
+    /// `tracking-table-max-keys` (shared with client-side caching, `tracking.rs`).
+    pub tracking_max_keys: std::sync::Arc<AtomicU64>,
 }
 
 /// CONFIG SET's refusal, in Redis' words.
@@ -287,6 +290,7 @@ impl Params {
             maxclients: AtomicU64::new(0),
             eviction: AtomicU8::new(0),
             eviction_samples: AtomicU64::new(5),
+            tracking_max_keys: std::sync::Arc::new(AtomicU64::new(0)),
         };
         for (name, value) in &values {
             params.mirror(name, value);
@@ -383,6 +387,7 @@ impl Params {
                 hotset_core::kv::set_lfu_mode(policy.is_lfu());
             }
             "maxmemory-samples" => self.eviction_samples.store(number(), Ordering::Relaxed),
+            "tracking-table-max-keys" => self.tracking_max_keys.store(number(), Ordering::Relaxed),
             "lfu-log-factor" => hotset_core::kv::set_lfu_log_factor(number().min(u64::from(u32::MAX)) as u32),
             "lfu-decay-time" => hotset_core::kv::set_lfu_decay_time(number().min(u64::from(u32::MAX)) as u32),
             _ => {}

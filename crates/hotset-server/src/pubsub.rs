@@ -32,6 +32,12 @@ pub enum Push {
     /// holds record `lsn` (the pop made on its behalf); `error` when the reply is one
     /// (counted then as the blocked command's failure).
     Unblocked { reply: Vec<u8>, lsn: Option<u64>, error: Option<String> },
+    /// Client-side caching (`crate::tracking`): these keys changed (`None`: every key, after
+    /// a flush). `redirected`: sent to a connection on behalf of another one, which a RESP2
+    /// connection in subscribed mode receives as a message on `__redis__:invalidate`.
+    Invalidate { keys: Option<Vec<Box<[u8]>>>, redirected: bool },
+    /// The connection that receives this client's invalidations (by id) is gone.
+    RedirectBroken(u64),
 }
 
 impl Push {
@@ -43,6 +49,8 @@ impl Push {
             }
             Push::Kill => 0,
             Push::Unblocked { reply, .. } => reply.len(),
+            Push::Invalidate { keys, .. } => 32 + keys.iter().flatten().map(|key| 16 + key.len()).sum::<usize>(),
+            Push::RedirectBroken(_) => 32,
         }
     }
 }
@@ -125,6 +133,12 @@ impl Outbox {
 
 impl Inbox {
     /// The next push; `None` never happens while the connection's own `Outbox` lives.
+    /// Refuses further pushes (a closing connection: senders learn at once that it is
+    /// gone, as a client redirecting its invalidations here must).
+    pub fn close(&mut self) {
+        self.receiver.close();
+    }
+
     pub async fn recv(&mut self) -> Option<Push> {
         let push = self.receiver.recv().await?;
         self.queued.fetch_sub(push.weight(), Ordering::Relaxed);

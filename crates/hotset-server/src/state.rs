@@ -34,6 +34,8 @@ pub struct ServerState {
     pub blocking: crate::blocking::Blocking,
     /// Keys watched for MULTI/EXEC.
     pub watches: Arc<crate::watch::Watches>,
+    /// Client-side caching: who tracks which keys.
+    pub tracking: Arc<crate::tracking::Tracking>,
     /// SHUTDOWN's request to stop, which the serving loop awaits beside the signals (a
     /// permit is kept if it comes before the loop waits).
     pub shutdown: tokio::sync::Notify,
@@ -150,11 +152,16 @@ impl ServerState {
         let settings = Settings { query_timeout: config.query_time_limit() };
         let engine = Arc::new(Engine::on_store(store, settings));
         let syncs = hotset_sync::Syncs::new(Arc::clone(&engine), runtime);
-        let watches = Arc::new(crate::watch::Watches::default());
-        let watcher: Arc<dyn hotset_core::kv::KeyWatch> = watches.clone();
-        assert!(engine.database().keyspaces().set_watch(watcher, watches.count()), "a database has one watcher");
         let params = crate::params::Params::new(&config.fixed_params());
         params.set_all(&config.redis_params()).expect("Config::validate checked the [redis] table");
+        // WATCH and client-side caching share the engine's one watcher slot, and the count
+        // that says whether anyone listens.
+        let listeners = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let watches = Arc::new(crate::watch::Watches::new(Arc::clone(&listeners)));
+        let max_keys = Arc::clone(&params.tracking_max_keys);
+        let tracking = Arc::new(crate::tracking::Tracking::new(Arc::clone(&listeners), max_keys));
+        let hooks = crate::hooks::KeyHooks { watches: Arc::clone(&watches), tracking: Arc::clone(&tracking) };
+        assert!(engine.database().keyspaces().set_watch(Arc::new(hooks), listeners), "a database has one watcher");
         let pubsub = Arc::new(PubSub::default());
         let flags = Arc::clone(&params.notify_flags);
         let listener = Arc::new(crate::notify::KeyspaceEvents { pubsub: Arc::clone(&pubsub), flags: flags.clone() });
@@ -169,6 +176,7 @@ impl ServerState {
             pubsub,
             blocking: crate::blocking::Blocking::default(),
             watches,
+            tracking,
             shutdown: tokio::sync::Notify::new(),
             next_client_id: AtomicU64::new(1),
             stats: Stats::default(),
@@ -228,6 +236,7 @@ impl ServerState {
         self.pubsub.disconnect(id);
         self.blocking.cancel(id);
         self.watches.unwatch(id);
+        self.tracking.disable(id);
     }
 
     /// Changes what the client list shows for connection `id`.

@@ -48,18 +48,23 @@ struct Registry {
 }
 
 /// Every watched key of the server.
-#[derive(Default)]
 pub struct Watches {
-    /// How many (client, key) watches exist: the engine tracks changed keys only while
-    /// this is above zero (it is the count it reads).
-    count: Arc<AtomicUsize>,
+    /// How many (client, key) watches exist.
+    count: AtomicUsize,
+    /// The count the engine reads to know whether anyone listens (`Keyspaces::set_watch`),
+    /// shared with client-side caching: each watch adds one.
+    listeners: Arc<AtomicUsize>,
     inner: Mutex<Registry>,
 }
 
 impl Watches {
-    /// The count the engine reads to know whether anyone watches (`Keyspaces::set_watch`).
-    pub fn count(&self) -> Arc<AtomicUsize> {
-        Arc::clone(&self.count)
+    pub fn new(listeners: Arc<AtomicUsize>) -> Watches {
+        Watches { count: AtomicUsize::new(0), listeners, inner: Mutex::new(Registry::default()) }
+    }
+
+    /// Whether any key is watched.
+    pub fn active(&self) -> bool {
+        self.count.load(Ordering::SeqCst) > 0
     }
 
     /// WATCH: client `id` watches `keys` of `keyspace`, whose current existence `kv`
@@ -77,6 +82,7 @@ impl Watches {
                 client.keys.push(Watched { keyspace: keyspace.to_string(), key: key.to_vec(), existed: false });
                 registry.by_key.entry(keyspace.to_string()).or_default().entry(key.to_vec()).or_default().push(id);
                 self.count.fetch_add(1, Ordering::SeqCst);
+                self.listeners.fetch_add(1, Ordering::SeqCst);
             }
         }
         // Existence, read with the registry released (the engine calls in with shards
@@ -133,6 +139,7 @@ impl Watches {
             }
         }
         self.count.fetch_sub(client.keys.len(), Ordering::SeqCst);
+        self.listeners.fetch_sub(client.keys.len(), Ordering::SeqCst);
         Some(client)
     }
 }

@@ -35,6 +35,8 @@ pub fn config(state: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Re
         }
         let pairs: Vec<(&[u8], &[u8])> = a[2..].chunks_exact(2).map(|pair| (pair[0], pair[1])).collect();
         state.params.set(&pairs).map_err(|refused| CmdError(refused.0))?;
+        // A lower tracking-table-max-keys sheds keys now, as Redis' next cron would.
+        state.tracking.enforce_limit();
         r.ok();
     } else if args::is(sub, "RESETSTAT") {
         if a.len() != 2 {

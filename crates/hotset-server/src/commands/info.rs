@@ -85,10 +85,11 @@ fn section(state: &ServerState, name: &str, text: &mut String) {
         "clients" => {
             let _ = write!(
                 text,
-                "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:{}\r\n",
+                "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\npubsub_clients:{}\r\n",
                 state.connected_clients(),
                 state.params.maxclients.load(Ordering::Relaxed),
                 state.blocking.blocked(),
+                state.tracking.totals().clients,
                 state.pubsub.clients(),
             );
         }
@@ -106,9 +107,10 @@ fn section(state: &ServerState, name: &str, text: &mut String) {
             let peak = state.memory.peak.load(Ordering::Relaxed);
             let rss = resident_bytes();
             let maxmemory = state.params.maxmemory.load(Ordering::Relaxed);
+            // Memory is freed in place (FLUSHALL ASYNC too): no lazy free ever pends.
             let _ = write!(
                 text,
-                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_namespaces:{namespaces}\r\nused_memory_keyspaces:{keyspaces}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_not_counted_for_evict:{}\r\nmem_allocator:mimalloc\r\n",
+                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_namespaces:{namespaces}\r\nused_memory_keyspaces:{keyspaces}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_not_counted_for_evict:{}\r\nmem_allocator:mimalloc\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
                 human(used as u64),
                 human(rss),
                 human(peak),
@@ -148,9 +150,10 @@ fn section(state: &ServerState, name: &str, text: &mut String) {
         }
         "stats" => {
             let errors: u64 = stats.errors.lock().values().sum();
+            let tracking = state.tracking.totals();
             let _ = write!(
                 text,
-                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\ntotal_eviction_exceeded_time:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntotal_error_replies:{errors}\r\nprotocol_errors:{}\r\nrequest_batches:{}\r\ntls_handshake_failures:{}\r\n",
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\ntotal_eviction_exceeded_time:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\ntotal_error_replies:{errors}\r\nprotocol_errors:{}\r\nrequest_batches:{}\r\ntls_handshake_failures:{}\r\n",
                 stats.connections_received.load(Ordering::Relaxed),
                 stats.commands.load(Ordering::Relaxed),
                 stats.connections_rejected.load(Ordering::Relaxed),
@@ -160,6 +163,9 @@ fn section(state: &ServerState, name: &str, text: &mut String) {
                 state.pubsub.names(crate::pubsub::Kind::Channel),
                 state.pubsub.patterns(),
                 state.pubsub.names(crate::pubsub::Kind::Shard),
+                tracking.keys,
+                tracking.items,
+                tracking.prefixes,
                 stats.protocol_errors.load(Ordering::Relaxed),
                 stats.batches.load(Ordering::Relaxed),
                 state.tls_handshake_failures(),

@@ -80,6 +80,14 @@ pub struct Session {
     /// the next command makes room first, and one that needs memory is refused when no
     /// room can be made (`crate::memory`).
     pub over_memory: bool,
+    /// CLIENT TRACKING: how this connection tracks, when it does (`crate::tracking`).
+    pub tracking: Option<crate::tracking::Mode>,
+    /// CLIENT CACHING YES/NO was given: it holds for the next command (or the next
+    /// transaction), then lapses.
+    pub caching: bool,
+    /// Set by every CLIENT subcommand: CLIENT CACHING's choice outlives the command that
+    /// follows it only when that command is another CLIENT one (Redis' rule).
+    pub caching_kept: bool,
 }
 
 /// One command's calls in a batch.
@@ -142,6 +150,9 @@ impl Session {
             blocked: None,
             blocked_by: None,
             over_memory: false,
+            tracking: None,
+            caching: false,
+            caching_kept: false,
         }
     }
 
@@ -170,6 +181,8 @@ impl Session {
 pub fn execute(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], out: &mut Vec<u8>) {
     let start = out.len();
     let replies = session.replies;
+    // Invalidations this command causes for this very connection wait for its reply.
+    let _running = crate::tracking::running(session.id);
     let mut reply = Reply { out, protocol: session.protocol };
     let pushes = match dispatch(state, session, args, &mut reply) {
         Ok(spec) => {
@@ -200,6 +213,29 @@ pub fn execute(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], 
     };
     if silent && !pushes {
         out.truncate(start);
+    }
+    // Pushes are written whatever CLIENT REPLY says.
+    write_pending(session, out);
+    if !std::mem::take(&mut session.caching_kept) && session.multi.is_none() {
+        session.caching = false;
+    }
+}
+
+/// Writes the invalidations waiting for this connection's running command.
+fn write_pending(session: &Session, out: &mut Vec<u8>) {
+    for push in crate::tracking::take_pending() {
+        pubsub::write_push(&push, session.protocol, session.subscriptions > 0, out);
+    }
+}
+
+/// Client-side caching: a read registers its keys before it runs (`crate::tracking`).
+fn remember_reads(state: &ServerState, session: &Session, spec: &Spec, args: &[&[u8]]) {
+    if let Some(mode) = session.tracking
+        && !spec.write
+        && mode.remembers(session.caching)
+        && matches!(spec.handler, Handler::Kv(_))
+    {
+        state.tracking.remember(session.id, spec.key_args(args));
     }
 }
 
@@ -248,6 +284,8 @@ fn dispatch(
         // (queueing takes memory too).
         let room = crate::memory::Memory::make_room(state, Durability::Collect(&session.acks));
         session.over_memory = !room;
+        // Keys evicted for this command are announced before its reply, as Redis does.
+        write_pending(session, r.out);
         let queues = session.multi.is_some() && spec.in_multi != InMulti::RunAtOnce;
         if !room && (spec.denyoom || queues) {
             if let Some(multi) = &mut session.multi {
@@ -270,6 +308,7 @@ fn dispatch(
             }
         }
     }
+    remember_reads(state, session, spec, args);
     let ran = match spec.handler {
         Handler::Kv(kv) => (kv.direct)(&session.keyspace.writes(Durability::Collect(&session.acks)), args, r),
         Handler::AllKeyspaces(run) => run(state, &session.acks, args, r),
@@ -404,6 +443,10 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
     // rather than break atomicity.
     if let Some(queued) = multi.queued.iter().find(|q| matches!(q.spec.handler, Handler::AllKeyspaces(_))) {
         return Err(CmdError(format!("ERR {} is not allowed inside MULTI; use FLUSHDB", queued.spec.name)));
+    }
+    for queued in &multi.queued {
+        let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
+        remember_reads(state, session, queued.spec, &args);
     }
     let protocol = r.protocol;
     // The block borrows the keyspace and the batch's collector while the queued

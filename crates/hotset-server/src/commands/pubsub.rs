@@ -147,20 +147,50 @@ fn confirmation(r: &mut Reply<'_>, word: &[u8], name: Option<&[u8]>, count: usiz
 }
 
 /// Writes a push for the connection in its protocol: a message as Redis sends it
-/// (`message channel payload`, `pmessage pattern channel payload`, `smessage ...`).
-pub fn write_push(push: &Push, protocol: Protocol, out: &mut Vec<u8>) {
-    if let Push::Unblocked { reply, .. } = push {
-        out.extend_from_slice(reply);
-        return;
-    }
+/// (`message channel payload`, `pmessage pattern channel payload`, `smessage ...`), a
+/// blocked command's reply, or a client-side caching invalidation (`subscribed`: whether
+/// the connection is in subscribed mode, where RESP2 receives invalidations).
+pub fn write_push(push: &Push, protocol: Protocol, subscribed: bool, out: &mut Vec<u8>) {
     let mut r = Reply { out, protocol };
-    if let Push::Message { kind, pattern, channel, payload } = push {
-        r.push(if pattern.is_some() { 4 } else { 3 });
-        r.bulk(kind.message_word());
-        if let Some(pattern) = pattern {
-            r.bulk(pattern);
+    match push {
+        Push::Unblocked { reply, .. } => r.out.extend_from_slice(reply),
+        Push::Message { kind, pattern, channel, payload } => {
+            r.push(if pattern.is_some() { 4 } else { 3 });
+            r.bulk(kind.message_word());
+            if let Some(pattern) = pattern {
+                r.bulk(pattern);
+            }
+            r.bulk(channel);
+            r.bulk(payload);
         }
-        r.bulk(channel);
-        r.bulk(payload);
+        Push::Invalidate { keys, redirected } => {
+            // RESP2 has no pushes: only a connection receiving another client's
+            // invalidations while subscribed gets them, as pub/sub messages.
+            if protocol == Protocol::Resp3 {
+                r.push(2);
+                r.bulk(b"invalidate");
+            } else if *redirected && subscribed {
+                r.push(3);
+                r.bulk(b"message");
+                r.bulk(crate::tracking::CHANNEL);
+            } else {
+                return;
+            }
+            match keys {
+                Some(keys) => {
+                    r.array(keys.len());
+                    keys.iter().for_each(|key| r.bulk(key));
+                }
+                None => r.null(),
+            }
+        }
+        Push::RedirectBroken(id) => {
+            if protocol == Protocol::Resp3 {
+                r.push(2);
+                r.bulk(b"tracking-redir-broken");
+                r.int(*id as i64);
+            }
+        }
+        Push::Kill => {}
     }
 }

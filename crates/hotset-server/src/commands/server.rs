@@ -91,6 +91,9 @@ pub fn reset(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &m
     session.replies = super::Replies::On;
     state.pubsub.disconnect(session.id);
     session.subscriptions = 0;
+    state.tracking.disable(session.id);
+    session.tracking = None;
+    session.caching = false;
     session.protocol = Protocol::Resp2;
     session.authenticated = state.config.password.is_none();
     select_keyspace(state, session, b"0")?;
@@ -318,9 +321,11 @@ fn client_name(arg: &[u8]) -> Result<String, CmdError> {
     Ok(String::from_utf8_lossy(arg).into_owned())
 }
 
-/// CLIENT SETNAME | GETNAME | ID | INFO | LIST | SETINFO
+/// CLIENT SETNAME | GETNAME | ID | INFO | LIST | SETINFO | REPLY | NO-EVICT | KILL |
+/// UNBLOCK | TRACKING | CACHING | GETREDIR | TRACKINGINFO
 pub fn client(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let sub = a[1].to_ascii_uppercase();
+    session.caching_kept = true;
     match (sub.as_slice(), a.len()) {
         (b"SETNAME", 3) => {
             let name = client_name(a[2])?;
@@ -377,9 +382,37 @@ pub fn client(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &
             let id = u64::try_from(args::int(a[2])?).unwrap_or(0);
             r.int(i64::from(state.blocking.unblock(id, error)));
         }
+        (b"TRACKING", 3..) => {
+            client_tracking(state, session, &a[2..])?;
+            r.ok();
+        }
+        (b"CACHING", 3) => {
+            let mode = session.tracking.ok_or_else(|| {
+                CmdError("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled".into())
+            })?;
+            if args::is(a[2], "YES") {
+                if !mode.optin {
+                    return Err(CmdError(
+                        "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.".into(),
+                    ));
+                }
+            } else if args::is(a[2], "NO") {
+                if !mode.optout {
+                    return Err(CmdError(
+                        "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.".into(),
+                    ));
+                }
+            } else {
+                return Err(syntax());
+            }
+            session.caching = true;
+            r.ok();
+        }
+        (b"GETREDIR", 2) => r.int(state.tracking.info(session.id).map_or(-1, |info| info.redirect as i64)),
+        (b"TRACKINGINFO", 2) => tracking_info(state, session, r),
         (
             b"SETNAME" | b"GETNAME" | b"ID" | b"INFO" | b"LIST" | b"SETINFO" | b"REPLY" | b"NO-EVICT" | b"KILL"
-            | b"UNBLOCK",
+            | b"UNBLOCK" | b"TRACKING" | b"CACHING" | b"GETREDIR" | b"TRACKINGINFO",
             _,
         ) => {
             return Err(CmdError(format!(
@@ -390,6 +423,87 @@ pub fn client(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &
         _ => return Err(unknown_subcommand("CLIENT", a[1])),
     }
     Ok(())
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX prefix ...] [BCAST] [OPTIN] [OPTOUT]
+/// [NOLOOP]: `a` from ON|OFF on.
+fn client_tracking(state: &ServerState, session: &mut Session, a: &[&[u8]]) -> CmdResult {
+    let mut mode = crate::tracking::Mode::default();
+    let (mut redirect, mut prefixes) = (None, Vec::new());
+    let mut at = 1;
+    while at < a.len() {
+        let more = at + 1 < a.len();
+        if args::is(a[at], "REDIRECT") && more {
+            at += 1;
+            if redirect.is_some() {
+                return Err(CmdError("ERR A client can only redirect to a single other client".into()));
+            }
+            let id = args::int(a[at])?;
+            let target = u64::try_from(id).ok().and_then(|id| state.clients.lock().get(&id).map(|c| c.outbox.clone()));
+            let outbox =
+                target.ok_or_else(|| CmdError("ERR The client ID you want redirect to does not exist".into()))?;
+            redirect = Some((id as u64, outbox));
+        } else if args::is(a[at], "BCAST") {
+            mode.bcast = true;
+        } else if args::is(a[at], "OPTIN") {
+            mode.optin = true;
+        } else if args::is(a[at], "OPTOUT") {
+            mode.optout = true;
+        } else if args::is(a[at], "NOLOOP") {
+            mode.noloop = true;
+        } else if args::is(a[at], "PREFIX") && more {
+            at += 1;
+            prefixes.push(a[at].to_vec());
+        } else {
+            return Err(syntax());
+        }
+        at += 1;
+    }
+    if args::is(a[0], "ON") {
+        let options = crate::tracking::Options { mode, redirect, prefixes };
+        state.tracking.enable(session.id, &session.outbox, options).map_err(CmdError)?;
+        session.tracking = Some(mode);
+    } else if args::is(a[0], "OFF") {
+        state.tracking.disable(session.id);
+        session.tracking = None;
+        session.caching = false;
+    } else {
+        return Err(syntax());
+    }
+    Ok(())
+}
+
+/// CLIENT TRACKINGINFO: the connection's tracking flags, redirection and prefixes.
+fn tracking_info(state: &ServerState, session: &Session, r: &mut Reply<'_>) {
+    let info = state.tracking.info(session.id);
+    let mut flags = vec![if info.is_some() { "on" } else { "off" }];
+    if let Some(info) = &info {
+        let mode = info.mode;
+        let caching = session.caching;
+        for (set, flag) in [
+            (mode.bcast, "bcast"),
+            (mode.optin, "optin"),
+            (mode.optin && caching, "caching-yes"),
+            (mode.optout, "optout"),
+            (mode.optout && caching, "caching-no"),
+            (mode.noloop, "noloop"),
+            (info.broken, "broken_redirect"),
+        ] {
+            if set {
+                flags.push(flag);
+            }
+        }
+    }
+    r.map(3);
+    r.bulk(b"flags");
+    r.set(flags.len());
+    flags.iter().for_each(|flag| r.bulk(flag.as_bytes()));
+    r.bulk(b"redirect");
+    r.int(info.as_ref().map_or(-1, |info| info.redirect as i64));
+    r.bulk(b"prefixes");
+    let prefixes = info.map(|info| info.prefixes).unwrap_or_default();
+    r.array(prefixes.len());
+    prefixes.iter().for_each(|prefix| r.bulk(prefix));
 }
 
 /// CLIENT KILL addr:port (the old form: OK or an error), or CLIENT KILL with filters
@@ -472,9 +586,26 @@ fn client_kill(state: &ServerState, session: &Session, a: &[&[u8]], r: &mut Repl
 
 /// One CLIENT LIST line, in Redis' `key=value` form.
 fn client_line(state: &ServerState, info: &crate::state::ClientInfo) -> String {
-    let flags = if state.blocking.is_blocked(info.id) { "b" } else { "N" };
+    let tracking = state.tracking.info(info.id);
+    let mut flags = String::new();
+    if state.blocking.is_blocked(info.id) {
+        flags.push('b');
+    }
+    if let Some(tracking) = &tracking {
+        flags.push('t');
+        if tracking.broken {
+            flags.push('R');
+        }
+        if tracking.mode.bcast {
+            flags.push('B');
+        }
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let redir = tracking.map_or(-1, |tracking| tracking.redirect as i64);
     format!(
-        "id={} addr={} laddr= fd=0 name={} age={} idle=0 flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
+        "id={} addr={} laddr= fd=0 name={} age={} idle=0 flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=default redir={redir} resp={} lib-name={} lib-ver={}\n",
         info.id,
         info.addr,
         info.name,

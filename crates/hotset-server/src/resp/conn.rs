@@ -101,6 +101,12 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(state: Arc<ServerState>, m
         if let Some(settled) = settled {
             settled.await;
         }
+        if batch.close || session.closing {
+            // Gone before the last reply is sent: a client redirecting its invalidations
+            // here learns so from the next one (Redis frees a QUIT client at once too).
+            state.disconnect(session.id);
+            inbox.close();
+        }
         if !out.is_empty() {
             if send(&mut stream, &out).await.is_err() {
                 return;
@@ -132,6 +138,14 @@ async fn wait_unblocked<S: AsyncRead + AsyncWrite + Unpin>(
     out: &mut Vec<u8>,
 ) -> bool {
     let mut deadline = session.blocked.expect("called while blocked");
+    // Invalidations that come while blocked follow the blocked command's reply: the
+    // write that serves it may invalidate a key it read (Redis orders them so too).
+    let mut held = Vec::new();
+    let answered = |session: &Session, out: &mut Vec<u8>, held: &mut Vec<Push>| {
+        for push in held.drain(..) {
+            write_push(&push, session.protocol, session.subscriptions > 0, out);
+        }
+    };
     loop {
         let timeout = async {
             match deadline {
@@ -158,11 +172,13 @@ async fn wait_unblocked<S: AsyncRead + AsyncWrite + Unpin>(
                         Ok(()) => out.extend_from_slice(&reply),
                         Err(reason) => Reply { out: &mut *out, protocol: session.protocol }.error(&format!("MISCONF {reason}")),
                     }
+                    answered(session, out, &mut held);
                     return send(stream, out).await.is_ok();
                 }
                 Some(Push::Kill) | None => return false,
+                Some(invalidation @ (Push::Invalidate { .. } | Push::RedirectBroken(_))) => held.push(invalidation),
                 Some(message) => {
-                    write_push(&message, session.protocol, out);
+                    write_push(&message, session.protocol, session.subscriptions > 0, out);
                     if send(stream, out).await.is_err() {
                         return false;
                     }
@@ -177,6 +193,7 @@ async fn wait_unblocked<S: AsyncRead + AsyncWrite + Unpin>(
                 if state.blocking.cancel(session.id) {
                     session.blocked = None;
                     Reply { out: &mut *out, protocol: session.protocol }.null_array();
+                    answered(session, out, &mut held);
                     return send(stream, out).await.is_ok();
                 }
                 // Served meanwhile: its push is on the way.
@@ -213,7 +230,7 @@ fn take_pushes(first: Option<Push>, inbox: &mut Inbox, session: &Session, out: &
         if matches!(push, Push::Kill) {
             return false;
         }
-        write_push(&push, session.protocol, out);
+        write_push(&push, session.protocol, session.subscriptions > 0, out);
         next = inbox.try_recv();
     }
     true
