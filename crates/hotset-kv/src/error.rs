@@ -99,6 +99,9 @@ pub enum KvError {
     /// Mutually exclusive options, e.g. an expiry together with KEEPTTL.
     #[error("ERR syntax error")]
     Syntax,
+    /// A request this engine cannot carry out as asked (the text says why).
+    #[error("ERR {0}")]
+    Unsupported(&'static str),
     /// [`Keyspaces::create`](super::Keyspaces::create) of a name in use.
     #[error("ERR keyspace '{0}' already exists")]
     KeyspaceExists(String),

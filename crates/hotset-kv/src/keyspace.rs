@@ -115,7 +115,7 @@ impl Keyspace {
         self.clock.now_ms()
     }
 
-    fn ctx(&self) -> Ctx {
+    pub(crate) fn ctx(&self) -> Ctx {
         Ctx { now: self.clock.now_ms(), limits: self.limits }
     }
 
@@ -284,7 +284,7 @@ impl Keyspace {
 
 /// A write's outcome once its record is settled: the write's own error first (a
 /// command that failed says why), then the log's.
-fn settled<R>(result: KvResult<R>, settled: KvResult<()>) -> KvResult<R> {
+pub(crate) fn settled<R>(result: KvResult<R>, settled: KvResult<()>) -> KvResult<R> {
     let value = result?;
     settled?;
     Ok(value)

@@ -70,6 +70,7 @@
 #![warn(missing_docs)]
 
 mod access;
+mod across;
 mod config;
 mod error;
 mod evict;

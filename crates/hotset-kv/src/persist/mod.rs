@@ -22,7 +22,8 @@ use crate::store::shard::{Shard, Touched};
 use crate::store::small_bytes::SmallBytes;
 use crate::value::{Entry, StrValue, Value};
 use hotset_base::journal::{Ack, Durability};
-use hotset_base::record::{KvChange, KvData, encode_kv_head};
+use hotset_base::record::{KvChange, KvData, encode_group, encode_kv_head};
+use smallvec::SmallVec;
 
 mod restore;
 mod snapshot;
@@ -111,6 +112,49 @@ fn encode_spans(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, spans: &[(
     KvChange::ListEdit { key, first, len: list.len() as u64, puts, expire_at_ms }.encode(out);
 }
 
+/// Takes the touched-key lists of the shards a write noted anything on, sorted and
+/// without repeats (a key logged whole needs no field or span record).
+fn take_touched<'s>(shards: impl Iterator<Item = &'s mut Shard>) -> SmallVec<[(&'s mut Shard, Touched); 1]> {
+    // Most writes touch one shard: no allocation for the list of shards.
+    let mut work: SmallVec<[(&mut Shard, Touched); 1]> = SmallVec::new();
+    for shard in shards {
+        let noted = shard.touched.as_mut().filter(|t| {
+            t.flushed || !t.keys.is_empty() || !t.fields.is_empty() || !t.spans.is_empty() || !t.events.is_empty()
+        });
+        if let Some(touched) = noted.map(std::mem::take) {
+            work.push((shard, touched));
+        }
+    }
+    for (_, touched) in &mut work {
+        touched.keys.sort_unstable();
+        touched.keys.dedup();
+        touched.fields.sort_unstable();
+        touched.fields.dedup();
+        touched.spans.sort_unstable();
+        let whole = &touched.keys;
+        touched.fields.retain(|(key, _)| whole.binary_search(key).is_err());
+        touched.spans.retain(|(key, _, _)| whole.binary_search(key).is_err());
+    }
+    work
+}
+
+/// The emptied lists go back to their shards, so the next write reuses their capacity
+/// instead of allocating; a list a huge write grew is dropped.
+fn give_back(work: SmallVec<[(&mut Shard, Touched); 1]>) {
+    for (shard, mut touched) in work {
+        let capacities =
+            [touched.keys.capacity(), touched.fields.capacity(), touched.spans.capacity(), touched.events.capacity()];
+        if capacities.iter().all(|&capacity| capacity <= TOUCHED_KEEP) {
+            touched.keys.clear();
+            touched.fields.clear();
+            touched.spans.clear();
+            touched.events.clear();
+            touched.flushed = false;
+            shard.touched = Some(touched);
+        }
+    }
+}
+
 impl Keyspace {
     /// `Err(Storage)` while the log refuses writes; checked before a write changes anything.
     pub(super) fn writable(&self) -> KvResult<()> {
@@ -133,89 +177,94 @@ impl Keyspace {
     /// they were; returns the record's position, which is none if nothing was touched or
     /// nothing is logged.
     pub(super) fn log_touched<'s>(&self, shards: impl Iterator<Item = &'s mut Shard>, now: u64) -> Ack<'_> {
-        let journal = self.journal.get();
-        let watcher = self.watch.listening();
-        let listener = self.notify.listening();
-        if journal.is_none() && watcher.is_none() && listener.is_none() {
+        if !self.listens() {
             return Ack::none();
         }
-        // Most writes touch one shard: no allocation for the list of shards.
-        let mut work: smallvec::SmallVec<[(&mut Shard, Touched); 1]> = smallvec::SmallVec::new();
-        for shard in shards {
-            let noted = shard.touched.as_mut().filter(|t| {
-                t.flushed || !t.keys.is_empty() || !t.fields.is_empty() || !t.spans.is_empty() || !t.events.is_empty()
-            });
-            if let Some(touched) = noted.map(std::mem::take) {
-                work.push((shard, touched));
-            }
-        }
+        let work = take_touched(shards);
         if work.is_empty() {
             return Ack::none();
         }
-        for (_, touched) in &mut work {
-            touched.keys.sort_unstable();
-            touched.keys.dedup();
-            touched.fields.sort_unstable();
-            touched.fields.dedup();
-            touched.spans.sort_unstable();
-            // A key logged whole needs no field or span record.
-            let whole = &touched.keys;
-            touched.fields.retain(|(key, _)| whole.binary_search(key).is_err());
-            touched.spans.retain(|(key, _, _)| whole.binary_search(key).is_err());
+        self.report(&work);
+        let lsn = self.journal.get().map(|journal| journal.append(&mut |out| self.encode_touched(out, &work, now)));
+        give_back(work);
+        self.journal.ack(lsn)
+    }
+
+    /// A write over two keyspaces (MOVE, COPY ... DB): logs what it touched on `shards`
+    /// here and on `other_shards` of `other` as one group record, which recovery applies
+    /// whole, and reports both to the watcher and listener.
+    pub(crate) fn log_touched_with<'s>(
+        &self,
+        shards: impl Iterator<Item = &'s mut Shard>,
+        other: &Keyspace,
+        other_shards: impl Iterator<Item = &'s mut Shard>,
+        now: u64,
+    ) -> Ack<'_> {
+        if !self.listens() {
+            return Ack::none();
         }
+        let (mine, theirs) = (take_touched(shards), take_touched(other_shards));
+        self.report(&mine);
+        other.report(&theirs);
+        let lsn = self.journal.get().filter(|_| !mine.is_empty() || !theirs.is_empty()).map(|journal| {
+            journal.append(&mut |out| match (mine.is_empty(), theirs.is_empty()) {
+                (false, false) => {
+                    let (mut first, mut second) = (Vec::new(), Vec::new());
+                    self.encode_touched(&mut first, &mine, now);
+                    other.encode_touched(&mut second, &theirs, now);
+                    encode_group(out, [&first[..], &second[..]].into_iter());
+                }
+                (false, true) => self.encode_touched(out, &mine, now),
+                _ => other.encode_touched(out, &theirs, now),
+            })
+        });
+        give_back(mine);
+        give_back(theirs);
+        self.journal.ack(lsn)
+    }
+
+    /// Whether a write's touched keys go anywhere (the log, a watcher, a listener).
+    fn listens(&self) -> bool {
+        self.journal.get().is_some() || self.watch.listening().is_some() || self.notify.listening().is_some()
+    }
+
+    /// Tells the watcher which keys changed and the listener their events.
+    fn report(&self, work: &[(&mut Shard, Touched)]) {
         let flush = work.iter().any(|(_, touched)| touched.flushed);
-        if let Some(watcher) = watcher {
+        if let Some(watcher) = self.watch.listening() {
             let mut keys = work.iter().flat_map(|(_, touched)| {
                 let fields = touched.fields.iter().map(|(key, _)| &**key);
                 touched.keys.iter().map(|key| &**key).chain(fields).chain(touched.spans.iter().map(|(key, ..)| &**key))
             });
             watcher.touched(&self.name, &mut keys, flush);
         }
-        if let Some(listener) = listener {
+        if let Some(listener) = self.notify.listening() {
             let mut events = work.iter().flat_map(|(_, touched)| touched.events.iter().map(|(c, n, k)| (*c, *n, &**k)));
             listener.events(&self.name, &mut events);
         }
-        let lsn = journal.map(|journal| {
-            journal.append(&mut |out| {
-                encode_kv_head(out, &self.name, flush);
-                for (shard, touched) in &work {
-                    for key in &touched.keys {
-                        match shard.peek(KeyRef::new(key), now) {
-                            Some(entry) => encode_entry(out, key, entry),
-                            None => KvChange::Delete { key }.encode(out),
-                        }
-                    }
-                    for fields in touched.fields.chunk_by(|a, b| a.0 == b.0) {
-                        let key = &*fields[0].0;
-                        let names = fields.iter().map(|(_, field)| &**field);
-                        encode_fields(out, key, shard.peek(KeyRef::new(key), now), names);
-                    }
-                    for spans in touched.spans.chunk_by(|a, b| a.0 == b.0) {
-                        let key = &*spans[0].0;
-                        encode_spans(out, key, shard.peek(KeyRef::new(key), now), spans);
-                    }
+    }
+
+    /// This keyspace's record of what `work` touched: each key's resulting state.
+    fn encode_touched(&self, out: &mut Vec<u8>, work: &[(&mut Shard, Touched)], now: u64) {
+        let flush = work.iter().any(|(_, touched)| touched.flushed);
+        encode_kv_head(out, &self.name, flush);
+        for (shard, touched) in work {
+            for key in &touched.keys {
+                match shard.peek(KeyRef::new(key), now) {
+                    Some(entry) => encode_entry(out, key, entry),
+                    None => KvChange::Delete { key }.encode(out),
                 }
-            })
-        });
-        // The emptied lists go back to their shards, so the next write reuses their
-        // capacity instead of allocating; a list a huge write grew is dropped.
-        for (shard, mut touched) in work {
-            let capacities = [
-                touched.keys.capacity(),
-                touched.fields.capacity(),
-                touched.spans.capacity(),
-                touched.events.capacity(),
-            ];
-            if capacities.iter().all(|&capacity| capacity <= TOUCHED_KEEP) {
-                touched.keys.clear();
-                touched.fields.clear();
-                touched.spans.clear();
-                touched.events.clear();
-                touched.flushed = false;
-                shard.touched = Some(touched);
+            }
+            for fields in touched.fields.chunk_by(|a, b| a.0 == b.0) {
+                let key = &*fields[0].0;
+                let names = fields.iter().map(|(_, field)| &**field);
+                encode_fields(out, key, shard.peek(KeyRef::new(key), now), names);
+            }
+            for spans in touched.spans.chunk_by(|a, b| a.0 == b.0) {
+                let key = &*spans[0].0;
+                encode_spans(out, key, shard.peek(KeyRef::new(key), now), spans);
             }
         }
-        self.journal.ack(lsn)
     }
 
     /// Settles the record of a write (after its locks are released) by `durability`.

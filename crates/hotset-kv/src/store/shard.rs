@@ -215,6 +215,27 @@ impl Shard {
         self.mem = 0;
     }
 
+    /// SWAPDB: this shard and `other` (the same shard of another keyspace) exchange their
+    /// keys; each logs as emptied and then holding every live key it has now. The change
+    /// and expiry counters stay: they count what happened in their keyspace.
+    pub(crate) fn swap_contents(&mut self, other: &mut Shard, now: u64) {
+        std::mem::swap(&mut self.map, &mut other.map);
+        std::mem::swap(&mut self.ttl, &mut other.ttl);
+        std::mem::swap(&mut self.mem, &mut other.mem);
+        for shard in [self, other] {
+            shard.changes += 1;
+            let Shard { map, touched, .. } = shard;
+            if let Some(touched) = touched {
+                touched.keys.clear();
+                touched.fields.clear();
+                touched.spans.clear();
+                touched.flushed = true;
+                let live = map.iter().filter(|(_, slot)| !slot.value.is_expired(now));
+                touched.keys.extend(live.map(|(_, slot)| SmallBytes::from(&*slot.key)));
+            }
+        }
+    }
+
     /// Notes an event of the current write (a no-op unless notifications are on).
     pub(crate) fn event(&mut self, class: u32, name: &'static str, key: &[u8]) {
         // Every change notes an event (a write that changes nothing notes none); a key's

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::{Keyspace, KeyspaceConfig};
 use hotset_base::clock::ManualClock;
 
+mod across;
 mod concurrency;
 mod events;
 mod evict;

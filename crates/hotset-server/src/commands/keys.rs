@@ -1,18 +1,21 @@
 //! Generic key commands: DEL, EXISTS, the EXPIRE family, TTL, TYPE, KEYS, SCAN, RENAME,
-//! SORT and SORT_RO, DBSIZE, FLUSHDB and FLUSHALL.
+//! COPY, MOVE, SWAPDB, SORT and SORT_RO, DBSIZE, FLUSHDB and FLUSHALL.
 //!
 //! Owns: turning RESP arguments into `KvOps` calls for the `generic` group and shaping
 //! their replies, one function per command (or per family of Redis forms sharing a body),
 //! each generic over `KvOps` so the table can hold it for a keyspace and for EXEC's locked
-//! block; FLUSHALL, the one that reaches every keyspace, takes the server state instead.
+//! block; FLUSHALL, MOVE, SWAPDB and COPY ... DB, which reach other keyspaces, take the server
+//! state and the session instead.
 //! Never: hold semantics of its own, write a reply before the call has succeeded, or
 //! decide anything by a command's name (the table chose this function).
 
+use super::Session;
 use super::args::{self, CmdError, CmdResult, syntax};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
 use hotset_core::kv::{ExpireCondition, KvError, KvOps, RestoreOptions, SortOptions};
 use hotset_core::{Acks, Durability};
+use std::sync::Arc;
 
 /// Keys SCAN returns per call when COUNT is not given (Redis' default).
 const SCAN_COUNT_DEFAULT: usize = 10;
@@ -232,27 +235,114 @@ pub fn renamenx<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     Ok(())
 }
 
-/// COPY source destination [DB destination-db] [REPLACE]: 1 when copied. Another
-/// keyspace as the destination is not supported yet (refused, never half done).
-pub fn copy<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    let mut replace = false;
+/// COPY's options: REPLACE, and the DB argument when given.
+fn copy_options<'a>(a: &[&'a [u8]]) -> Result<(bool, Option<&'a [u8]>), CmdError> {
+    let (mut replace, mut db) = (false, None);
     let mut at = 3;
     while at < a.len() {
         if args::is(a[at], "REPLACE") {
             replace = true;
             at += 1;
         } else if args::is(a[at], "DB") && at + 1 < a.len() {
-            args::int(a[at + 1])?;
-            return Err(CmdError("ERR COPY into another database is not supported".into()));
+            db = Some(a[at + 1]);
+            at += 2;
         } else {
             return Err(args::syntax());
         }
+    }
+    Ok((replace, db))
+}
+
+/// COPY source destination [DB destination-db] [REPLACE]: 1 when copied. The form with
+/// DB runs in `copy_to_keyspace` outside MULTI; inside, where the block holds one
+/// keyspace's locks, it is refused (never half done).
+pub fn copy<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let (replace, db) = copy_options(a)?;
+    if let Some(db) = db {
+        args::int(db)?;
+        return Err(CmdError("ERR COPY with DB is not supported inside MULTI".into()));
     }
     if a[1] == a[2] {
         return Err(CmdError("ERR source and destination objects are the same".into()));
     }
     r.int(i64::from(kv.copy(a[1], a[2], replace)?));
     Ok(())
+}
+
+/// COPY ... DB n: into keyspace `n` (the selected one too, as a plain COPY).
+pub fn copy_to_keyspace(
+    state: &Arc<ServerState>,
+    session: &mut Session,
+    a: &[&[u8]],
+    r: &mut Reply<'_>,
+) -> Option<CmdResult> {
+    let (replace, db) = match copy_options(a) {
+        Ok((replace, Some(db))) => (replace, db),
+        Ok((_, None)) => return None,
+        Err(error) => return Some(Err(error)),
+    };
+    Some((|| {
+        let target = database(state, db)?;
+        let durability = Durability::Collect(&session.acks);
+        let copied = if target == session.keyspace_name {
+            if a[1] == a[2] {
+                return Err(CmdError("ERR source and destination objects are the same".into()));
+            }
+            session.keyspace.writes(durability).copy(a[1], a[2], replace)?
+        } else {
+            let dest = state.db().keyspaces().get_or_create(&target);
+            let copied = session.keyspace.copy_key_to(a[1], &dest, a[2], replace, durability)?;
+            if copied {
+                state.blocking.wake(&target, [a[2]]);
+            }
+            copied
+        };
+        r.int(i64::from(copied));
+        Ok(())
+    })())
+}
+
+/// MOVE key db: 1 when `key` moved to keyspace `db` (with its deadline); 0 when it is
+/// not in the selected keyspace or is in `db` already.
+pub fn move_key(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let target = database(state, a[2])?;
+    if target == session.keyspace_name {
+        return Err(CmdError("ERR source and destination objects are the same".into()));
+    }
+    let dest = state.db().keyspaces().get_or_create(&target);
+    let moved = session.keyspace.move_key(a[1], &dest, Durability::Collect(&session.acks))?;
+    if moved {
+        state.blocking.wake(&target, [a[1]]);
+    }
+    r.int(i64::from(moved));
+    Ok(())
+}
+
+/// SWAPDB index1 index2: the two keyspaces exchange their contents for every client.
+pub fn swapdb(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let index = |arg: &[u8], which: &str| {
+        args::int(arg).map_err(|_| CmdError(format!("ERR invalid {which} DB index")))?;
+        database(state, arg)
+    };
+    let (first, second) = (index(a[1], "first")?, index(a[2], "second")?);
+    if first != second {
+        let spaces = state.db().keyspaces();
+        let (one, other) = (spaces.get_or_create(&first), spaces.get_or_create(&second));
+        one.swap_with(&other, Durability::Collect(&session.acks))?;
+        // Clients blocked in either may find what they wait for now.
+        state.blocking.wake_everyone(Some(&first));
+        state.blocking.wake_everyone(Some(&second));
+    }
+    r.ok();
+    Ok(())
+}
+
+/// A database number as MOVE and COPY take it (Redis' errors): the keyspace it names.
+fn database(state: &ServerState, db: &[u8]) -> Result<String, CmdError> {
+    match args::int(db)? {
+        n if n >= 0 && (n as usize) < state.config.databases => Ok(n.to_string()),
+        _ => Err(CmdError("ERR DB index is out of range".into())),
+    }
 }
 
 pub fn randomkey<K: KvOps>(kv: &K, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {

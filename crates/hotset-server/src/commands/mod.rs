@@ -309,11 +309,16 @@ fn dispatch(
         }
     }
     remember_reads(state, session, spec, args);
-    let ran = match spec.handler {
-        Handler::Kv(kv) => (kv.direct)(&session.keyspace.writes(Durability::Collect(&session.acks)), args, r),
-        Handler::AllKeyspaces(run) => run(state, &session.acks, args, r),
-        Handler::Session(run) => run(state, session, args, r),
-        Handler::Blocking(parse) => block(state, session, parse(args), r),
+    let across = spec.across.and_then(|run| run(state, session, args, r));
+    let ran = if let Some(ran) = across {
+        ran
+    } else {
+        match spec.handler {
+            Handler::Kv(kv) => (kv.direct)(&session.keyspace.writes(Durability::Collect(&session.acks)), args, r),
+            Handler::AllKeyspaces(run) => run(state, &session.acks, args, r),
+            Handler::Session(run) => run(state, session, args, r),
+            Handler::Blocking(parse) => block(state, session, parse(args), r),
+        }
     };
     if session.multi.is_none() {
         wake(state, &session.keyspace_name, spec, args);

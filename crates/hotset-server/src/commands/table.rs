@@ -110,6 +110,10 @@ pub struct Spec {
     /// For a command whose keys move (SORT's STORE, numkeys forms): the positions of its
     /// keys in a request, which `keys` cannot say (COMMAND GETKEYS, waking).
     pub find_keys: Option<FindKeys>,
+    /// For a key-value command with a form that reaches another keyspace (COPY ... DB):
+    /// runs first, outside MULTI, and answers that form itself (`Some`), or leaves the
+    /// request to the key-value handler (`None`).
+    pub across: Option<AcrossHandler>,
     /// Redis command group, for COMMAND DOCS.
     pub group: &'static str,
     pub summary: &'static str,
@@ -130,6 +134,9 @@ pub enum Wakes {
 
 /// The positions of the keys in a request of a command whose keys move.
 pub type FindKeys = fn(&[&[u8]]) -> Vec<usize>;
+
+/// See `Spec::across`.
+pub type AcrossHandler = fn(&Arc<ServerState>, &mut Session, &[&[u8]], &mut Reply<'_>) -> Option<CmdResult>;
 
 const NO_KEYS: KeyPositions = KeyPositions { first: 0, last: 0, step: 0 };
 
@@ -153,6 +160,7 @@ macro_rules! kv {
             subscribed: Subscribed::Refused,
             wakes: Wakes::Nobody,
             find_keys: None,
+            across: None,
             group: $group,
             summary: $summary,
         }
@@ -178,6 +186,7 @@ const fn all_keyspaces(
         subscribed: Subscribed::Refused,
         wakes: Wakes::Nobody,
         find_keys: None,
+        across: None,
         group,
         summary,
     }
@@ -196,6 +205,7 @@ const fn conn(name: &'static str, arity: i32, handler: SessionHandler, summary: 
         subscribed: Subscribed::Refused,
         wakes: Wakes::Nobody,
         find_keys: None,
+        across: None,
         group: "connection",
         summary,
     }
@@ -215,6 +225,7 @@ const fn doc(name: &'static str, arity: i32, write: bool, handler: SessionHandle
         subscribed: Subscribed::Refused,
         wakes: Wakes::Nobody,
         find_keys: None,
+        across: None,
         group: "document",
         summary,
     }
@@ -239,6 +250,7 @@ const fn blocking(
         subscribed: Subscribed::Refused,
         wakes: Wakes::Nobody,
         find_keys: None,
+        across: None,
         group: "list",
         summary,
     }
@@ -292,6 +304,11 @@ impl Spec {
 
     const fn in_group(self, group: &'static str) -> Spec {
         Spec { group, ..self }
+    }
+
+    /// A key-value command with a form reaching another keyspace (`Spec::across`).
+    const fn across(self, run: AcrossHandler) -> Spec {
+        Spec { across: Some(run), ..self }
     }
 
     /// A command whose keys move: `find` gives their positions (`keys` says none).
@@ -424,6 +441,7 @@ pub static COMMANDS: &[Spec] = &[
     // is that command's error in EXEC's answer.
     conn("CONFIG", -2, config::config, "Redis' runtime parameters: GET, SET, RESETSTAT, REWRITE.").queue(),
     kv!("COPY", -3, true, "generic", "Copies a key's value and deadline to another key.", keys::copy)
+        .across(keys::copy_to_keyspace)
         .keys(1, 2, 1)
         .wakes()
         .denyoom(),
@@ -611,6 +629,11 @@ pub static COMMANDS: &[Spec] = &[
         .keys(2, 2, 1)
         .queue_then_refuse(),
     kv!("MGET", -2, false, "string", "The values of several keys.", strings::mget).keys(1, -1, 1),
+    Spec {
+        write: true,
+        keys: KeyPositions { first: 1, last: 1, step: 1 },
+        ..conn("MOVE", 3, keys::move_key, "Moves a key, with its deadline, to another keyspace.").in_group("generic")
+    },
     kv!("MSET", -3, true, "string", "Sets several keys atomically.", strings::mset).keys(1, -1, 2).denyoom(),
     kv!("MSETNX", -3, true, "string", "Sets several keys only if none of them exists.", strings::msetnx)
         .keys(1, -1, 2)
@@ -700,6 +723,10 @@ pub static COMMANDS: &[Spec] = &[
     kv!("SUNIONSTORE", -3, true, "set", "Stores the union of sets.", sets::sunionstore).keys(1, -1, 1).denyoom(),
     conn("SUNSUBSCRIBE", -1, pubsub::sunsubscribe, "Unsubscribes from shard channels (all without arguments).")
         .pushes(),
+    Spec {
+        write: true,
+        ..conn("SWAPDB", 3, keys::swapdb, "Exchanges the contents of two keyspaces.").in_group("server")
+    },
     conn("TIME", 1, server::time, "The server's time.").queue(),
     kv!("TTL", 2, false, "generic", "A key's time to live in seconds.", keys::ttl),
     kv!("TYPE", 2, false, "generic", "The type of a key's value.", keys::key_type),
