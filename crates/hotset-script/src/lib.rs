@@ -1,0 +1,41 @@
+//! Hotset's Lua scripting engine: Redis 7.0's EVAL and FUNCTION semantics on an embedded
+//! Lua 5.1 (mlua, built from source), independent of the server.
+//!
+//! The server owns dispatch, atomicity, BUSY replies and persistence; this crate owns the Lua
+//! states, the sandbox, the script cache, function libraries and the conversions between
+//! replies and Lua values. Everything a script asks of the data goes through the [`Host`]
+//! trait. See `README` of each module (`//!` headers) for what it owns.
+
+#![forbid(unsafe_code)]
+// The FUNCTION side lands in the next commit; its building blocks are here already.
+#![allow(dead_code)]
+
+mod cache;
+mod convert;
+mod engine;
+pub mod errors;
+mod flags;
+mod host;
+mod libs;
+mod limits;
+mod random;
+mod redis_api;
+mod resp;
+mod run;
+mod sandbox;
+mod value;
+
+pub use engine::{Engine, KeysAndArgs, RunOptions, split_keys};
+pub use errors::ScriptError;
+pub use flags::{EvalShebang, LibraryShebang, ScriptFlags, parse_eval_shebang, parse_library_shebang};
+pub use host::{CallContext, Host, LogLevel, Replication, Tick};
+pub use limits::Limits;
+pub use redis_api::{Logger, REDIS_VERSION, REDIS_VERSION_NUM};
+pub use resp::{RespError, format_g, parse_resp};
+pub use value::{Protocol, Value};
+
+/// The SHA1 of `bytes` as 40 lowercase hex digits: a script's name in the cache and what
+/// `redis.sha1hex` returns.
+pub fn sha1_hex(bytes: &[u8]) -> String {
+    sha1_smol::Sha1::from(bytes).digest().to_string()
+}
