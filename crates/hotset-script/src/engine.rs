@@ -9,8 +9,10 @@
 use std::sync::{Arc, Mutex};
 
 use crate::cache::{Scripts, lowercase};
+use crate::dump::{self, RestorePolicy};
 use crate::errors::ScriptError;
 use crate::flags::ScriptFlags;
+use crate::functions::{self, Functions, LibraryExport, RunningScript};
 use crate::host::Host;
 use crate::limits::Limits;
 use crate::random::Rand48;
@@ -29,13 +31,14 @@ pub struct RunOptions {
 /// interpreter with its libraries.
 pub struct Engine {
     scripts: Scripts,
+    functions: Functions,
 }
 
 impl Engine {
     /// A new engine; `logger` receives `redis.log` lines.
     pub fn new(limits: Limits, logger: Logger) -> Result<Engine, ScriptError> {
         let shared = Shared { logger, random: Arc::new(Mutex::new(Rand48::default())) };
-        Ok(Engine { scripts: Scripts::new(limits, shared)? })
+        Ok(Engine { scripts: Scripts::new(limits, shared.clone())?, functions: Functions::new(limits, shared)? })
     }
 
     /// EVAL / EVAL_RO: compiles `body` if it is not cached, then runs it.
@@ -105,6 +108,86 @@ impl Engine {
     pub fn script_stats(&self) -> (usize, usize, usize) {
         let (count, body_bytes) = self.scripts.stats();
         (count, body_bytes, self.scripts.used_memory())
+    }
+}
+
+impl Engine {
+    /// FUNCTION LOAD [REPLACE]: loads a library (its code starts with `#!lua name=<name>`);
+    /// returns its name. The server must log the code (see [`Engine::libraries`]).
+    pub fn function_load(&mut self, code: &[u8], replace: bool) -> Result<String, ScriptError> {
+        self.functions.load(code, replace)
+    }
+
+    /// FCALL / FCALL_RO. The server checks that the function exists ([`Engine::function_flags`])
+    /// before it parses numkeys, as Redis does.
+    pub fn fcall(
+        &mut self,
+        name: &[u8],
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        host: &mut dyn Host,
+        options: RunOptions,
+    ) -> Result<Value, ScriptError> {
+        self.functions.call(name, keys, args, host, options.read_only)
+    }
+
+    /// The flags of function `name` (any case), so the server can apply OOM, stale-replica and
+    /// cluster rules before FCALL; `None` if no library registered it.
+    pub fn function_flags(&self, name: &[u8]) -> Option<ScriptFlags> {
+        self.functions.flags(name)
+    }
+
+    /// FUNCTION DELETE.
+    pub fn function_delete(&mut self, library: &[u8]) -> Result<(), ScriptError> {
+        self.functions.delete(library)
+    }
+
+    /// FUNCTION FLUSH (SYNC and ASYNC alike: the libraries are small).
+    pub fn function_flush(&mut self) {
+        self.functions.flush();
+    }
+
+    /// FUNCTION LIST with the arguments after LIST (`LIBRARYNAME pattern`, `WITHCODE`).
+    pub fn function_list(&self, arguments: &[&[u8]]) -> Result<Value, ScriptError> {
+        functions::list(&self.functions, arguments)
+    }
+
+    /// FUNCTION STATS; what is running now is the server's to tell.
+    pub fn function_stats(&self, running: Option<&RunningScript>) -> Value {
+        functions::stats(&self.functions, running)
+    }
+
+    /// FUNCTION DUMP: every library in one payload.
+    pub fn function_dump(&self) -> Vec<u8> {
+        let codes: Vec<&[u8]> = self.functions.libraries().map(|library| library.code.as_slice()).collect();
+        dump::encode(codes.into_iter())
+    }
+
+    /// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]: all or nothing.
+    pub fn function_restore(&mut self, payload: &[u8], policy: RestorePolicy) -> Result<(), ScriptError> {
+        let codes = dump::decode(payload)?;
+        dump::restore(&mut self.functions, &codes, policy)
+    }
+
+    /// Every library as data (name and code), for the server's log and snapshots. Loading the
+    /// codes back with [`Engine::function_load`] (or [`Engine::restore_libraries`]) rebuilds
+    /// the same libraries.
+    pub fn libraries(&self) -> Vec<LibraryExport> {
+        self.functions
+            .libraries()
+            .map(|library| LibraryExport { name: library.name.clone(), code: library.code.clone() })
+            .collect()
+    }
+
+    /// Loads libraries from their codes (a snapshot), all or nothing, by `policy`.
+    pub fn restore_libraries(&mut self, codes: &[Vec<u8>], policy: RestorePolicy) -> Result<(), ScriptError> {
+        dump::restore(&mut self.functions, codes, policy)
+    }
+
+    /// Libraries and functions loaded, and bytes used by the FUNCTION Lua state.
+    pub fn function_counts(&self) -> (usize, usize, usize) {
+        let (libraries, functions) = self.functions.counts();
+        (libraries, functions, self.functions.used_memory())
     }
 }
 

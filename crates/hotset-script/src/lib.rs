@@ -7,14 +7,15 @@
 //! trait. See `README` of each module (`//!` headers) for what it owns.
 
 #![forbid(unsafe_code)]
-// The FUNCTION side lands in the next commit; its building blocks are here already.
-#![allow(dead_code)]
 
 mod cache;
 mod convert;
+mod dump;
 mod engine;
 pub mod errors;
 mod flags;
+mod functions;
+mod glob;
 mod host;
 mod libs;
 mod limits;
@@ -25,9 +26,11 @@ mod run;
 mod sandbox;
 mod value;
 
+pub use dump::RestorePolicy;
 pub use engine::{Engine, KeysAndArgs, RunOptions, split_keys};
 pub use errors::ScriptError;
 pub use flags::{EvalShebang, LibraryShebang, ScriptFlags, parse_eval_shebang, parse_library_shebang};
+pub use functions::{ENGINE_NAME, LibraryExport, RunningScript};
 pub use host::{CallContext, Host, LogLevel, Replication, Tick};
 pub use limits::Limits;
 pub use redis_api::{Logger, REDIS_VERSION, REDIS_VERSION_NUM};
