@@ -350,7 +350,9 @@ fn script_location(lua: &Lua) -> Option<(Vec<u8>, i64)> {
             (what, name, debug.current_line())
         })?;
         let (what, source, line) = frame;
-        if what == "C" || source.as_deref() == Some(PRELUDE_CHUNK) {
+        // C functions, the prelude's wrappers and the stand-ins of lost tail calls are not
+        // script lines.
+        if what == "C" || what == "tail" || source.as_deref() == Some(PRELUDE_CHUNK) {
             continue;
         }
         return Some((source.unwrap_or_default().into_bytes(), line.map_or(-1, |line| line as i64)));

@@ -436,7 +436,7 @@ local G, allowed, guard, real_of, meta_view_of, string_view, redis_parts, load_r
 
 local next, rawset, setmetatable, getmetatable, type, error, select = next, rawset, setmetatable, getmetatable, type, error, select
 local tostring, pcall, xpcall, loadstring, load = tostring, pcall, xpcall, loadstring, load
-local resume, byte = coroutine.resume, string.byte
+local resume, byte, collectgarbage = coroutine.resume, string.byte, collectgarbage
 local caught = guard.caught
 
 local READONLY = 'Attempt to modify a readonly table'
@@ -480,6 +480,9 @@ local function pcall_result(ok, ...)
   if ok then return true, ... end
   local e = caught((...))
   if killed() then error(e, 0) end
+  -- Lua 5.1 has no emergency collection: what the failed call allocated is garbage, and the
+  -- script can only go on if it is collected now.
+  if e == 'not enough memory' then collectgarbage('collect') end
   if type(e) == 'table' then
     local message = e.err
     if type(message) == 'string' or type(message) == 'number' then e = message end
