@@ -17,6 +17,10 @@ pub const GC_STEP_RUNS: u64 = 50;
 /// How many stack frames the error handler looks through for the script line to blame.
 pub const HANDLER_FRAMES_MAX: usize = 64;
 
+/// How deep a MessagePack payload may nest when `cmsgpack.unpack` reads it: deeper input is
+/// refused as bad data rather than recursed into.
+pub const DECODE_DEPTH_MAX: usize = 128;
+
 /// Per-engine limits the server may configure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {

@@ -129,12 +129,8 @@ impl Vm {
         read_only: bool,
         flags: Option<ScriptFlags>,
     ) -> Result<Result<Value, Failure>, mlua::Error> {
-        let keys_table = self.lua.create_sequence_from(
-            keys.iter().map(|key| self.lua.create_string(key)).collect::<mlua::Result<Vec<_>>>()?,
-        )?;
-        let args_table = self.lua.create_sequence_from(
-            args.iter().map(|arg| self.lua.create_string(arg)).collect::<mlua::Result<Vec<_>>>()?,
-        )?;
+        let keys_table = self.string_array(keys)?;
+        let args_table = self.string_array(args)?;
         if self.mode == Mode::Eval {
             self.sandbox.real_globals.raw_set("KEYS", keys_table.clone())?;
             self.sandbox.real_globals.raw_set("ARGV", args_table.clone())?;
@@ -156,6 +152,16 @@ impl Vm {
         let outcome = self.settle(outcome, &state)?;
         self.collect_garbage_now_and_then()?;
         Ok(outcome.map(|value| lua_to_reply(&value, state.protocol)))
+    }
+
+    /// A Lua array of `items`, built one string at a time: mlua holds each live value in a
+    /// reference slot, and there are only a few thousand.
+    fn string_array(&self, items: &[&[u8]]) -> mlua::Result<Table> {
+        let table = self.lua.create_table_with_capacity(items.len(), 0)?;
+        for (index, item) in items.iter().enumerate() {
+            table.raw_set(index + 1, self.lua.create_string(item)?)?;
+        }
+        Ok(table)
     }
 
     /// Runs a library's top-level code (Functions mode) with `register_function` in the hooks

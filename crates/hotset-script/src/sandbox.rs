@@ -167,6 +167,13 @@ fn find_raised(error: &mlua::Error) -> Option<&Raised> {
     }
 }
 
+/// Lua's own `next` on `table` (no proxy look-through): the pair after `key`, `(nil, nil)` at
+/// the end. For walking a table without holding every pair at once.
+pub fn raw_next(lua: &Lua, table: &Table, key: LuaValue) -> mlua::Result<(LuaValue, LuaValue)> {
+    let next = with_guard(lua, |guard| guard.next.clone())?;
+    next.call::<(LuaValue, LuaValue)>((table.clone(), key)).map_err(|error| reraise(lua, error))
+}
+
 /// An error from calling one of Lua's own functions, raised again as Lua raised it.
 fn reraise(lua: &Lua, error: mlua::Error) -> mlua::Error {
     match error {

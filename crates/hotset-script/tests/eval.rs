@@ -464,3 +464,31 @@ fn math_random_follows_redis_generator() {
         Err(runtime("ERR user_script:1: bad argument #1 to 'random' (interval is empty)", body, 1))
     );
 }
+
+#[test]
+fn many_keys_and_arguments_and_big_replies() {
+    // Regression: building KEYS from a collected Vec of Lua strings ran out of mlua's
+    // reference slots (a few thousand) with many arguments.
+    let (mut engine, _) = engine();
+    let mut host = FakeHost::new();
+    let keys: Vec<String> = (0..20_000).map(|index| format!("k{index}")).collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let reply =
+        eval_with(&mut engine, &mut host, "return {#KEYS, KEYS[20000], #ARGV}", &keys, &keys, RunOptions::default());
+    assert_eq!(reply, Ok(Value::Array(vec![Value::Int(20_000), bulk("k19999"), Value::Int(20_000)])));
+    let reply = eval(&mut engine, &mut host, "local t = {} for i = 1, 50000 do t[i] = i end return t").unwrap();
+    assert!(matches!(reply, Value::Array(ref elements) if elements.len() == 50_000));
+    let reply =
+        eval(&mut engine, &mut host, "local m = {} for i = 1, 20000 do m['k' .. i] = i end return {map = m}").unwrap();
+    assert!(matches!(reply, Value::Map(ref pairs) if pairs.len() == 20_000));
+    // A table nested past the reply depth limit gets Redis' stack error in its place.
+    let reply = eval(&mut engine, &mut host, "local t = {} t[1] = t return t").unwrap();
+    let mut depth = 0;
+    let mut current = &reply;
+    while let Value::Array(elements) = current {
+        depth += 1;
+        current = &elements[0];
+    }
+    assert_eq!(current, &Value::Error(b"ERR reached lua stack limit".to_vec()));
+    assert!(depth > 100);
+}
