@@ -4,7 +4,7 @@
 //! The server owns dispatch, atomicity, BUSY replies and persistence; this crate owns the Lua
 //! states, the sandbox, the script cache, function libraries and the conversions between
 //! replies and Lua values. Everything a script asks of the data goes through the [`Host`]
-//! trait. See `README` of each module (`//!` headers) for what it owns.
+//! trait. Each module's `//!` header says what it owns and what it must never do.
 
 #![forbid(unsafe_code)]
 

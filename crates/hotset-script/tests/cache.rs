@@ -109,3 +109,16 @@ fn numkeys_is_checked_with_redis_texts() {
         "ERR Number of keys can't be greater than number of args"
     );
 }
+
+#[test]
+fn the_engine_can_move_between_threads() {
+    // The server keeps one engine behind a lock and runs scripts from any worker thread.
+    fn assert_send<T: Send>() {}
+    assert_send::<hotset_script::Engine>();
+    let (mut engine, _) = engine();
+    let handle = std::thread::spawn(move || {
+        let mut host = FakeHost::new();
+        eval(&mut engine, &mut host, "return redis.call('ping')")
+    });
+    assert_eq!(handle.join().unwrap(), Ok(Value::Simple(b"PONG".to_vec())));
+}
