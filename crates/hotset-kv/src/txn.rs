@@ -65,6 +65,23 @@ impl<'a> KeyspaceTxn<'a> {
         self.guards.into_inner()
     }
 
+    /// The locked shard of `key`, for a write spanning blocks of several keyspaces
+    /// (`across.rs`).
+    pub(crate) fn with_shard<R>(&self, key: &[u8], f: impl FnOnce(&mut Shard) -> KvResult<R>) -> KvResult<R> {
+        let idx = self.router.shard_of(crate::store::router::KeyRef::new(key).hash);
+        self.write_shard(idx, |shard, _| f(shard))
+    }
+
+    /// Every shard, in order, when the block holds them all (`KeyNotLocked` otherwise).
+    pub(crate) fn with_all_shards<R>(&self, f: impl FnOnce(&mut [&mut Shard]) -> KvResult<R>) -> KvResult<R> {
+        let mut guards = self.guards.borrow_mut();
+        if guards.len() != self.router.shard_count() {
+            return Err(KvError::KeyNotLocked);
+        }
+        let mut shards: Vec<&mut Shard> = guards.iter_mut().map(|(_, guard)| &mut **guard).collect();
+        f(&mut shards)
+    }
+
     /// The instant (ms since the epoch) the whole block operates at.
     pub fn now_ms(&self) -> u64 {
         self.ctx.now

@@ -112,9 +112,13 @@ fn encode_spans(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, spans: &[(
     KvChange::ListEdit { key, first, len: list.len() as u64, puts, expire_at_ms }.encode(out);
 }
 
+/// The shards a write noted anything on, each with what it noted (most writes touch one
+/// shard: no allocation for the list).
+type Work<'s> = SmallVec<[(&'s mut Shard, Touched); 1]>;
+
 /// Takes the touched-key lists of the shards a write noted anything on, sorted and
 /// without repeats (a key logged whole needs no field or span record).
-fn take_touched<'s>(shards: impl Iterator<Item = &'s mut Shard>) -> SmallVec<[(&'s mut Shard, Touched); 1]> {
+fn take_touched<'s>(shards: impl Iterator<Item = &'s mut Shard>) -> Work<'s> {
     // Most writes touch one shard: no allocation for the list of shards.
     let mut work: SmallVec<[(&mut Shard, Touched); 1]> = SmallVec::new();
     for shard in shards {
@@ -140,7 +144,7 @@ fn take_touched<'s>(shards: impl Iterator<Item = &'s mut Shard>) -> SmallVec<[(&
 
 /// The emptied lists go back to their shards, so the next write reuses their capacity
 /// instead of allocating; a list a huge write grew is dropped.
-fn give_back(work: SmallVec<[(&mut Shard, Touched); 1]>) {
+fn give_back(work: Work<'_>) {
     for (shard, mut touched) in work {
         let capacities =
             [touched.keys.capacity(), touched.fields.capacity(), touched.spans.capacity(), touched.events.capacity()];
@@ -190,36 +194,40 @@ impl Keyspace {
         self.journal.ack(lsn)
     }
 
-    /// A write over two keyspaces (MOVE, COPY ... DB): logs what it touched on `shards`
-    /// here and on `other_shards` of `other` as one group record, which recovery applies
-    /// whole, and reports both to the watcher and listener.
-    pub(crate) fn log_touched_with<'s>(
-        &self,
-        shards: impl Iterator<Item = &'s mut Shard>,
-        other: &Keyspace,
-        other_shards: impl Iterator<Item = &'s mut Shard>,
-        now: u64,
-    ) -> Ack<'_> {
+    /// A write over several keyspaces (MOVE, COPY ... DB, SWAPDB, a transaction holding
+    /// one of them): logs what it touched on each keyspace's shards as one group record,
+    /// which recovery applies whole, and reports each to the watcher and listener. `self`
+    /// is one of them (they share one journal).
+    pub(crate) fn log_across<'s>(&self, parts: Vec<(&'s Keyspace, Vec<&'s mut Shard>)>, now: u64) -> Ack<'_> {
         if !self.listens() {
             return Ack::none();
         }
-        let (mine, theirs) = (take_touched(shards), take_touched(other_shards));
-        self.report(&mine);
-        other.report(&theirs);
-        let lsn = self.journal.get().filter(|_| !mine.is_empty() || !theirs.is_empty()).map(|journal| {
-            journal.append(&mut |out| match (mine.is_empty(), theirs.is_empty()) {
-                (false, false) => {
-                    let (mut first, mut second) = (Vec::new(), Vec::new());
-                    self.encode_touched(&mut first, &mine, now);
-                    other.encode_touched(&mut second, &theirs, now);
-                    encode_group(out, [&first[..], &second[..]].into_iter());
+        let noted: Vec<(&Keyspace, Work<'_>)> =
+            parts.into_iter().map(|(space, shards)| (space, take_touched(shards.into_iter()))).collect();
+        for (space, work) in &noted {
+            space.report(work);
+        }
+        let changed: Vec<&(&Keyspace, Work<'_>)> = noted.iter().filter(|(_, work)| !work.is_empty()).collect();
+        let lsn = self.journal.get().filter(|_| !changed.is_empty()).map(|journal| {
+            journal.append(&mut |out| {
+                if let [(space, work)] = changed[..] {
+                    space.encode_touched(out, work, now);
+                    return;
                 }
-                (false, true) => self.encode_touched(out, &mine, now),
-                _ => other.encode_touched(out, &theirs, now),
+                let encoded: Vec<Vec<u8>> = changed
+                    .iter()
+                    .map(|(space, work)| {
+                        let mut part = Vec::new();
+                        space.encode_touched(&mut part, work, now);
+                        part
+                    })
+                    .collect();
+                encode_group(out, encoded.iter().map(Vec::as_slice));
             })
         });
-        give_back(mine);
-        give_back(theirs);
+        for (_, work) in noted {
+            give_back(work);
+        }
         self.journal.ack(lsn)
     }
 

@@ -9,8 +9,8 @@
 //! Never: hold semantics of its own, write a reply before the call has succeeded, or
 //! decide anything by a command's name (the table chose this function).
 
-use super::Session;
 use super::args::{self, CmdError, CmdResult, syntax};
+use super::{Blocks, Session};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
 use hotset_core::kv::{ExpireCondition, KvError, KvOps, RestoreOptions, SortOptions};
@@ -253,14 +253,12 @@ fn copy_options<'a>(a: &[&'a [u8]]) -> Result<(bool, Option<&'a [u8]>), CmdError
     Ok((replace, db))
 }
 
-/// COPY source destination [DB destination-db] [REPLACE]: 1 when copied. The form with
-/// DB runs in `copy_to_keyspace` outside MULTI; inside, where the block holds one
-/// keyspace's locks, it is refused (never half done).
+/// COPY source destination [REPLACE]: 1 when copied. The form with DB runs in
+/// `copy_to_keyspace` (or `copy_in_txn` inside EXEC), which reach the other keyspace.
 pub fn copy<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let (replace, db) = copy_options(a)?;
-    if let Some(db) = db {
-        args::int(db)?;
-        return Err(CmdError("ERR COPY with DB is not supported inside MULTI".into()));
+    if db.is_some() {
+        return Err(CmdError("ERR COPY with DB reached a single keyspace".into()));
     }
     if a[1] == a[2] {
         return Err(CmdError("ERR source and destination objects are the same".into()));
@@ -302,6 +300,78 @@ pub fn copy_to_keyspace(
     })())
 }
 
+/// COPY's database argument, when given (EXEC locks its keyspace).
+pub fn copy_database<'a>(a: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    copy_options(a).ok().and_then(|(_, db)| db).into_iter().collect()
+}
+
+/// COPY ... DB n inside EXEC, on the blocks of both keyspaces.
+pub fn copy_in_txn(state: &ServerState, blocks: &Blocks<'_, '_>, a: &[&[u8]], r: &mut Reply<'_>) -> Option<CmdResult> {
+    let (replace, db) = match copy_options(a) {
+        Ok((replace, Some(db))) => (replace, db),
+        Ok((_, None)) => return None,
+        Err(error) => return Some(Err(error)),
+    };
+    Some((|| {
+        let target = database(state, db)?;
+        let (current, block) = blocks.current;
+        let copied = if target == current {
+            if a[1] == a[2] {
+                return Err(CmdError("ERR source and destination objects are the same".into()));
+            }
+            block.copy(a[1], a[2], replace)?
+        } else {
+            let dest = blocks.named(&target).expect("EXEC locks every keyspace its queue names");
+            block.copy_key_to(a[1], dest, a[2], replace)?
+        };
+        r.int(i64::from(copied));
+        Ok(())
+    })())
+}
+
+/// MOVE's database argument.
+pub fn move_database<'a>(a: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    a.get(2).copied().into_iter().collect()
+}
+
+/// MOVE inside EXEC, on the blocks of both keyspaces.
+pub fn move_in_txn(state: &ServerState, blocks: &Blocks<'_, '_>, a: &[&[u8]], r: &mut Reply<'_>) -> Option<CmdResult> {
+    Some((|| {
+        let target = database(state, a[2])?;
+        let (current, block) = blocks.current;
+        if target == current {
+            return Err(CmdError("ERR source and destination objects are the same".into()));
+        }
+        let dest = blocks.named(&target).expect("EXEC locks every keyspace its queue names");
+        r.int(i64::from(block.move_key_to(a[1], dest)?));
+        Ok(())
+    })())
+}
+
+/// SWAPDB's two database arguments.
+pub fn swapdb_databases<'a>(a: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    a[1..].to_vec()
+}
+
+/// SWAPDB inside EXEC, on the blocks of both keyspaces (later commands of the transaction
+/// see the swapped contents).
+pub fn swapdb_in_txn(
+    state: &ServerState,
+    blocks: &Blocks<'_, '_>,
+    a: &[&[u8]],
+    r: &mut Reply<'_>,
+) -> Option<CmdResult> {
+    Some((|| {
+        let (first, second) = swapdb_names(state, a)?;
+        if first != second {
+            let named = |name: &str| blocks.named(name).expect("EXEC locks every keyspace its queue names");
+            named(&first).swap_with(named(&second))?;
+        }
+        r.ok();
+        Ok(())
+    })())
+}
+
 /// MOVE key db: 1 when `key` moved to keyspace `db` (with its deadline); 0 when it is
 /// not in the selected keyspace or is in `db` already.
 pub fn move_key(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
@@ -320,11 +390,7 @@ pub fn move_key(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r:
 
 /// SWAPDB index1 index2: the two keyspaces exchange their contents for every client.
 pub fn swapdb(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    let index = |arg: &[u8], which: &str| {
-        args::int(arg).map_err(|_| CmdError(format!("ERR invalid {which} DB index")))?;
-        database(state, arg)
-    };
-    let (first, second) = (index(a[1], "first")?, index(a[2], "second")?);
+    let (first, second) = swapdb_names(state, a)?;
     if first != second {
         let spaces = state.db().keyspaces();
         let (one, other) = (spaces.get_or_create(&first), spaces.get_or_create(&second));
@@ -337,8 +403,18 @@ pub fn swapdb(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &
     Ok(())
 }
 
-/// A database number as MOVE and COPY take it (Redis' errors): the keyspace it names.
-fn database(state: &ServerState, db: &[u8]) -> Result<String, CmdError> {
+/// SWAPDB's two keyspaces, with Redis' errors.
+fn swapdb_names(state: &ServerState, a: &[&[u8]]) -> Result<(String, String), CmdError> {
+    let index = |arg: &[u8], which: &str| {
+        args::int(arg).map_err(|_| CmdError(format!("ERR invalid {which} DB index")))?;
+        database(state, arg)
+    };
+    Ok((index(a[1], "first")?, index(a[2], "second")?))
+}
+
+/// A database number as MOVE, COPY and SWAPDB take it (Redis' errors): the keyspace it
+/// names.
+pub fn database(state: &ServerState, db: &[u8]) -> Result<String, CmdError> {
     match args::int(db)? {
         n if n >= 0 && (n as usize) < state.config.databases => Ok(n.to_string()),
         _ => Err(CmdError("ERR DB index is out of range".into())),

@@ -37,7 +37,7 @@ use crate::pubsub::Outbox;
 use crate::resp::reply::{Protocol, Reply};
 use crate::state::ServerState;
 use args::{CmdError, CmdResult};
-use hotset_core::kv::Keyspace;
+use hotset_core::kv::{Keyspace, KeyspaceTxn};
 use hotset_core::{Acks, Durability};
 use hotset_ops::{Answer, Refusal, Request};
 use std::sync::Arc;
@@ -309,7 +309,7 @@ fn dispatch(
         }
     }
     remember_reads(state, session, spec, args);
-    let across = spec.across.and_then(|run| run(state, session, args, r));
+    let across = spec.across.and_then(|across| across.direct).and_then(|run| run(state, session, args, r));
     let ran = if let Some(ran) = across {
         ran
     } else {
@@ -324,6 +324,24 @@ fn dispatch(
         wake(state, &session.keyspace_name, spec, args);
     }
     ran.map(|()| spec).map_err(|error| Failure { spec: Some(spec), error, rejected: false })
+}
+
+/// What EXEC's commands that reach other keyspaces run on: the selected keyspace's block
+/// and those of the others the queue names, all locked for the whole transaction.
+pub struct Blocks<'b, 't> {
+    pub current: (&'b str, &'b KeyspaceTxn<'t>),
+    pub others: (&'b [String], &'b [KeyspaceTxn<'t>]),
+}
+
+impl<'t> Blocks<'_, 't> {
+    /// The block of keyspace `name` (EXEC locked every keyspace its queue names).
+    pub fn named(&self, keyspace: &str) -> Option<&KeyspaceTxn<'t>> {
+        if keyspace == self.current.0 {
+            return Some(self.current.1);
+        }
+        let (names, blocks) = self.others;
+        names.iter().position(|other| other == keyspace).map(|at| &blocks[at])
+    }
 }
 
 /// Tries again the blocked clients `spec` may have served, after it ran.
@@ -454,13 +472,28 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
         remember_reads(state, session, queued.spec, &args);
     }
     let protocol = r.protocol;
+    // Keyspaces the queue reaches besides the selected one (MOVE, SWAPDB, COPY ... DB):
+    // locked with it, all in the engine's order, as one block.
+    let mut others: Vec<String> = Vec::new();
+    for queued in &multi.queued {
+        let Some(across) = queued.spec.across else { continue };
+        let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
+        for db in (across.databases)(&args) {
+            if let Ok(name) = keys::database(state, db)
+                && name != session.keyspace_name
+                && !others.contains(&name)
+            {
+                others.push(name);
+            }
+        }
+    }
     // The block borrows the keyspace and the batch's collector while the queued
     // connection commands borrow the session, so the block holds its own of each (the
     // collector goes back to the session after the block).
     let keyspace = Arc::clone(&session.keyspace);
     let acks = std::mem::take(&mut session.acks);
     let (id, keyspace_name) = (session.id, session.keyspace_name.clone());
-    let replies = keyspace.writes(Durability::Collect(&acks)).atomic_all(|txn| {
+    let run = |txn: &KeyspaceTxn<'_>, blocks: &Blocks<'_, '_>, session: &mut Session| {
         // With every shard locked, no write comes between this check and the queue.
         if !state.watches.still_clean(id, txn, &keyspace_name) {
             return None;
@@ -469,11 +502,13 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
         for queued in &multi.queued {
             let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
             let mut reply = Reply { out: &mut out, protocol };
-            let result = match (queued.spec.in_multi, queued.spec.handler) {
-                (InMulti::Queue, Handler::Kv(kv)) => (kv.in_txn)(txn, &args, &mut reply),
-                (InMulti::Queue, Handler::Session(run)) => run(state, session, &args, &mut reply),
+            let across = queued.spec.across.and_then(|across| (across.in_txn)(state, blocks, &args, &mut reply));
+            let result = match (across, queued.spec.in_multi, queued.spec.handler) {
+                (Some(result), ..) => result,
+                (None, InMulti::Queue, Handler::Kv(kv)) => (kv.in_txn)(txn, &args, &mut reply),
+                (None, InMulti::Queue, Handler::Session(run)) => run(state, session, &args, &mut reply),
                 // Inside EXEC a blocking command never waits: null when there is nothing.
-                (InMulti::Queue, Handler::Blocking(parse)) => parse(&args).and_then(|mut request| {
+                (None, InMulti::Queue, Handler::Blocking(parse)) => parse(&args).and_then(|mut request| {
                     if !crate::blocking::attempt(txn, &mut request, false, &mut reply)? {
                         reply.null_array();
                     }
@@ -486,7 +521,18 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
             }
         }
         Some(out)
-    });
+    };
+    let replies = if others.is_empty() {
+        keyspace
+            .writes(Durability::Collect(&acks))
+            .atomic_all(|txn| run(txn, &Blocks { current: (&keyspace_name, txn), others: (&[], &[]) }, session))
+    } else {
+        let spaces: Vec<Arc<Keyspace>> = others.iter().map(|name| state.db().keyspaces().get_or_create(name)).collect();
+        let refs: Vec<&Keyspace> = spaces.iter().map(|space| &**space).collect();
+        keyspace.atomic_all_across(&refs, Durability::Collect(&acks), |txn, theirs| {
+            run(txn, &Blocks { current: (&keyspace_name, txn), others: (&others, theirs) }, session)
+        })
+    };
     session.acks = acks;
     let Some(replies) = replies? else {
         // A watched key was touched: the transaction does not run.
@@ -496,6 +542,14 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
     for queued in multi.queued.iter().filter(|queued| queued.spec.wakes != Wakes::Nobody) {
         let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
         wake(state, &session.keyspace_name, queued.spec, &args);
+    }
+    // What a MOVE, COPY or SWAPDB brought into another keyspace may serve its blocked
+    // clients (a SWAPDB, the selected keyspace's too).
+    if !others.is_empty() {
+        state.blocking.wake_everyone(Some(&session.keyspace_name));
+        for name in &others {
+            state.blocking.wake_everyone(Some(name));
+        }
     }
     r.array(multi.queued.len());
     r.out.extend_from_slice(&replies);

@@ -110,10 +110,8 @@ pub struct Spec {
     /// For a command whose keys move (SORT's STORE, numkeys forms): the positions of its
     /// keys in a request, which `keys` cannot say (COMMAND GETKEYS, waking).
     pub find_keys: Option<FindKeys>,
-    /// For a key-value command with a form that reaches another keyspace (COPY ... DB):
-    /// runs first, outside MULTI, and answers that form itself (`Some`), or leaves the
-    /// request to the key-value handler (`None`).
-    pub across: Option<AcrossHandler>,
+    /// For a command that reaches other keyspaces (MOVE, SWAPDB, COPY ... DB): how.
+    pub across: Option<Across>,
     /// Redis command group, for COMMAND DOCS.
     pub group: &'static str,
     pub summary: &'static str,
@@ -135,8 +133,26 @@ pub enum Wakes {
 /// The positions of the keys in a request of a command whose keys move.
 pub type FindKeys = fn(&[&[u8]]) -> Vec<usize>;
 
-/// See `Spec::across`.
+/// How a command that reaches other keyspaces runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Across {
+    /// Outside MULTI, before the command's handler: answers a form naming another
+    /// keyspace itself (`Some`), or leaves the request to the handler (`None`). MOVE and
+    /// SWAPDB have none (their handler reaches the keyspaces).
+    pub direct: Option<AcrossHandler>,
+    /// The database arguments of a request: EXEC locks their keyspaces with the selected
+    /// one, all in the engine's order, and logs the transaction as one record.
+    pub databases: for<'a> fn(&[&'a [u8]]) -> Vec<&'a [u8]>,
+    /// Inside EXEC, on those blocks: answers the form reaching other keyspaces (`Some`),
+    /// or leaves the request to the command's handler (`None`).
+    pub in_txn: AcrossInTxn,
+}
+
+/// See `Across::direct`.
 pub type AcrossHandler = fn(&Arc<ServerState>, &mut Session, &[&[u8]], &mut Reply<'_>) -> Option<CmdResult>;
+
+/// See `Across::in_txn`.
+pub type AcrossInTxn = fn(&ServerState, &super::Blocks<'_, '_>, &[&[u8]], &mut Reply<'_>) -> Option<CmdResult>;
 
 const NO_KEYS: KeyPositions = KeyPositions { first: 0, last: 0, step: 0 };
 
@@ -306,9 +322,9 @@ impl Spec {
         Spec { group, ..self }
     }
 
-    /// A key-value command with a form reaching another keyspace (`Spec::across`).
-    const fn across(self, run: AcrossHandler) -> Spec {
-        Spec { across: Some(run), ..self }
+    /// A command reaching other keyspaces (`Spec::across`).
+    const fn across(self, across: Across) -> Spec {
+        Spec { across: Some(across), ..self }
     }
 
     /// A command whose keys move: `find` gives their positions (`keys` says none).
@@ -441,7 +457,11 @@ pub static COMMANDS: &[Spec] = &[
     // is that command's error in EXEC's answer.
     conn("CONFIG", -2, config::config, "Redis' runtime parameters: GET, SET, RESETSTAT, REWRITE.").queue(),
     kv!("COPY", -3, true, "generic", "Copies a key's value and deadline to another key.", keys::copy)
-        .across(keys::copy_to_keyspace)
+        .across(Across {
+            direct: Some(keys::copy_to_keyspace),
+            databases: keys::copy_database,
+            in_txn: keys::copy_in_txn,
+        })
         .keys(1, 2, 1)
         .wakes()
         .denyoom(),
@@ -632,7 +652,10 @@ pub static COMMANDS: &[Spec] = &[
     Spec {
         write: true,
         keys: KeyPositions { first: 1, last: 1, step: 1 },
-        ..conn("MOVE", 3, keys::move_key, "Moves a key, with its deadline, to another keyspace.").in_group("generic")
+        ..conn("MOVE", 3, keys::move_key, "Moves a key, with its deadline, to another keyspace.")
+            .in_group("generic")
+            .queue()
+            .across(Across { direct: None, databases: keys::move_database, in_txn: keys::move_in_txn })
     },
     kv!("MSET", -3, true, "string", "Sets several keys atomically.", strings::mset).keys(1, -1, 2).denyoom(),
     kv!("MSETNX", -3, true, "string", "Sets several keys only if none of them exists.", strings::msetnx)
@@ -725,7 +748,10 @@ pub static COMMANDS: &[Spec] = &[
         .pushes(),
     Spec {
         write: true,
-        ..conn("SWAPDB", 3, keys::swapdb, "Exchanges the contents of two keyspaces.").in_group("server")
+        ..conn("SWAPDB", 3, keys::swapdb, "Exchanges the contents of two keyspaces.")
+            .in_group("server")
+            .queue()
+            .across(Across { direct: None, databases: keys::swapdb_databases, in_txn: keys::swapdb_in_txn })
     },
     conn("TIME", 1, server::time, "The server's time.").queue(),
     kv!("TTL", 2, false, "generic", "A key's time to live in seconds.", keys::ttl),
@@ -959,6 +985,7 @@ mod tests {
         let queued: Vec<&str> = COMMANDS
             .iter()
             .filter(|s| s.in_multi == InMulti::Queue && matches!(s.handler, Handler::Session(_)))
+            .filter(|s| s.across.is_none())
             .map(|s| s.name)
             .collect();
         assert_eq!(
@@ -966,6 +993,10 @@ mod tests {
             ["CONFIG", "ECHO", "PING", "PUBLISH", "SPUBLISH", "TIME", "UNWATCH"],
             "EXEC runs these with the keyspace locked"
         );
+        // These reach other keyspaces: EXEC runs them on the blocks it locked with the
+        // selected keyspace's, never through their session handler.
+        let across: Vec<&str> = COMMANDS.iter().filter(|s| s.across.is_some()).map(|s| s.name).collect();
+        assert_eq!(across, ["COPY", "MOVE", "SWAPDB"]);
         let before_auth: Vec<&str> = COMMANDS.iter().filter(|s| s.before_auth).map(|s| s.name).collect();
         assert_eq!(before_auth, ["AUTH", "HELLO", "QUIT", "RESET"], "the commands a stranger may send");
     }

@@ -111,21 +111,44 @@ def test_a_watched_key_swapped_away_fails_exec(server):
             pipe.execute()
 
 
-@pytest.mark.skipif(REDIS_PORT is not None, reason="Hotset refuses these inside MULTI; Redis runs them")
-def test_inside_multi_these_are_refused_and_the_transaction_fails(server):
+def test_inside_multi_they_run_with_the_rest_of_the_transaction(server):
+    r0, r1, r2 = db(server, 0), db(server, 1), db(server, 2)
+    r0.set("k", "v")
+    r0.set("c", "copied")
+    r2.set("in2", "x")
+    with r0.pipeline() as pipe:
+        pipe.move("k", 1)
+        pipe.exists("k")
+        pipe.copy("c", "c", destination_db=2)
+        pipe.execute_command("MOVE", "k", "0")
+        pipe.swapdb(1, 2)
+        pipe.execute_command("MOVE", "nothing", "notanumber")
+        pipe.get("c")
+        replies = pipe.execute(raise_on_error=False)
+    assert replies[:3] == [True, 0, True]
+    assert "source and destination objects are the same" in str(replies[3])
+    assert replies[4] is True
+    assert "value is not an integer or out of range" in str(replies[5])
+    assert replies[6] == "copied"
+    assert r1.get("in2") == "x" and r1.get("c") == "copied", "1 holds what 2 held"
+    assert r2.get("k") == "v" and r2.dbsize() == 1
+    assert r0.exists("k") == 0 and r0.get("c") == "copied"
+
+
+def test_a_transaction_errors_inside_are_redis_errors(server):
     r0 = db(server, 0)
     r0.set("k", "v")
     with r0.pipeline() as pipe:
-        pipe.multi()
-        pipe.execute_command("MOVE", "k", "1")
-        with pytest.raises(redis.ResponseError):
-            pipe.execute()
-    with r0.pipeline() as pipe:
-        pipe.multi()
-        pipe.execute_command("COPY", "k", "k2", "DB", "1")
-        reply = pipe.execute(raise_on_error=False)
-        assert "not supported inside MULTI" in str(reply[0])
-    assert r0.get("k") == "v" and db(server, 1).exists("k", "k2") == 0
+        pipe.execute_command("MOVE", "k", "0")
+        pipe.execute_command("MOVE", "k", "notanumber")
+        pipe.execute_command("SWAPDB", "0", "99")
+        pipe.execute_command("COPY", "k", "k", "DB", "0")
+        replies = pipe.execute(raise_on_error=False)
+    texts = [str(reply) for reply in replies]
+    assert "source and destination objects are the same" in texts[0]
+    assert "value is not an integer or out of range" in texts[1]
+    assert "DB index is out of range" in texts[2]
+    assert "source and destination objects are the same" in texts[3]
 
 
 @pytest.mark.skipif(REDIS_PORT is not None, reason="restarts the server")
@@ -141,6 +164,11 @@ def test_moves_copies_and_swaps_survive_kill_9(tmp_path):
     assert r0.copy("z", "z", destination_db=2)
     r2.set("only2", "x")
     assert r0.swapdb(1, 2)
+    r0.set("tx", "t")
+    with r0.pipeline() as pipe:
+        pipe.move("tx", 3)
+        pipe.copy("k1", "k1copy", destination_db=3)
+        assert pipe.execute() == [True, True]
     s.kill()
     s = Server(data)
     try:
@@ -149,5 +177,7 @@ def test_moves_copies_and_swaps_survive_kill_9(tmp_path):
         assert r1.zrange("z", 0, -1, withscores=True) == [("a", 1.0), ("b", 2.0)]
         assert r1.get("only2") == "x" and r1.dbsize() == 2
         assert r2.dbsize() == 100 and r2.get("k0") == "0" and r2.get("k198") == "198"
+        r3 = db(s, 3)
+        assert (r3.get("tx"), r3.get("k1copy"), r0.exists("tx")) == ("t", "1", 0), "the transaction, whole"
     finally:
         s.stop()
