@@ -111,7 +111,7 @@ pub use types::geo::{Center, Found, GeoSearch, Shape, distance as geo_distance, 
 pub use types::hll::self_test as hll_self_test;
 pub use types::keys::{TTL_MISSING, TTL_NONE};
 pub use types::lcs::{LcsAnswer, LcsMatch};
-pub use types::list::End;
+pub use types::list::{End, Iter as ListIter};
 pub use types::lists::{Popped, PosOptions};
 pub use types::number::{format_i64_inline, parse_f64, write_d2string, write_g17};
 pub use types::pf::{PfDebug, PfDebugAnswer};

@@ -26,7 +26,7 @@ use crate::types::bits::{BitOp, BitRange};
 use crate::types::dump::value_of_payload;
 use crate::types::geo::{Found, GeoSearch};
 use crate::types::lcs::{LcsAnswer, lcs};
-use crate::types::list::End;
+use crate::types::list::{End, Iter as ListIter};
 use crate::types::lists::{Popped, PosOptions};
 use crate::types::pf::{PfDebug, PfDebugAnswer};
 use crate::types::sets::SetAlgebra;
@@ -468,6 +468,12 @@ pub trait KvOps: ShardAccess {
     /// LRANGE.
     fn lrange(&self, key: &[u8], start: i64, stop: i64) -> KvResult<Vec<Vec<u8>>> {
         self.read_key(key, |s, k, ctx| s.lrange(k, ctx.now, start, stop))
+    }
+
+    /// LRANGE without copying the elements: `f` walks them (none for a missing key)
+    /// while the key's shard is read-locked, so it must be quick (e.g. encode a reply).
+    fn lrange_with<R>(&self, key: &[u8], start: i64, stop: i64, f: impl FnOnce(ListIter<'_>) -> R) -> KvResult<R> {
+        self.read_key(key, |s, k, ctx| s.lrange_with(k, ctx.now, start, stop, f))
     }
 
     /// LSET.

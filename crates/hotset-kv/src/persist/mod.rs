@@ -101,10 +101,13 @@ fn encode_spans(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, spans: &[(
     let (first, end) = (list.first(), list.first() + list.len() as i64);
     let mut puts = Vec::new();
     // Spans arrive sorted by start: a position is put once however many spans hold it.
+    // Each span is one walk of the list, not a lookup per position.
     let mut next = first;
     for &(_, start, stop) in spans {
-        for position in start.max(next)..stop.min(end) {
-            puts.push((position, list.get((position - first) as usize).expect("inside the window")));
+        let (from, to) = (start.max(next), stop.min(end));
+        if from < to {
+            let items = list.range((from - first) as usize, (to - first) as usize);
+            puts.extend((from..to).zip(items));
         }
         next = next.max(stop);
     }

@@ -25,7 +25,7 @@ use crate::error::KvError;
 use crate::notify::class;
 use crate::store::router::KeyRef;
 use crate::store::shard::Shard;
-use crate::types::list::{End, List};
+use crate::types::list::{End, Iter as ListIter, List};
 use crate::value::{Entry, Value};
 
 /// The list inside `value`, or WRONGTYPE.
@@ -170,7 +170,7 @@ impl Shard {
         live.touch_span(span);
         let (items, empty) = live.update(|value| {
             let list = list_mut(value);
-            let items: Vec<Vec<u8>> = (0..count).map_while(|_| list.pop(end)).map(Vec::from).collect();
+            let items: Vec<Vec<u8>> = (0..count).map_while(|_| list.pop(end)).collect();
             (items, list.is_empty())
         });
         if empty {
@@ -193,9 +193,22 @@ impl Shard {
 
     /// LRANGE.
     pub fn lrange(&self, key: KeyRef<'_>, now: u64, start: i64, stop: i64) -> KvResult<Vec<Vec<u8>>> {
-        let Some(list) = self.read_list(key, now)? else { return Ok(Vec::new()) };
-        let Some((start, end)) = range_of(start, stop, list.len()) else { return Ok(Vec::new()) };
-        Ok(list.range(start, end).map(<[u8]>::to_vec).collect())
+        self.lrange_with(key, now, start, stop, |items| items.map(<[u8]>::to_vec).collect())
+    }
+
+    /// LRANGE without copying the elements: `f` walks them (none for a missing key)
+    /// while the shard is read-locked.
+    pub fn lrange_with<R>(
+        &self,
+        key: KeyRef<'_>,
+        now: u64,
+        start: i64,
+        stop: i64,
+        f: impl FnOnce(ListIter<'_>) -> R,
+    ) -> KvResult<R> {
+        let Some(list) = self.read_list(key, now)? else { return Ok(f(ListIter::default())) };
+        let Some((start, end)) = range_of(start, stop, list.len()) else { return Ok(f(ListIter::default())) };
+        Ok(f(list.range(start, end)))
     }
 
     /// LSET: `ERR no such key` on a missing key, `ERR index out of range` outside it.
@@ -285,11 +298,14 @@ impl Shard {
         };
         let skip = usize::try_from(options.rank.unsigned_abs() - 1).unwrap_or(usize::MAX);
         let looked = if options.maxlen == 0 { len } else { options.maxlen.min(len) };
-        let indexes: Box<dyn Iterator<Item = usize>> = match options.rank > 0 {
-            true => Box::new(0..looked),
-            false => Box::new((len - looked..len).rev()),
+        // One walk from the chosen end: an element found by index would walk its node.
+        let indexed: Box<dyn Iterator<Item = (usize, &[u8])>> = match options.rank > 0 {
+            true => Box::new(list.range(0, looked).enumerate()),
+            false => Box::new(
+                list.range(len - looked, len).rev().enumerate().map(|(back, element)| (len - 1 - back, element)),
+            ),
         };
-        Ok(indexes.filter(|&i| list.get(i) == Some(item)).skip(skip).take(wanted).collect())
+        Ok(indexed.filter(|&(_, element)| element == item).map(|(i, _)| i).skip(skip).take(wanted).collect())
     }
 }
 

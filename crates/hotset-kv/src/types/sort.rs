@@ -122,8 +122,8 @@ impl<S: Deref<Target = Shard>> ShardGroup<S> {
             let taken = (end - start + 1).max(0) as usize;
             let (start, len_after) = (start as usize, len - start as usize);
             let items = match value {
-                Some(Value::List(list)) if options.desc => owned(&mut list.iter().rev().skip(start).take(taken)),
-                Some(Value::List(list)) => owned(&mut list.iter().skip(start).take(taken)),
+                Some(Value::List(list)) if options.desc => owned(&mut list.range(len_after - taken, len_after).rev()),
+                Some(Value::List(list)) => owned(&mut list.range(start, start + taken)),
                 Some(Value::ZSet(set)) if options.desc => {
                     owned(&mut set.range_rev(len_after - taken, len_after).map(|(member, _)| member))
                 }

@@ -90,7 +90,11 @@ pub fn lindex<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
 }
 
 pub fn lrange<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    bulks(&kv.lrange(a[1], args::int(a[2])?, args::int(a[3])?)?, r);
+    // Encoded as the list is walked: no copy of each element first.
+    kv.lrange_with(a[1], args::int(a[2])?, args::int(a[3])?, |items| {
+        r.array(items.len());
+        items.for_each(|item| r.bulk(item));
+    })?;
     Ok(())
 }
 
