@@ -9,6 +9,14 @@
 //! The stream is any byte stream (a TCP socket, or a TLS session over one: the server
 //! finishes the handshake first), so plain and TLS clients share every line of this.
 //!
+//! A batch runs inside the script gate (`crate::gate`): entered once per batch, so no
+//! script starts while it runs. While a script holds the gate the connection awaits it
+//! without holding a thread, until it opens or the script has run past
+//! `busy-reply-threshold`; then the batch runs outside it, each command answered `-BUSY`
+//! but those the table lets through (`commands::table::Busy`). A script command that meets
+//! the gate held (by another connection's script) ends the batch before itself, unread,
+//! like a command that blocked, and the connection awaits the gate.
+//!
 //! Owns: the connection's read and reply buffers and its batch loop. Never: answer a
 //! write before the log has acknowledged it under the fsync policy, or keep serving a
 //! connection after a protocol error (its framing can no longer be trusted; Redis closes
@@ -16,7 +24,7 @@
 
 use super::parse::{FrameLimits, Parsed, parse};
 use crate::commands::pubsub::write_push;
-use crate::commands::{Session, execute};
+use crate::commands::{Pass, Session, execute};
 use crate::pubsub::{Inbox, Push};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
@@ -118,6 +126,15 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(state: Arc<ServerState>, m
             let _ = stream.shutdown().await;
             return;
         }
+        if batch.wait_gate {
+            if !wait_gate(&state, &session, &mut stream, &mut inbox, &mut out).await {
+                let _ = stream.shutdown().await;
+                return;
+            }
+            // What was left unread runs now.
+            resume = true;
+            continue;
+        }
         // A read buffer grown for one huge request does not stay that large.
         if input.is_empty() && input.capacity() > 1 << 20 {
             input = Vec::with_capacity(READ_BUFFER_BYTES);
@@ -203,6 +220,30 @@ async fn wait_unblocked<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
+/// Waits while a script holds the gate, until it opens or the script is busy (the next
+/// batch then answers -BUSY), delivering pushes meanwhile; false when one says to close.
+async fn wait_gate<S: AsyncRead + AsyncWrite + Unpin>(
+    state: &ServerState,
+    session: &Session,
+    stream: &mut S,
+    inbox: &mut Inbox,
+    out: &mut Vec<u8>,
+) -> bool {
+    let threshold = state.params.busy_reply_threshold();
+    loop {
+        tokio::select! {
+            biased;
+            push = inbox.recv() => {
+                if !take_pushes(push, inbox, session, out) || send(stream, out).await.is_err() {
+                    return false;
+                }
+                out.clear();
+            }
+            () = state.gate.wait(threshold) => return true,
+        }
+    }
+}
+
 /// Waits for the log to acknowledge record `lsn`; the failure's words otherwise.
 async fn settle(state: &ServerState, lsn: u64) -> Result<(), String> {
     let waiting = state.store().read().as_ref().map(|store| store.wait_acknowledged(lsn));
@@ -263,6 +304,8 @@ struct Batch {
     writes: Vec<Written>,
     /// A protocol error was answered: close after writing.
     close: bool,
+    /// A script holds the gate: the connection awaits it, then runs what is left unread.
+    wait_gate: bool,
 }
 
 struct Written {
@@ -281,13 +324,29 @@ fn run_batch(
     limits: &FrameLimits,
 ) -> Batch {
     let started = std::time::Instant::now();
-    let mut batch = Batch { consumed: 0, writes: Vec::new(), close: false };
+    let mut batch = Batch { consumed: 0, writes: Vec::new(), close: false, wait_gate: false };
+    let mut reader = state.gate.enter();
+    session.gate = Pass::Reader;
+    if reader.is_none() {
+        if !state.gate.is_busy(state.params.busy_reply_threshold()) {
+            batch.wait_gate = true;
+            return batch;
+        }
+        session.gate = Pass::Busy(state.scripts.busy_error());
+    }
     session.over_memory = crate::memory::Memory::over_limit(state);
     let mut args = Vec::new();
     let mut commands = 0;
     // A command that blocked ends the batch: the requests after it wait until it is
     // answered.
     while batch.consumed < input.len() && !session.closing && session.blocked.is_none() {
+        // The script ended: the rest of the batch runs inside the gate.
+        if reader.is_none() {
+            reader = state.gate.enter();
+            if reader.is_some() {
+                session.gate = Pass::Reader;
+            }
+        }
         match parse(&input[batch.consumed..], &mut args, limits) {
             Parsed::Incomplete => break,
             Parsed::Invalid(reason) => {
@@ -302,18 +361,29 @@ fn run_batch(
             Parsed::Quoted(len, owned) => {
                 batch.consumed += len;
                 let quoted: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
-                if !quoted.is_empty() && !run_request(state, session, inbox, &quoted, out, &mut batch) {
+                if quoted.is_empty() {
+                    continue;
+                }
+                let go = run_request(state, session, inbox, &quoted, out, &mut batch);
+                if deferred(session, &mut batch, len) {
                     break;
                 }
-                commands += u64::from(!quoted.is_empty());
+                commands += 1;
+                if !go {
+                    break;
+                }
             }
             Parsed::Request(len) => {
                 batch.consumed += len;
                 if args.is_empty() {
                     continue;
                 }
+                let go = run_request(state, session, inbox, &args, out, &mut batch);
+                if deferred(session, &mut batch, len) {
+                    break;
+                }
                 commands += 1;
-                if !run_request(state, session, inbox, &args, out, &mut batch) {
+                if !go {
                     break;
                 }
             }
@@ -331,7 +401,19 @@ fn run_batch(
     stats.resp_latency.record_many(elapsed, commands);
     stats.add_tallies(&session.tallies, elapsed);
     session.tallies.clear();
+    drop(reader);
     batch
+}
+
+/// Whether the request just run was deferred (another script holds the gate): then it
+/// stays unread (its `len` bytes) and the batch ends for the connection to await the gate.
+fn deferred(session: &mut Session, batch: &mut Batch, len: usize) -> bool {
+    if !std::mem::take(&mut session.deferred) {
+        return false;
+    }
+    batch.consumed -= len;
+    batch.wait_gate = true;
+    true
 }
 
 /// Executes one request into `out`, noting its write; false when the connection must
