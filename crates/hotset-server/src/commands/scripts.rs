@@ -352,6 +352,24 @@ fn sub_arity(command: &str, sub: &str, arity: i32, given: usize) -> CmdResult {
     if fits { Ok(()) } else { Err(args::wrong_arity(&format!("{command}|{sub}"))) }
 }
 
+/// SCRIPT KILL (`Kind::Eval`) or FUNCTION KILL (`Kind::Function`).
+fn kill(state: &ServerState, kind: Kind, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    sub_arity(if kind == Kind::Eval { "script" } else { "function" }, "kill", 2, a.len())?;
+    state.scripts.kill(kind).map_err(|text| CmdError(text.into()))?;
+    r.ok();
+    Ok(())
+}
+
+/// `command HELP` (its `lines`), or Redis' error for a subcommand it does not have.
+fn help_or_unknown(command: &str, a: &[&[u8]], lines: &[&str], r: &mut Reply<'_>) -> CmdResult {
+    if !args::is(a[1], "HELP") {
+        return Err(unknown_subcommand(command, a[1]));
+    }
+    sub_arity(&command.to_ascii_lowercase(), "help", 2, a.len())?;
+    args::help(r, lines);
+    Ok(())
+}
+
 /// Redis' text for a subcommand's arguments it does not take.
 fn sub_syntax(command: &str, sub: &str) -> CmdError {
     CmdError(format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {command} HELP."))
@@ -381,9 +399,7 @@ pub fn script(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &
     let sub = a[1];
     refuse_while_busy(session, args::is(sub, "KILL"))?;
     if args::is(sub, "KILL") {
-        sub_arity("script", "kill", 2, a.len())?;
-        state.scripts.kill(Kind::Eval).map_err(|text| CmdError(text.into()))?;
-        r.ok();
+        kill(state, Kind::Eval, a, r)?;
     } else if args::is(sub, "LOAD") {
         sub_arity("script", "load", 3, a.len())?;
         let mut engine = state.scripts.engine();
@@ -406,11 +422,8 @@ pub fn script(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &
         engine.script_flush().map_err(script_error)?;
         state.scripts.refresh(&engine);
         r.ok();
-    } else if args::is(sub, "HELP") {
-        sub_arity("script", "help", 2, a.len())?;
-        args::help(r, SCRIPT_HELP);
     } else {
-        return Err(unknown_subcommand("SCRIPT", sub));
+        return help_or_unknown("SCRIPT", a, SCRIPT_HELP, r);
     }
     Ok(())
 }
@@ -465,9 +478,7 @@ pub fn function(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r:
     let sub = a[1];
     refuse_while_busy(session, args::is(sub, "KILL") || args::is(sub, "STATS"))?;
     if args::is(sub, "KILL") {
-        sub_arity("function", "kill", 2, a.len())?;
-        state.scripts.kill(Kind::Function).map_err(|text| CmdError(text.into()))?;
-        r.ok();
+        kill(state, Kind::Function, a, r)?;
     } else if args::is(sub, "STATS") {
         sub_arity("function", "stats", 2, a.len())?;
         // Never the engine: a running function holds it. An EVAL script is not Redis'
@@ -519,11 +530,8 @@ pub fn function(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r:
         refuse_over_memory(session)?;
         change_libraries(state, session, |engine| engine.function_restore(a[2], policy.unwrap_or_default()))?;
         r.ok();
-    } else if args::is(sub, "HELP") {
-        sub_arity("function", "help", 2, a.len())?;
-        args::help(r, FUNCTION_HELP);
     } else {
-        return Err(unknown_subcommand("FUNCTION", sub));
+        return help_or_unknown("FUNCTION", a, FUNCTION_HELP, r);
     }
     Ok(())
 }

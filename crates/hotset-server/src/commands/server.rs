@@ -730,14 +730,24 @@ pub(super) fn changes_since_save(state: &ServerState) -> u64 {
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: stops the server as SIGTERM does (the log
 /// is closed, so every acknowledged write is on disk; the snapshot options have nothing
 /// more to keep). Like Redis, it answers nothing: the connection closes as the server
-/// stops. ABORT has no shutdown to abort (a stop is never delayed).
-pub fn shutdown(state: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], _: &mut Reply<'_>) -> CmdResult {
+/// stops. ABORT has no shutdown to abort (a stop is never delayed). While a script keeps
+/// the server busy only SHUTDOWN NOSAVE runs, and it drops the script (`server::serve`).
+pub fn shutdown(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], _: &mut Reply<'_>) -> CmdResult {
+    let mut nosave = false;
     for word in &a[1..] {
         match word.to_ascii_uppercase().as_slice() {
-            b"NOSAVE" | b"SAVE" | b"NOW" | b"FORCE" => {}
+            b"NOSAVE" => nosave = true,
+            b"SAVE" | b"NOW" | b"FORCE" => {}
             b"ABORT" => return Err(CmdError("ERR No shutdown in progress.".into())),
             _ => return Err(syntax()),
         }
+    }
+    // While a script keeps the server busy, only NOSAVE stops it (Redis' rule: the script
+    // is dropped, half done if it wrote).
+    if let super::Pass::Busy(busy) = session.gate
+        && !nosave
+    {
+        return Err(CmdError(busy.into()));
     }
     tracing::info!("SHUTDOWN requested by a client");
     state.shutdown.notify_one();

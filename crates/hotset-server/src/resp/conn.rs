@@ -347,7 +347,9 @@ fn run_batch(
                 session.gate = Pass::Reader;
             }
         }
-        match parse(&input[batch.consumed..], &mut args, limits) {
+        // An inline request's arguments are owned (its quoting was undone).
+        let (owned, quoted): (Vec<Vec<u8>>, Vec<&[u8]>);
+        let (len, request) = match parse(&input[batch.consumed..], &mut args, limits) {
             Parsed::Incomplete => break,
             Parsed::Invalid(reason) => {
                 state.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
@@ -358,35 +360,24 @@ fn run_batch(
                 batch.consumed = input.len();
                 break;
             }
-            Parsed::Quoted(len, owned) => {
-                batch.consumed += len;
-                let quoted: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
-                if quoted.is_empty() {
-                    continue;
-                }
-                let go = run_request(state, session, inbox, &quoted, out, &mut batch);
-                if deferred(session, &mut batch, len) {
-                    break;
-                }
-                commands += 1;
-                if !go {
-                    break;
-                }
+            Parsed::Quoted(len, parsed) => {
+                owned = parsed;
+                quoted = owned.iter().map(Vec::as_slice).collect();
+                (len, quoted.as_slice())
             }
-            Parsed::Request(len) => {
-                batch.consumed += len;
-                if args.is_empty() {
-                    continue;
-                }
-                let go = run_request(state, session, inbox, &args, out, &mut batch);
-                if deferred(session, &mut batch, len) {
-                    break;
-                }
-                commands += 1;
-                if !go {
-                    break;
-                }
-            }
+            Parsed::Request(len) => (len, args.as_slice()),
+        };
+        batch.consumed += len;
+        if request.is_empty() {
+            continue;
+        }
+        let go = run_request(state, session, inbox, request, out, &mut batch);
+        if deferred(session, &mut batch, len) {
+            break;
+        }
+        commands += 1;
+        if !go {
+            break;
         }
     }
     if batch.close {
