@@ -4,7 +4,11 @@
 //! Connections run each batch of requests as *readers* of the gate; a script (EVAL, FCALL
 //! and kin, or an EXEC whose queue holds one) runs with the gate *closed*: no batch is
 //! inside but the one running it, so nobody sees a state between two of its commands,
-//! and one script runs at a time server-wide, as in Redis.
+//! and one script runs at a time server-wide, as in Redis. The batch that closed the gate
+//! keeps it closed to its end (a pipeline of scripts pays one closing), and only the
+//! holder of the *turn* closes it: connections whose script found the gate taken queue
+//! for the turn, first come first served, each woken once, rather than all racing at
+//! every opening.
 //!
 //! Entering costs one thread-local read and an increment of a counter only this thread
 //! writes (each thread has a cache-line of its own, picked once per thread), then a read
@@ -23,6 +27,7 @@
 //! left).
 
 use std::cell::Cell;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -58,12 +63,14 @@ const NOT_HELD: u64 = u64::MAX;
 pub struct Gate {
     slots: Box<[Slot]>,
     closed: AtomicBool,
-    /// Microseconds since `epoch` when the holder began (the readers drained), or
-    /// `NOT_HELD`.
+    /// One permit: the right to close the gate (a script's connection holds it for its
+    /// batch).
+    turn: Arc<tokio::sync::Semaphore>,
+    /// Microseconds since `epoch` when the holder closed the gate or began its latest
+    /// script, or `NOT_HELD`.
     held_since: AtomicU64,
     epoch: Instant,
-    /// Signalled when the gate opens and when its holder begins: waiting connections
-    /// look again.
+    /// Signalled when the gate opens: waiting connections look again.
     changed: tokio::sync::Notify,
 }
 
@@ -72,6 +79,7 @@ impl Default for Gate {
         Gate {
             slots: (0..SLOTS).map(|_| Slot::default()).collect(),
             closed: AtomicBool::new(false),
+            turn: Arc::new(tokio::sync::Semaphore::new(1)),
             held_since: AtomicU64::new(NOT_HELD),
             epoch: Instant::now(),
             changed: tokio::sync::Notify::new(),
@@ -94,11 +102,23 @@ impl Drop for Reader<'_> {
 
 /// The gate held closed: while it lives, every other batch waits (or is answered `-BUSY`).
 #[must_use]
-pub struct Closed<'g> {
-    gate: &'g Gate,
+pub struct Closed {
+    gate: Arc<Gate>,
 }
 
-impl Drop for Closed<'_> {
+/// The right to close the gate, held by one connection at a time.
+pub type Turn = tokio::sync::OwnedSemaphorePermit;
+
+/// What a connection whose request could not run waits for before it sends it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// The gate to open (or its holder to turn busy: the batch then answers -BUSY).
+    Open,
+    /// The turn to close the gate (or the holder to turn busy).
+    Turn,
+}
+
+impl Drop for Closed {
     fn drop(&mut self) {
         self.gate.held_since.store(NOT_HELD, Ordering::SeqCst);
         self.gate.closed.store(false, Ordering::SeqCst);
@@ -119,17 +139,31 @@ impl Gate {
         Some(Reader { gate: self, slot })
     }
 
-    /// Closes the gate from inside a batch (the caller's batch entered it on this thread):
-    /// waits until every other batch has left. `None` when another holder has it closed.
-    pub fn try_close(&self) -> Option<Closed<'_>> {
+    /// The turn to close the gate, if nobody has it (or waits for it).
+    pub fn take_turn(&self) -> Option<Turn> {
+        Arc::clone(&self.turn).try_acquire_owned().ok()
+    }
+
+    /// Waits for the turn to close the gate, after the connections that asked before.
+    pub async fn wait_turn(&self) -> Turn {
+        Arc::clone(&self.turn).acquire_owned().await.expect("the turn's semaphore is never closed")
+    }
+
+    /// Closes the gate from inside a batch (the caller's batch entered it on this thread)
+    /// with the turn (`_turn`): waits until every other batch has left. `None` when it is
+    /// closed already (an EXEC's script inside the batch that closed it).
+    pub fn try_close(self: &Arc<Self>, _turn: &Turn) -> Option<Closed> {
         debug_assert!(self.slots[my_slot()].0.load(Ordering::SeqCst) > 0, "closed from inside a batch");
         self.closed.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).ok()?;
-        let closed = Closed { gate: self };
+        // Timed from now, so a connection that finds the gate closed can time its -BUSY
+        // without being woken when the holder begins (each script restarts the clock).
+        self.restart_clock();
+        let closed = Closed { gate: Arc::clone(self) };
         // Batches are short: spin a little, then hand this thread's other connections to
         // another thread while a long one (DEBUG SLEEP, a large document request) ends.
         for round in 0..256 {
             if self.readers() <= 1 {
-                return Some(self.held(closed));
+                return Some(closed);
             }
             if round < 64 { std::hint::spin_loop() } else { std::thread::yield_now() }
         }
@@ -138,15 +172,14 @@ impl Gate {
                 std::thread::sleep(Duration::from_micros(50));
             }
         });
-        Some(self.held(closed))
+        Some(closed)
     }
 
-    fn held<'g>(&self, closed: Closed<'g>) -> Closed<'g> {
+    /// A new script starts under the closed gate: `-BUSY` is timed from now. (Waiters
+    /// timed from before wake, find the holder not busy yet, and wait again.)
+    pub fn restart_clock(&self) {
         let since = u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(NOT_HELD - 1);
         self.held_since.store(since, Ordering::SeqCst);
-        // Connections waiting for the gate time their `-BUSY` from now.
-        self.changed.notify_waiters();
-        closed
     }
 
     /// Batches inside, the closer's included.
@@ -189,10 +222,29 @@ impl Gate {
                 Some(at) => {
                     tokio::select! {
                         () = changed => {}
-                        () = tokio::time::sleep_until(at.into()) => return,
+                        () = tokio::time::sleep_until(at.into()) => {
+                            // The clock may have restarted for the holder's next script.
+                            if self.is_busy(threshold) {
+                                return;
+                            }
+                        }
                     }
                 }
                 None => changed.await,
+            }
+        }
+    }
+
+    /// Waits without holding a thread until a holder of the gate is busy. It looks when
+    /// the holder it saw would turn busy (or a threshold from now, with the gate open),
+    /// rather than being woken at every opening: the connections queued for the turn are
+    /// not all woken by each script that ends.
+    pub async fn wait_busy(&self, threshold: Duration) {
+        loop {
+            let at = self.busy_at(threshold).unwrap_or_else(|| Instant::now() + threshold);
+            tokio::time::sleep_until(at.into()).await;
+            if self.is_busy(threshold) {
+                return;
             }
         }
     }
@@ -212,15 +264,16 @@ pub fn blocking_section<R>(f: impl FnOnce() -> R) -> R {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn a_closed_gate_lets_no_reader_in_and_opens_again() {
-        let gate = Gate::default();
+        let gate = Arc::new(Gate::default());
         let reader = gate.enter().expect("open");
-        let closed = gate.try_close().expect("nobody holds it");
+        let turn = gate.take_turn().expect("nobody has the turn");
+        assert!(gate.take_turn().is_none(), "one turn");
+        let closed = gate.try_close(&turn).expect("nobody holds it");
         assert!(gate.enter().is_none(), "closed");
-        assert!(gate.try_close().is_none(), "one holder at a time");
+        assert!(gate.try_close(&turn).is_none(), "one holder at a time");
         assert!(gate.is_busy(Duration::ZERO) && !gate.is_busy(Duration::from_secs(60)));
         drop(closed);
         assert!(!gate.is_busy(Duration::ZERO));
@@ -249,7 +302,8 @@ mod tests {
         };
         entered_rx.recv().unwrap();
         let reader = gate.enter().expect("open");
-        let closed = gate.try_close().expect("nobody holds it");
+        let turn = gate.take_turn().unwrap();
+        let closed = gate.try_close(&turn).expect("nobody holds it");
         assert!(!inside.load(Ordering::SeqCst), "the other batch had left");
         let blocked = {
             let gate = Arc::clone(&gate);
@@ -265,16 +319,24 @@ mod tests {
     async fn waiters_wake_when_the_gate_opens_or_its_holder_is_busy() {
         let gate = Arc::new(Gate::default());
         let reader = gate.enter().unwrap();
-        let closed = gate.try_close().unwrap();
-        // Busy at once: the wait returns while the gate is still closed.
+        let turn = gate.take_turn().unwrap();
+        let closed = gate.try_close(&turn).unwrap();
+        // Busy at once: the waits return while the gate is still closed.
         gate.wait(Duration::ZERO).await;
+        gate.wait_busy(Duration::ZERO).await;
         let waiter = {
             let gate = Arc::clone(&gate);
             tokio::spawn(async move { gate.wait(Duration::from_secs(3600)).await })
         };
+        let next = {
+            let gate = Arc::clone(&gate);
+            tokio::spawn(async move { gate.wait_turn().await })
+        };
         tokio::task::yield_now().await;
         drop(closed);
         tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken by the opening").unwrap();
-        drop(reader);
+        drop(turn);
+        let turn = tokio::time::timeout(Duration::from_secs(5), next).await.expect("the turn passes").unwrap();
+        drop((turn, reader));
     }
 }

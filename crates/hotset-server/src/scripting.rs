@@ -166,17 +166,23 @@ impl Scripts {
         }
     }
 
-    /// A script of `kind` starts (the caller holds the gate and the engine).
-    pub fn begin(&self, kind: Kind, name: String, command: &[&[u8]]) {
-        let command = command.iter().map(|arg| arg.to_vec()).collect();
-        *self.running.lock() = Some(Running { name, command, started: Instant::now() });
+    /// A script of `kind` starts (the caller holds the gate and the engine), run by
+    /// `command` (FCALL's function is named by its second argument). Only a function is
+    /// shown by FUNCTION STATS, so only a function's command is copied.
+    pub fn begin(&self, kind: Kind, command: &[&[u8]]) {
+        if kind == Kind::Function {
+            let name = String::from_utf8_lossy(command[1]).into_owned();
+            let command = command.iter().map(|arg| arg.to_vec()).collect();
+            *self.running.lock() = Some(Running { name, command, started: Instant::now() });
+        }
         self.run.store(if kind == Kind::Eval { EVAL } else { FUNCTION }, Ordering::SeqCst);
     }
 
     /// The script ended; the engine's counts are taken again (its state grew or shrank).
     pub fn end(&self, engine: &Engine) {
-        self.run.store(0, Ordering::SeqCst);
-        *self.running.lock() = None;
+        if self.run.swap(0, Ordering::SeqCst) & KIND == FUNCTION {
+            *self.running.lock() = None;
+        }
         self.refresh(engine);
     }
 
@@ -250,13 +256,13 @@ mod tests {
     fn kill_and_first_write_decide_between_themselves() {
         let scripts = Scripts::default();
         assert_eq!(scripts.kill(Kind::Eval), Err(errors::NOT_BUSY));
-        scripts.begin(Kind::Function, "f".into(), &[b"fcall", b"f", b"0"]);
+        scripts.begin(Kind::Function, &[b"fcall", b"f", b"0"]);
         assert_eq!(scripts.kill(Kind::Eval), Err(errors::KILL_FUNCTION_WITH_SCRIPT_KILL));
         assert_eq!(scripts.busy_error(), errors::BUSY_FUNCTION);
         assert!(scripts.note_write());
         assert_eq!(scripts.kill(Kind::Function), Err(errors::UNKILLABLE));
         scripts.end(&scripts.engine());
-        scripts.begin(Kind::Eval, "sha".into(), &[b"eval"]);
+        scripts.begin(Kind::Eval, &[b"eval"]);
         assert_eq!(scripts.kill(Kind::Function), Err(errors::KILL_EVAL_WITH_FUNCTION_KILL));
         assert_eq!(scripts.kill(Kind::Eval), Ok(()));
         assert!(scripts.kill_requested());

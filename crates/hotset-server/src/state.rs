@@ -46,7 +46,7 @@ pub struct ServerState {
     /// The TLS listeners' acceptors, once they serve (for their handshake failure counts).
     pub tls: std::sync::OnceLock<[Arc<crate::tls::Tls>; 2]>,
     /// The script gate every batch passes: a running script holds it closed.
-    pub gate: crate::gate::Gate,
+    pub gate: Arc<crate::gate::Gate>,
     /// Lua scripting: the engine, the running script, the libraries' counts.
     pub scripts: crate::scripting::Scripts,
 }
@@ -186,7 +186,7 @@ impl ServerState {
             stats: Stats::default(),
             memory: crate::memory::Memory::default(),
             tls: std::sync::OnceLock::new(),
-            gate: crate::gate::Gate::default(),
+            gate: Arc::default(),
             scripts: crate::scripting::Scripts::default(),
         });
         // Function libraries are data: FUNCTION LOAD logged them, recovery restored the

@@ -97,9 +97,16 @@ pub struct Session {
     pub caching_kept: bool,
     /// How the current batch passed the script gate (set by the connection per batch).
     pub gate: Pass,
-    /// Set by a command that could not run because another script holds the gate: the
-    /// request is left unread and the connection awaits the gate before sending it again.
-    pub deferred: bool,
+    /// The gate closed by this batch's first script, until the batch ends
+    /// (`scripts::hold_gate`).
+    pub gate_held: Option<crate::gate::Closed>,
+    /// The turn to close the gate, from the time the connection was given it until its
+    /// batch ends.
+    pub turn: Option<crate::gate::Turn>,
+    /// Set by a script command that could not run yet (another connection has the turn):
+    /// the request is left unread, and the connection waits as said before sending it
+    /// again.
+    pub deferred: Option<crate::gate::Wait>,
     /// Set by a script command whose error reply was counted in the error statistics
     /// already (a command of the script got it first, as Redis counts it once).
     pub error_counted: bool,
@@ -179,7 +186,9 @@ impl Session {
             caching: false,
             caching_kept: false,
             gate: Pass::Reader,
-            deferred: false,
+            gate_held: None,
+            turn: None,
+            deferred: None,
             error_counted: false,
         }
     }
@@ -221,7 +230,7 @@ pub fn execute(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], 
     state.tracking.settle(|| spec.into_iter().flat_map(|spec| spec.key_args(args)));
     let pushes = match dispatched {
         // Not run: the request is sent again once the gate opens.
-        Ok(_) if session.deferred => {
+        Ok(_) if session.deferred.is_some() => {
             out.truncate(start);
             return;
         }
@@ -548,16 +557,9 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
     let scripted = session.multi.as_ref().is_some_and(|multi| {
         !multi.failed && multi.queued.iter().any(|q| matches!(q.spec.handler, Handler::Script(_)))
     });
-    let _closed = match scripted {
-        true => match state.gate.try_close() {
-            Some(closed) => Some(closed),
-            None => {
-                session.deferred = true;
-                return Ok(());
-            }
-        },
-        false => None,
-    };
+    if scripted && !scripts::hold_gate(state, session) {
+        return Ok(());
+    }
     let Some(multi) = session.multi.take() else {
         return Err(CmdError("ERR EXEC without MULTI".into()));
     };

@@ -22,6 +22,7 @@
 use super::args::{self, CmdError, CmdResult, unknown_subcommand};
 use super::table::{self, Handler, Spec};
 use super::{Blocks, Pass, Ran, Session};
+use crate::gate::Wait;
 use crate::resp::reply::{Protocol, Reply};
 use crate::scripting::{FUNCTIONS_META, Kind};
 use crate::state::ServerState;
@@ -69,9 +70,37 @@ struct Outcome {
     command_errors: Vec<Vec<u8>>,
 }
 
-/// EVAL, EVALSHA, FCALL and their `_RO` forms outside MULTI: the gate closed, the
-/// selected keyspace's block locked. When another script holds the gate the request is
-/// deferred (left unread: the connection awaits the gate and sends it again).
+/// Closes the script gate for the rest of the batch, unless it did already; false when
+/// another connection has the turn to close it: the request is deferred, and the
+/// connection queues for the turn.
+pub fn hold_gate(state: &Arc<ServerState>, session: &mut Session) -> bool {
+    if session.gate_held.is_some() {
+        return true;
+    }
+    let Some(turn) = session.turn.take().or_else(|| state.gate.take_turn()) else {
+        session.deferred = Some(Wait::Turn);
+        return false;
+    };
+    // Only the turn's holder closes the gate, and the last one opened it before it let
+    // the turn go.
+    let closed = state.gate.try_close(&turn);
+    session.turn = Some(turn);
+    match closed {
+        Some(closed) => {
+            session.gate_held = Some(closed);
+            true
+        }
+        None => {
+            session.deferred = Some(Wait::Open);
+            false
+        }
+    }
+}
+
+/// EVAL, EVALSHA, FCALL and their `_RO` forms outside MULTI: the gate closed (for the rest
+/// of the batch: a pipeline of scripts closes it once), the selected keyspace's block
+/// locked. While another connection has the turn to close the gate the request is
+/// deferred (left unread: the connection queues for the turn and sends it again).
 pub fn call(
     state: &Arc<ServerState>,
     session: &mut Session,
@@ -80,10 +109,9 @@ pub fn call(
     r: &mut Reply<'_>,
 ) -> CmdResult {
     let call = prepare(state, session, command, a)?;
-    let Some(closed) = state.gate.try_close() else {
-        session.deferred = true;
+    if !hold_gate(state, session) {
         return Ok(());
-    };
+    }
     let keyspace = Arc::clone(&session.keyspace);
     let name = session.keyspace_name.clone();
     // The block borrows the batch's collector while the script borrows the session.
@@ -98,7 +126,6 @@ pub fn call(
     if outcome.wrote {
         state.blocking.wake_everyone(Some(&name));
     }
-    drop(closed);
     answer(session, outcome, r)
 }
 
@@ -152,12 +179,9 @@ fn script_error(error: ScriptError) -> CmdError {
 fn run(state: &Arc<ServerState>, session: &mut Session, call: &Call<'_>, blocks: &Blocks<'_, '_>) -> Outcome {
     let mut engine = state.scripts.engine();
     let target = call.request[1];
-    let (kind, name) = match call.command.by {
-        By::Body => (Kind::Eval, hotset_script::sha1_hex(target)),
-        By::Sha => (Kind::Eval, String::from_utf8_lossy(target).to_ascii_lowercase()),
-        By::Function => (Kind::Function, String::from_utf8_lossy(target).into_owned()),
-    };
-    state.scripts.begin(kind, name, call.request);
+    let kind = if call.command.by == By::Function { Kind::Function } else { Kind::Eval };
+    state.scripts.begin(kind, call.request);
+    state.gate.restart_clock();
     let over_memory = session.over_memory;
     let mut host = ScriptHost {
         state,

@@ -24,7 +24,8 @@
 
 use super::parse::{FrameLimits, Parsed, parse};
 use crate::commands::pubsub::write_push;
-use crate::commands::{Pass, Session, execute};
+use crate::commands::{Pass, Session, execute, table};
+use crate::gate::Wait;
 use crate::pubsub::{Inbox, Push};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
@@ -126,8 +127,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(state: Arc<ServerState>, m
             let _ = stream.shutdown().await;
             return;
         }
-        if batch.wait_gate {
-            if !wait_gate(&state, &session, &mut stream, &mut inbox, &mut out).await {
+        if let Some(wait) = batch.wait {
+            if !wait_gate(&state, &mut session, wait, &mut stream, &mut inbox, &mut out).await {
                 let _ = stream.shutdown().await;
                 return;
             }
@@ -220,17 +221,33 @@ async fn wait_unblocked<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-/// Waits while a script holds the gate, until it opens or the script is busy (the next
-/// batch then answers -BUSY), delivering pushes meanwhile; false when one says to close.
+/// Waits while a script holds the gate, until it opens (`Wait::Open`) or this connection
+/// has the turn to close it (`Wait::Turn`), or until the script is busy (the next batch
+/// then answers -BUSY), delivering pushes meanwhile; false when one says to close.
 async fn wait_gate<S: AsyncRead + AsyncWrite + Unpin>(
     state: &ServerState,
-    session: &Session,
+    session: &mut Session,
+    wait: Wait,
     stream: &mut S,
     inbox: &mut Inbox,
     out: &mut Vec<u8>,
 ) -> bool {
     let threshold = state.params.busy_reply_threshold();
+    let gate = &state.gate;
     loop {
+        // Every branch is cancel safe: a wait for the turn that loses leaves the queue.
+        let ready = async {
+            match wait {
+                Wait::Open => {
+                    gate.wait(threshold).await;
+                    None
+                }
+                Wait::Turn => tokio::select! {
+                    turn = gate.wait_turn() => Some(turn),
+                    () = gate.wait_busy(threshold) => None,
+                },
+            }
+        };
         tokio::select! {
             biased;
             push = inbox.recv() => {
@@ -239,7 +256,10 @@ async fn wait_gate<S: AsyncRead + AsyncWrite + Unpin>(
                 }
                 out.clear();
             }
-            () = state.gate.wait(threshold) => return true,
+            turn = ready => {
+                session.turn = turn;
+                return true;
+            }
         }
     }
 }
@@ -304,8 +324,8 @@ struct Batch {
     writes: Vec<Written>,
     /// A protocol error was answered: close after writing.
     close: bool,
-    /// A script holds the gate: the connection awaits it, then runs what is left unread.
-    wait_gate: bool,
+    /// A script holds the gate: the connection waits so, then runs what is left unread.
+    wait: Option<Wait>,
 }
 
 struct Written {
@@ -324,12 +344,16 @@ fn run_batch(
     limits: &FrameLimits,
 ) -> Batch {
     let started = std::time::Instant::now();
-    let mut batch = Batch { consumed: 0, writes: Vec::new(), close: false, wait_gate: false };
+    let mut batch = Batch { consumed: 0, writes: Vec::new(), close: false, wait: None };
     let mut reader = state.gate.enter();
     session.gate = Pass::Reader;
     if reader.is_none() {
         if !state.gate.is_busy(state.params.busy_reply_threshold()) {
-            batch.wait_gate = true;
+            // A script command waits for its turn to close the gate (woken once, in
+            // line), anything else for the gate to open.
+            let script = session.multi.is_none() && first_is_script(input, limits);
+            batch.wait = Some(if script { Wait::Turn } else { Wait::Open });
+            session.turn = None;
             return batch;
         }
         session.gate = Pass::Busy(state.scripts.busy_error());
@@ -392,18 +416,33 @@ fn run_batch(
     stats.resp_latency.record_many(elapsed, commands);
     stats.add_tallies(&session.tallies, elapsed);
     session.tallies.clear();
+    // The gate opens, then the turn passes to the next connection in line.
+    session.gate_held = None;
+    session.turn = None;
     drop(reader);
     batch
+}
+
+/// Whether the first request in `input` runs a script (EVAL, FCALL and kin).
+fn first_is_script(input: &[u8], limits: &FrameLimits) -> bool {
+    let is_script =
+        |name: &[u8]| table::lookup(name).is_some_and(|spec| matches!(spec.handler, table::Handler::Script(_)));
+    let mut args = Vec::new();
+    match parse(input, &mut args, limits) {
+        Parsed::Request(_) => args.first().is_some_and(|name| is_script(name)),
+        Parsed::Quoted(_, owned) => owned.first().is_some_and(|name| is_script(name)),
+        Parsed::Incomplete | Parsed::Invalid(_) => false,
+    }
 }
 
 /// Whether the request just run was deferred (another script holds the gate): then it
 /// stays unread (its `len` bytes) and the batch ends for the connection to await the gate.
 fn deferred(session: &mut Session, batch: &mut Batch, len: usize) -> bool {
-    if !std::mem::take(&mut session.deferred) {
+    let Some(wait) = session.deferred.take() else {
         return false;
-    }
+    };
     batch.consumed -= len;
-    batch.wait_gate = true;
+    batch.wait = Some(wait);
     true
 }
 
