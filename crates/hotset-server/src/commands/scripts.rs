@@ -2,11 +2,12 @@
 //! FUNCTION; and the server's side of a running script, its `redis.call`s.
 //!
 //! A script command outside MULTI closes the script gate (`crate::gate`: no other batch
-//! runs meanwhile, on any thread) and runs on the selected keyspace's locked block
-//! (`atomic_all`: every shard write-locked, so background expiry and eviction wait too,
-//! and all its writes are one log record); inside EXEC it runs on EXEC's block, EXEC
-//! having closed the gate. When the gate is held by another script the request is left
-//! unread (`Session::deferred`) and the connection awaits the gate. A `redis.call` runs
+//! runs meanwhile, on any thread; it stays closed to the end of the batch) and runs on the
+//! selected keyspace's locked block (`atomic_all`: every shard write-locked, so background
+//! expiry and eviction wait too, and all its writes are one log record); inside EXEC it
+//! runs on EXEC's block, EXEC having closed the gate. When another connection has the turn
+//! to close the gate the request is left unread (`Session::deferred`) and the connection
+//! queues for the turn. A `redis.call` runs
 //! through the command table on that block, under Redis' rules in Redis' order (unknown
 //! command, arity, `noscript`, writes from a read-only script, deny-oom commands over
 //! `maxmemory`); a blocking command never waits; commands that would reach beyond the
@@ -52,7 +53,7 @@ pub enum By {
     Function,
 }
 
-/// A script command's arguments, checked, and the flags its script declared.
+/// A script command's arguments, checked.
 struct Call<'a> {
     command: ScriptCommand,
     /// Every argument, the command's name included (FUNCTION STATS shows them).

@@ -10,12 +10,14 @@
 //! finishes the handshake first), so plain and TLS clients share every line of this.
 //!
 //! A batch runs inside the script gate (`crate::gate`): entered once per batch, so no
-//! script starts while it runs. While a script holds the gate the connection awaits it
-//! without holding a thread, until it opens or the script has run past
-//! `busy-reply-threshold`; then the batch runs outside it, each command answered `-BUSY`
-//! but those the table lets through (`commands::table::Busy`). A script command that meets
-//! the gate held (by another connection's script) ends the batch before itself, unread,
-//! like a command that blocked, and the connection awaits the gate.
+//! script starts while it runs; a batch that runs a script holds the gate closed to its
+//! end. While another connection holds it this connection waits without holding a
+//! thread, for the gate to open (or, when its next request is a script, for its turn to
+//! close it), or until the script has run past `busy-reply-threshold`; then the batch runs
+//! outside the gate, each command answered `-BUSY` but those the table lets through
+//! (`commands::table::Busy`). A script command that finds the turn taken ends the batch
+//! before itself, unread, like a command that blocked, and the connection queues for the
+//! turn.
 //!
 //! Owns: the connection's read and reply buffers and its batch loop. Never: answer a
 //! write before the log has acknowledged it under the fsync policy, or keep serving a
@@ -435,8 +437,9 @@ fn first_is_script(input: &[u8], limits: &FrameLimits) -> bool {
     }
 }
 
-/// Whether the request just run was deferred (another script holds the gate): then it
-/// stays unread (its `len` bytes) and the batch ends for the connection to await the gate.
+/// Whether the request just run was deferred (another connection has the turn to close
+/// the gate): then it stays unread (its `len` bytes) and the batch ends for the connection
+/// to wait as the request said.
 fn deferred(session: &mut Session, batch: &mut Batch, len: usize) -> bool {
     let Some(wait) = session.deferred.take() else {
         return false;
