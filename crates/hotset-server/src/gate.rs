@@ -19,12 +19,12 @@
 //! sees the flag and backs out (both sides use sequentially consistent operations, so one
 //! of them always sees the other).
 //!
-//! Owns: [`Gate`], [`Reader`], [`Closed`], when a closed gate counts as busy (the holder
-//! has run past `busy-reply-threshold`) and waking the connections that wait for it.
-//! Never: block a reader (entering succeeds at once or reports the gate closed; the
-//! connection then awaits [`Gate::wait`] without holding a thread), or close the gate from
-//! anywhere but inside a batch that entered it (the closer counts itself as the one reader
-//! left).
+//! Owns: [`Gate`], [`Reader`], [`Closed`], the [`Turn`], when a closed gate counts as busy
+//! (the holder's current script has run past `busy-reply-threshold`) and waking the
+//! connections that wait for it. Never: block a reader (entering succeeds at once or
+//! reports the gate closed; the connection then awaits [`Gate::wait`] or its turn without
+//! holding a thread), or close the gate from anywhere but inside a batch that entered it
+//! (the closer counts itself as the one reader left).
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -56,7 +56,7 @@ fn my_slot() -> usize {
     })
 }
 
-/// "Not held": [`Gate::held_since`] before the holder has drained the readers.
+/// "Not held": `Gate::held_since` while the gate is open.
 const NOT_HELD: u64 = u64::MAX;
 
 /// The gate every connection's batch passes.
