@@ -399,6 +399,13 @@ fn library_entry(library: &Library, with_code: bool) -> Value {
 
 /// FUNCTION STATS: the running script (the server's to say) and the engine's counts.
 pub(crate) fn stats(functions: &Functions, running: Option<&RunningScript>) -> Value {
+    let (libraries, functions) = functions.counts();
+    stats_value(running, libraries, functions)
+}
+
+/// FUNCTION STATS' reply from its parts: what runs now, and the libraries and functions
+/// loaded. A server answers FUNCTION STATS with it while a function holds the engine.
+pub fn stats_value(running: Option<&RunningScript>, libraries: usize, functions: usize) -> Value {
     let running = match running {
         None => Value::Null,
         Some(running) => Value::Map(vec![
@@ -407,7 +414,6 @@ pub(crate) fn stats(functions: &Functions, running: Option<&RunningScript>) -> V
             (Value::bulk("duration_ms"), Value::Int(running.duration_ms)),
         ]),
     };
-    let (libraries, functions) = functions.counts();
     let engine = Value::Map(vec![
         (Value::bulk("libraries_count"), Value::Int(libraries as i64)),
         (Value::bulk("functions_count"), Value::Int(functions as i64)),

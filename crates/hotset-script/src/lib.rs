@@ -30,7 +30,7 @@ pub use dump::RestorePolicy;
 pub use engine::{Engine, KeysAndArgs, RunOptions, split_keys};
 pub use errors::ScriptError;
 pub use flags::{EvalShebang, LibraryShebang, ScriptFlags, parse_eval_shebang, parse_library_shebang};
-pub use functions::{ENGINE_NAME, LibraryExport, RunningScript};
+pub use functions::{ENGINE_NAME, LibraryExport, RunningScript, stats_value as function_stats_value};
 pub use host::{CallContext, Host, LogLevel, Replication, Tick};
 pub use limits::Limits;
 pub use redis_api::{Logger, REDIS_VERSION, REDIS_VERSION_NUM};

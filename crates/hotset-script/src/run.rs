@@ -176,7 +176,15 @@ impl Vm {
         install_hook(&self.lua, &self.sandbox.hooks)?;
         let result = self.sandbox.run.call::<MultiValue>((function.clone(), LuaValue::Nil, LuaValue::Nil));
         self.lua.remove_global_hook();
-        self.sandbox.real_load_redis.raw_set("register_function", LuaValue::Nil)?;
+        // A library that kept the load-time `redis` table learns why it cannot register
+        // from a function, in Redis' words.
+        let refuse = self.lua.create_function(|lua, _: MultiValue| -> mlua::Result<()> {
+            Err(redis_api::raise_error_table(
+                lua,
+                b"redis.register_function can only be called on FUNCTION LOAD command",
+            ))
+        })?;
+        self.sandbox.real_load_redis.raw_set("register_function", refuse)?;
         self.sandbox.globals_meta.raw_set("__index", real_globals)?;
         let state = self.lua.remove_app_data::<RunState>().expect("the load state lives until the load ends");
         Ok(self.settle(result, &state)?.map(|_| ()))

@@ -76,6 +76,12 @@ impl BlockRequest {
         }
     }
 
+    /// XREAD or XREADGROUP with BLOCK: refused from scripts (Redis' rule), where other
+    /// blocking commands just do not wait.
+    pub fn stream_block(&self) -> bool {
+        matches!(self.op, BlockOp::XRead { block: true, .. } | BlockOp::XReadGroup { block: true, .. })
+    }
+
     /// Whether a client that could not be served leaves the next in the queue waiting
     /// too: a pop that finds nothing means nothing is left for anyone, but a stream read
     /// takes nothing away, so every reader is tried.

@@ -5,7 +5,8 @@
 //! does (memory units, yes/no, enumerations, keyspace-event flags) and writing it back in
 //! Redis' normal form, an all-or-nothing change of several parameters, and the atomics the
 //! connections and the key-value engine read (`maxmemory`, `notify-keyspace-events`,
-//! `timeout`, `proto-max-bulk-len`, `maxclients`, `tracking-table-max-keys`). Never: take effect anywhere else than
+//! `timeout`, `proto-max-bulk-len`, `maxclients`, `tracking-table-max-keys`,
+//! `busy-reply-threshold`). Never: take effect anywhere else than
 //! through those mirrors, or accept a value it cannot honour: parameters fixed at start
 //! (ports, the data folder, the password) are refused as immutable.
 //!
@@ -265,6 +266,9 @@ pub struct Params {
     pub eviction_samples: AtomicU64,
     /// `tracking-table-max-keys` (shared with client-side caching, `tracking.rs`).
     pub tracking_max_keys: std::sync::Arc<AtomicU64>,
+    /// `busy-reply-threshold` (`lua-time-limit`) in milliseconds: how long a script runs
+    /// before other clients are answered `-BUSY` (read with `busy_reply_threshold`).
+    busy_reply_ms: AtomicU64,
 }
 
 /// CONFIG SET's refusal, in Redis' words.
@@ -291,6 +295,7 @@ impl Params {
             eviction: AtomicU8::new(0),
             eviction_samples: AtomicU64::new(5),
             tracking_max_keys: std::sync::Arc::new(AtomicU64::new(0)),
+            busy_reply_ms: AtomicU64::new(0),
         };
         for (name, value) in &values {
             params.mirror(name, value);
@@ -303,6 +308,11 @@ impl Params {
     pub fn eviction_policy(&self) -> EvictionPolicy {
         let stored = self.eviction.load(Ordering::Relaxed);
         EvictionPolicy::ALL.into_iter().find(|policy| *policy as u8 == stored).unwrap_or_default()
+    }
+
+    /// `busy-reply-threshold`.
+    pub fn busy_reply_threshold(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.busy_reply_ms.load(Ordering::Relaxed))
     }
 
     /// CONFIG GET: every parameter (aliases too) whose name matches one of `patterns`.
@@ -388,6 +398,7 @@ impl Params {
             }
             "maxmemory-samples" => self.eviction_samples.store(number(), Ordering::Relaxed),
             "tracking-table-max-keys" => self.tracking_max_keys.store(number(), Ordering::Relaxed),
+            "busy-reply-threshold" => self.busy_reply_ms.store(number(), Ordering::Relaxed),
             "lfu-log-factor" => hotset_core::kv::set_lfu_log_factor(number().min(u64::from(u32::MAX)) as u32),
             "lfu-decay-time" => hotset_core::kv::set_lfu_decay_time(number().min(u64::from(u32::MAX)) as u32),
             _ => {}

@@ -40,6 +40,14 @@ pub fn serve(config: Config) -> Result<(), String> {
         return Err(format!("[[sources]] in the config: {refused}"));
     }
     let served = runtime.block_on(run(Arc::clone(&state), listeners, tls));
+    if state.gate.is_closed() {
+        // SHUTDOWN while a script runs (Redis' way out of one that wrote and will not end):
+        // its writes were never logged (a script's block is one record, appended when it
+        // ends), and the runtime would wait for it for ever. Acknowledged writes are in the
+        // log already, as after a kill -9.
+        tracing::warn!("stopping while a script runs: its changes are dropped");
+        std::process::exit(0);
+    }
     // The sources stop first, so no apply is half-way when the log closes.
     runtime.block_on(state.syncs.shutdown());
     // Connections still open are dropped with the runtime; then the log is closed, so

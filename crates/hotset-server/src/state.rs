@@ -45,6 +45,10 @@ pub struct ServerState {
     pub memory: crate::memory::Memory,
     /// The TLS listeners' acceptors, once they serve (for their handshake failure counts).
     pub tls: std::sync::OnceLock<[Arc<crate::tls::Tls>; 2]>,
+    /// The script gate every batch passes: a running script holds it closed.
+    pub gate: Arc<crate::gate::Gate>,
+    /// Lua scripting: the engine, the running script, the libraries' counts.
+    pub scripts: crate::scripting::Scripts,
 }
 
 /// What CLIENT LIST / CLIENT INFO show of a connection.
@@ -182,7 +186,12 @@ impl ServerState {
             stats: Stats::default(),
             memory: crate::memory::Memory::default(),
             tls: std::sync::OnceLock::new(),
+            gate: Arc::default(),
+            scripts: crate::scripting::Scripts::default(),
         });
+        // Function libraries are data: FUNCTION LOAD logged them, recovery restored the
+        // entry.
+        state.scripts.load_libraries(state.db());
         let gate = crate::memory::DocumentGate(Arc::downgrade(&state));
         assert!(state.engine.set_memory_gate(Arc::new(gate)), "an engine has one memory gate");
         state

@@ -22,9 +22,18 @@
 //! is written after that command's reply (Redis 7 does the same), or before it for keys
 //! evicted to make room for the command.
 //!
+//! A command's changes are invalidated when it ends, in the order it names its keys
+//! (`Tracking::settle`): the engine reports them shard by shard, each shard's keys sorted,
+//! where Redis invalidates each key as the command changes it (MSET b a: b, then a). A
+//! reader registered at any time before the settling hears of the change; one registered
+//! after it read the new value. Changes with no command running (active expiry) are
+//! invalidated at once.
+//!
 //! Like Redis, the table forgets a client lazily: after CLIENT TRACKING OFF or a
 //! disconnection its ids stay under the keys it read until those keys change, are
-//! flushed, or leave by `tracking-table-max-keys`.
+//! flushed, or leave by `tracking-table-max-keys`; the table empties when the last
+//! tracking client stops (the engine reports no change, not even a flush, while nobody
+//! listens).
 
 use crate::pubsub::{Outbox, Push};
 use parking_lot::Mutex;
@@ -124,25 +133,30 @@ thread_local! {
     static RUNNING: Cell<u64> = const { Cell::new(0) };
     /// Invalidations for that client, written around its reply.
     static PENDING: RefCell<Vec<Push>> = const { RefCell::new(Vec::new()) };
+    /// What the running command changed, in the engine's order of reports, not yet
+    /// invalidated (see `Tracking::settle`).
+    static CHANGED: RefCell<Vec<Change>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Marks client `id`'s command as running on this thread until dropped.
-pub struct Running(u64);
-
-/// Client `id`'s command runs on this thread from now until the guard drops.
-pub fn running(id: u64) -> Running {
-    Running(RUNNING.replace(id))
+/// One change the running command made.
+enum Change {
+    /// Its keyspace was emptied (before the keys reported after).
+    Flushed,
+    Key(Box<[u8]>),
 }
 
-impl Drop for Running {
+/// Marks client `id`'s command as running on this thread until dropped; what it changed
+/// and was not settled yet is invalidated then.
+pub struct Running<'t> {
+    tracking: &'t Tracking,
+    before: u64,
+}
+
+impl Drop for Running<'_> {
     fn drop(&mut self) {
-        RUNNING.set(self.0);
+        self.tracking.settle(std::iter::empty);
+        RUNNING.set(self.before);
     }
-}
-
-/// Takes the invalidations waiting for the running client.
-pub fn take_pending() -> Vec<Push> {
-    PENDING.with_borrow_mut(|pending| if pending.is_empty() { Vec::new() } else { std::mem::take(pending) })
 }
 
 /// Delivers `push` to connection `to` through `outbox`, or keeps it for the reply of the
@@ -259,7 +273,13 @@ impl Tracking {
                 }
             }
         }
-        self.clients.fetch_sub(1, Ordering::SeqCst);
+        if self.clients.fetch_sub(1, Ordering::SeqCst) == 1 {
+            // Nobody tracks: the engine stops reporting changes (a FLUSHALL among them),
+            // so what the table holds could never be invalidated. Redis would send those
+            // keys' invalidations to nobody either.
+            registry.keys.clear();
+            registry.items = 0;
+        }
         self.listeners.fetch_sub(1, Ordering::SeqCst);
     }
 
@@ -325,9 +345,65 @@ impl Tracking {
         }
     }
 
+    /// Client `id`'s command runs on this thread from now until the guard drops.
+    pub fn running(&self, id: u64) -> Running<'_> {
+        Running { tracking: self, before: RUNNING.replace(id) }
+    }
+
+    /// Takes the invalidations waiting for the running client (its command's changes
+    /// settled first, in the engine's order).
+    pub fn take_pending(&self) -> Vec<Push> {
+        self.settle(std::iter::empty);
+        PENDING.with_borrow_mut(|pending| if pending.is_empty() { Vec::new() } else { std::mem::take(pending) })
+    }
+
     /// `keys` changed (the engine's report; `flushed`: their keyspace was emptied first).
+    /// While a command runs on this thread the invalidation waits for `settle`.
     pub fn changed(&self, keys: &mut dyn Iterator<Item = &[u8]>, flushed: bool) {
-        self.invalidate(keys, flushed, RUNNING.get());
+        if RUNNING.get() == 0 {
+            self.invalidate(keys, flushed, 0);
+            return;
+        }
+        CHANGED.with_borrow_mut(|changed| {
+            if flushed {
+                changed.push(Change::Flushed);
+            }
+            changed.extend(keys.map(|key| Change::Key(key.into())));
+        });
+    }
+
+    /// Invalidates what the running command changed, each run of keys between flushes in
+    /// the order of `order` (the command's keys; others after them, as reported), as Redis
+    /// invalidates a key when the command changes it. `order` is asked for only when
+    /// something changed.
+    pub fn settle<'k, I: Iterator<Item = &'k [u8]>>(&self, order: impl FnOnce() -> I) {
+        let changes = CHANGED.with_borrow_mut(|changed| (!changed.is_empty()).then(|| std::mem::take(changed)));
+        let Some(changes) = changes else { return };
+        // A key named twice ranks at its first place.
+        let mut rank: HashMap<&[u8], usize> = HashMap::new();
+        for (at, key) in order().enumerate() {
+            rank.entry(key).or_insert(at);
+        }
+        let writer = RUNNING.get();
+        let mut flushed = false;
+        let mut run: Vec<Box<[u8]>> = Vec::new();
+        let flush_run = |run: &mut Vec<Box<[u8]>>, flushed: bool| {
+            run.sort_by_key(|key| rank.get(&**key).copied().unwrap_or(usize::MAX));
+            self.invalidate(&mut run.iter().map(|key| &**key), flushed, writer);
+            run.clear();
+        };
+        for change in changes {
+            match change {
+                Change::Flushed => {
+                    if flushed || !run.is_empty() {
+                        flush_run(&mut run, flushed);
+                    }
+                    flushed = true;
+                }
+                Change::Key(key) => run.push(key),
+            }
+        }
+        flush_run(&mut run, flushed);
     }
 
     /// Active expiry removed `keys`: no client did, so NOLOOP spares nobody.
@@ -488,16 +564,16 @@ mod tests {
         tracking.remember(1, [&b"k"[..]].into_iter());
         tracking.remember(2, [&b"k"[..]].into_iter());
         {
-            let _running = running(1);
+            let _running = tracking.running(1);
             tracking.changed(&mut [&b"k"[..]].into_iter(), false);
         }
         assert!(received(&mut a_in).is_empty(), "NOLOOP: its own write");
         assert_eq!(received(&mut b_in), vec![some(&["k"])]);
         tracking.remember(2, [&b"k"[..]].into_iter());
         let pending = {
-            let _running = running(2);
+            let _running = tracking.running(2);
             tracking.changed(&mut [&b"k"[..]].into_iter(), false);
-            take_pending()
+            tracking.take_pending()
         };
         assert!(received(&mut b_in).is_empty(), "not through the outbox");
         assert!(matches!(&pending[..], [Push::Invalidate { keys: Some(keys), redirected: false }] if keys.len() == 1));

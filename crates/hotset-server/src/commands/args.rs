@@ -35,6 +35,12 @@ pub fn unknown_subcommand(command: &str, sub: &[u8]) -> CmdError {
     ))
 }
 
+/// A HELP subcommand's reply: its lines as status replies.
+pub fn help(r: &mut crate::resp::reply::Reply<'_>, lines: &[&str]) {
+    r.array(lines.len());
+    lines.iter().for_each(|line| r.simple(line));
+}
+
 pub fn not_integer() -> CmdError {
     CmdError("ERR value is not an integer or out of range".into())
 }

@@ -119,6 +119,24 @@ fn section(state: &ServerState, name: &str, text: &mut String) {
                 rss as f64 / used.max(1) as f64,
                 crate::memory::Memory::not_counted(state),
             );
+            // Lua's states and what their caches hold, in Redis' fields (counted as the
+            // engine last reported them: a running script holds the engine).
+            let lua = state.scripts.counts();
+            let vm_total = lua.eval_vm_bytes + lua.functions_vm_bytes;
+            let _ = write!(
+                text,
+                "used_memory_lua:{eval_vm}\r\nused_memory_vm_eval:{eval_vm}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{}\r\nnumber_of_cached_scripts:{}\r\nnumber_of_functions:{}\r\nnumber_of_libraries:{}\r\nused_memory_vm_functions:{}\r\nused_memory_vm_total:{vm_total}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:0\r\nused_memory_scripts:{}\r\nused_memory_scripts_human:{}\r\n",
+                human(lua.eval_vm_bytes as u64),
+                lua.cached_script_bytes,
+                lua.cached_scripts,
+                lua.functions,
+                lua.libraries,
+                lua.functions_vm_bytes,
+                human(vm_total as u64),
+                lua.cached_script_bytes,
+                human(lua.cached_script_bytes as u64),
+                eval_vm = lua.eval_vm_bytes,
+            );
         }
         "persistence" => {
             let store = state.store().read();

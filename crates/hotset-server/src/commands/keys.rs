@@ -103,7 +103,16 @@ fn sort_options<'a>(a: &[&'a [u8]], readonly: bool) -> Result<(SortOptions, Opti
 }
 
 fn sort_command<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>, readonly: bool) -> CmdResult {
-    let (options, store) = sort_options(a, readonly)?;
+    let (mut options, store) = sort_options(a, readonly)?;
+    // A set has no order of its own: for a script, BY <constant> sorts it by its members
+    // (Redis' rule), so what a script does never depends on that order.
+    if crate::scripting::called_by_script()
+        && options.by.as_deref().is_some_and(|by| !by.contains(&b'*'))
+        && kv.key_type(a[1])? == "set"
+    {
+        options.by = None;
+        options.alpha = true;
+    }
     if let Some(dst) = store {
         r.int(kv.sort_store(a[1], dst, &options)? as i64);
         return Ok(());
@@ -186,8 +195,7 @@ pub fn object<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
             "HELP",
             "    Print this help.",
         ];
-        r.array(lines.len());
-        lines.iter().for_each(|line| r.simple(line));
+        args::help(r, &lines);
         return Ok(());
     }
     let [_, _, key] = a else { return Err(args::unknown_subcommand("OBJECT", sub)) };

@@ -13,7 +13,13 @@
 //! Group modules hold one handler per command: `strings`, `keys`, `hashes`, `lists`, `sets` (key-value
 //! commands, each written once generic over `KvOps` and held by the table for a keyspace
 //! and for EXEC's locked block), `documents` (`DOC.*`: namespaces, items, queries),
-//! `server` (connection and server commands); MULTI, EXEC and DISCARD are here.
+//! `server` (connection and server commands), `scripts` (EVAL, FCALL, SCRIPT, FUNCTION);
+//! MULTI, EXEC and DISCARD are here, and `run_in_block`, how EXEC and a script's
+//! `redis.call` run a command on a locked block.
+//!
+//! While a script keeps the server busy (`crate::gate`), a batch runs without entering the
+//! gate (`Session::gate` is `Pass::Busy`): every command is answered `-BUSY` but those the
+//! table lets through (`table::Busy`).
 
 pub mod args;
 mod config;
@@ -25,6 +31,7 @@ mod info;
 mod keys;
 pub mod lists;
 pub mod pubsub;
+pub mod scripts;
 mod server;
 mod sets;
 pub mod streams;
@@ -41,7 +48,7 @@ use hotset_core::kv::{Keyspace, KeyspaceTxn};
 use hotset_core::{Acks, Durability};
 use hotset_ops::{Answer, Refusal, Request};
 use std::sync::Arc;
-use table::{Handler, InMulti, Spec, Subscribed, Wakes};
+use table::{Busy, Handler, InMulti, Spec, Subscribed, Wakes};
 
 /// What a connection remembers between requests.
 pub struct Session {
@@ -88,6 +95,31 @@ pub struct Session {
     /// Set by every CLIENT subcommand: CLIENT CACHING's choice outlives the command that
     /// follows it only when that command is another CLIENT one (Redis' rule).
     pub caching_kept: bool,
+    /// How the current batch passed the script gate (set by the connection per batch).
+    pub gate: Pass,
+    /// The gate closed by this batch's first script, until the batch ends
+    /// (`scripts::hold_gate`).
+    pub gate_held: Option<crate::gate::Closed>,
+    /// The turn to close the gate, from the time the connection was given it until its
+    /// batch ends.
+    pub turn: Option<crate::gate::Turn>,
+    /// Set by a script command that could not run yet (another connection has the turn):
+    /// the request is left unread, and the connection waits as said before sending it
+    /// again.
+    pub deferred: Option<crate::gate::Wait>,
+    /// Set by a script command whose error reply was counted in the error statistics
+    /// already (a command of the script got it first, as Redis counts it once).
+    pub error_counted: bool,
+}
+
+/// How a batch passed the script gate (`crate::gate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// Inside: commands run.
+    Reader,
+    /// A script holds the gate past `busy-reply-threshold`: commands the table lets
+    /// through run, the rest are answered with this `-BUSY` text.
+    Busy(&'static str),
 }
 
 /// One command's calls in a batch.
@@ -153,6 +185,11 @@ impl Session {
             tracking: None,
             caching: false,
             caching_kept: false,
+            gate: Pass::Reader,
+            gate_held: None,
+            turn: None,
+            deferred: None,
+            error_counted: false,
         }
     }
 
@@ -182,9 +219,21 @@ pub fn execute(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], 
     let start = out.len();
     let replies = session.replies;
     // Invalidations this command causes for this very connection wait for its reply.
-    let _running = crate::tracking::running(session.id);
+    let _running = state.tracking.running(session.id);
     let mut reply = Reply { out, protocol: session.protocol };
-    let pushes = match dispatch(state, session, args, &mut reply) {
+    let dispatched = dispatch(state, session, args, &mut reply);
+    // What the command changed is invalidated in the order it names its keys.
+    let spec = match &dispatched {
+        Ok(spec) => Some(*spec),
+        Err(failure) => failure.spec,
+    };
+    state.tracking.settle(|| spec.into_iter().flat_map(|spec| spec.key_args(args)));
+    let pushes = match dispatched {
+        // Not run: the request is sent again once the gate opens.
+        Ok(_) if session.deferred.is_some() => {
+            out.truncate(start);
+            return;
+        }
         Ok(spec) => {
             session.tally(spec, Ran::Ok);
             session.blocked_by = session.blocked.is_some().then_some(spec);
@@ -192,7 +241,9 @@ pub fn execute(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], 
         }
         Err(Failure { spec, error: CmdError(message), rejected }) => {
             reply.error(&message);
-            state.stats.count_error(&message);
+            if !std::mem::take(&mut session.error_counted) {
+                state.stats.count_error(&message);
+            }
             if let Some(spec) = spec {
                 session.tally(spec, if rejected { Ran::Rejected } else { Ran::Failed });
             }
@@ -215,27 +266,32 @@ pub fn execute(state: &Arc<ServerState>, session: &mut Session, args: &[&[u8]], 
         out.truncate(start);
     }
     // Pushes are written whatever CLIENT REPLY says.
-    write_pending(session, out);
+    write_pending(state, session, out);
     if !std::mem::take(&mut session.caching_kept) && session.multi.is_none() {
         session.caching = false;
     }
 }
 
 /// Writes the invalidations waiting for this connection's running command.
-fn write_pending(session: &Session, out: &mut Vec<u8>) {
-    for push in crate::tracking::take_pending() {
+fn write_pending(state: &ServerState, session: &Session, out: &mut Vec<u8>) {
+    for push in state.tracking.take_pending() {
         pubsub::write_push(&push, session.protocol, session.subscriptions > 0, out);
     }
 }
 
 /// Client-side caching: a read registers its keys before it runs (`crate::tracking`).
 fn remember_reads(state: &ServerState, session: &Session, spec: &Spec, args: &[&[u8]]) {
+    if !spec.write && matches!(spec.handler, Handler::Kv(_)) {
+        remember_keys(state, session, spec.key_args(args));
+    }
+}
+
+/// Registers `keys` as read by the connection, when it tracks them.
+fn remember_keys<'k>(state: &ServerState, session: &Session, keys: impl IntoIterator<Item = &'k [u8]>) {
     if let Some(mode) = session.tracking
-        && !spec.write
         && mode.remembers(session.caching)
-        && matches!(spec.handler, Handler::Kv(_))
     {
-        state.tracking.remember(session.id, spec.key_args(args));
+        state.tracking.remember(session.id, keys.into_iter());
     }
 }
 
@@ -278,6 +334,19 @@ fn dispatch(
             spec.name.to_ascii_lowercase()
         ));
     }
+    if let Pass::Busy(busy) = session.gate
+        && spec.busy != Busy::Runs
+    {
+        // As Redis: a transaction that met -BUSY fails, and EXEC met by it ends.
+        if let Some(multi) = &mut session.multi {
+            multi.failed = true;
+        }
+        if spec.busy == Busy::EndsTransaction && session.multi.take().is_some() {
+            state.watches.unwatch(session.id);
+            return reject(format!("EXECABORT Transaction discarded because of: {busy}"));
+        }
+        return reject(busy.into());
+    }
     if session.over_memory {
         // As Redis: every command first makes room; one that needs memory is refused when
         // none can be made, and inside MULTI so is everything but EXEC, DISCARD and kin
@@ -285,7 +354,7 @@ fn dispatch(
         let room = crate::memory::Memory::make_room(state, Durability::Collect(&session.acks));
         session.over_memory = !room;
         // Keys evicted for this command are announced before its reply, as Redis does.
-        write_pending(session, r.out);
+        write_pending(state, session, r.out);
         let queues = session.multi.is_some() && spec.in_multi != InMulti::RunAtOnce;
         if !room && (spec.denyoom || queues) {
             if let Some(multi) = &mut session.multi {
@@ -318,6 +387,7 @@ fn dispatch(
             Handler::AllKeyspaces(run) => run(state, &session.acks, args, r),
             Handler::Session(run) => run(state, session, args, r),
             Handler::Blocking(parse) => block(state, session, parse(args), r),
+            Handler::Script(command) => scripts::call(state, session, command, args, r),
         }
     };
     if session.multi.is_none() {
@@ -342,6 +412,37 @@ impl<'t> Blocks<'_, 't> {
         let (names, blocks) = self.others;
         names.iter().position(|other| other == keyspace).map(|at| &blocks[at])
     }
+}
+
+/// Runs `spec` on the locked blocks (the selected keyspace's is `blocks.current`): a
+/// command EXEC runs, or one a script calls (which has refused what scripts may not call
+/// first). `None` when the command cannot run there: it needs the session's keyspace
+/// unlocked (INFO, FLUSHALL, COMMAND...). A blocking command never waits there: null when
+/// there is nothing.
+fn run_in_block(
+    state: &Arc<ServerState>,
+    session: &mut Session,
+    spec: &'static Spec,
+    args: &[&[u8]],
+    blocks: &Blocks<'_, '_>,
+    r: &mut Reply<'_>,
+) -> Option<CmdResult> {
+    let txn = blocks.current.1;
+    if let Some(result) = spec.across.and_then(|across| (across.in_txn)(state, blocks, args, r)) {
+        return Some(result);
+    }
+    Some(match (spec.in_multi, spec.handler) {
+        (InMulti::Queue, Handler::Kv(kv)) => (kv.in_txn)(txn, args, r),
+        (InMulti::Queue, Handler::Session(run)) => run(state, session, args, r),
+        (InMulti::Queue, Handler::Blocking(parse)) => parse(args).and_then(|mut request| {
+            if !crate::blocking::attempt(txn, &mut request, false, r)? {
+                r.null_array();
+            }
+            Ok(())
+        }),
+        (InMulti::Queue, Handler::Script(command)) => scripts::call_in_block(state, session, command, args, blocks, r),
+        _ => return None,
+    })
 }
 
 /// Tries again the blocked clients `spec` may have served, after it ran.
@@ -451,6 +552,14 @@ fn unwatch(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut
 /// client sees a state between them, and as one log record; nothing at all (a null
 /// answer) when a watched key changed since WATCH.
 fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    // A queued script makes the transaction hold the script gate, as the script alone
+    // would: no other batch runs meanwhile, and SCRIPT KILL and -BUSY work inside it.
+    let scripted = session.multi.as_ref().is_some_and(|multi| {
+        !multi.failed && multi.queued.iter().any(|q| matches!(q.spec.handler, Handler::Script(_)))
+    });
+    if scripted && !scripts::hold_gate(state, session) {
+        return Ok(());
+    }
     let Some(multi) = session.multi.take() else {
         return Err(CmdError("ERR EXEC without MULTI".into()));
     };
@@ -502,20 +611,8 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
         for queued in &multi.queued {
             let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
             let mut reply = Reply { out: &mut out, protocol };
-            let across = queued.spec.across.and_then(|across| (across.in_txn)(state, blocks, &args, &mut reply));
-            let result = match (across, queued.spec.in_multi, queued.spec.handler) {
-                (Some(result), ..) => result,
-                (None, InMulti::Queue, Handler::Kv(kv)) => (kv.in_txn)(txn, &args, &mut reply),
-                (None, InMulti::Queue, Handler::Session(run)) => run(state, session, &args, &mut reply),
-                // Inside EXEC a blocking command never waits: null when there is nothing.
-                (None, InMulti::Queue, Handler::Blocking(parse)) => parse(&args).and_then(|mut request| {
-                    if !crate::blocking::attempt(txn, &mut request, false, &mut reply)? {
-                        reply.null_array();
-                    }
-                    Ok(())
-                }),
-                _ => Err(CmdError(format!("ERR {} cannot run inside MULTI", queued.spec.name))),
-            };
+            let result = run_in_block(state, session, queued.spec, &args, blocks, &mut reply)
+                .unwrap_or_else(|| Err(CmdError(format!("ERR {} cannot run inside MULTI", queued.spec.name))));
             if let Err(CmdError(message)) = result {
                 reply.error(&message);
             }

@@ -196,29 +196,37 @@ pub fn memory(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &
     Ok(())
 }
 
-/// FUNCTION FLUSH [ASYNC|SYNC] | FUNCTION LIST: no function library can be loaded yet
-/// (Lua comes with stored procedures), so there is none to flush or list.
-pub fn function(_: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
-    match a {
-        [_, sub] | [_, sub, _] if args::is(sub, "FLUSH") => {
-            if let [_, _, mode] = a
-                && !args::is(mode, "ASYNC")
-                && !args::is(mode, "SYNC")
-            {
-                return Err(CmdError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into()));
-            }
-            r.ok();
-        }
-        [_, sub, ..] if args::is(sub, "LIST") => r.array(0),
-        _ => return Err(unknown_subcommand("FUNCTION", a[1])),
+/// SELECT n (a keyspace by number, 0 .. databases-1) or SELECT name (any keyspace by
+/// name, created on first use: one server serves one keyspace per domain).
+fn select_keyspace(state: &ServerState, session: &mut Session, target: &[u8]) -> CmdResult {
+    let name = keyspace_named(state, target)?;
+    if name != session.keyspace_name {
+        session.keyspace = state.db().keyspaces().get_or_create(&name);
+        session.keyspace_name = name.clone();
+        state.update_client(session.id, |info| info.keyspace = name);
     }
     Ok(())
 }
 
-/// SELECT n (a keyspace by number, 0 .. databases-1) or SELECT name (any keyspace by
-/// name, created on first use: one server serves one keyspace per domain).
-fn select_keyspace(state: &ServerState, session: &mut Session, target: &[u8]) -> CmdResult {
-    let name = match args::int(target) {
+/// SELECT inside a script, on the block the script runs on: the keyspace it already has
+/// answers OK; another one is refused (the script holds the selected keyspace's locks
+/// alone, and Redis' SELECT would not outlive the script anyway).
+pub fn select_in_block(
+    state: &ServerState,
+    blocks: &super::Blocks<'_, '_>,
+    a: &[&[u8]],
+    r: &mut Reply<'_>,
+) -> Option<CmdResult> {
+    let selected = keyspace_named(state, a[1]).and_then(|name| match blocks.named(&name) {
+        Some(_) => Ok(()),
+        None => Err(CmdError("ERR SELECT of another keyspace is not supported inside a script".into())),
+    });
+    Some(selected.map(|()| r.ok()))
+}
+
+/// SELECT's argument resolved to a keyspace's name, with Redis' error texts.
+fn keyspace_named(state: &ServerState, target: &[u8]) -> Result<String, CmdError> {
+    Ok(match args::int(target) {
         Ok(n) if n >= 0 && (n as usize) < state.config.databases => n.to_string(),
         Ok(_) => return Err(CmdError("ERR DB index is out of range".into())),
         Err(_) => {
@@ -233,13 +241,7 @@ fn select_keyspace(state: &ServerState, session: &mut Session, target: &[u8]) ->
             }
             String::from_utf8(target.to_vec()).expect("checked ASCII")
         }
-    };
-    if name != session.keyspace_name {
-        session.keyspace = state.db().keyspaces().get_or_create(&name);
-        session.keyspace_name = name.clone();
-        state.update_client(session.id, |info| info.keyspace = name);
-    }
-    Ok(())
+    })
 }
 
 fn authenticate(state: &ServerState, session: &mut Session, password: &[u8]) -> CmdResult {
@@ -683,10 +685,16 @@ fn command_info(spec: &Spec, r: &mut Reply<'_>) {
     r.array(6);
     r.bulk(spec.name.to_ascii_lowercase().as_bytes());
     r.int(i64::from(spec.arity));
-    r.set(1 + usize::from(spec.denyoom));
-    r.simple(if spec.write { "write" } else { "readonly" });
-    if spec.denyoom {
-        r.simple("denyoom");
+    let flags = [
+        (true, if spec.write { "write" } else { "readonly" }),
+        (spec.denyoom, "denyoom"),
+        (spec.noscript, "noscript"),
+        (spec.busy == table::Busy::Runs, "allow_busy"),
+        (spec.find_keys.is_some(), "movablekeys"),
+    ];
+    r.set(flags.iter().filter(|(set, _)| *set).count());
+    for (_, flag) in flags.iter().filter(|(set, _)| *set) {
+        r.simple(flag);
     }
     r.int(spec.keys.first);
     r.int(spec.keys.last);
@@ -722,14 +730,24 @@ pub(super) fn changes_since_save(state: &ServerState) -> u64 {
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: stops the server as SIGTERM does (the log
 /// is closed, so every acknowledged write is on disk; the snapshot options have nothing
 /// more to keep). Like Redis, it answers nothing: the connection closes as the server
-/// stops. ABORT has no shutdown to abort (a stop is never delayed).
-pub fn shutdown(state: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], _: &mut Reply<'_>) -> CmdResult {
+/// stops. ABORT has no shutdown to abort (a stop is never delayed). While a script keeps
+/// the server busy only SHUTDOWN NOSAVE runs, and it drops the script (`server::serve`).
+pub fn shutdown(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], _: &mut Reply<'_>) -> CmdResult {
+    let mut nosave = false;
     for word in &a[1..] {
         match word.to_ascii_uppercase().as_slice() {
-            b"NOSAVE" | b"SAVE" | b"NOW" | b"FORCE" => {}
+            b"NOSAVE" => nosave = true,
+            b"SAVE" | b"NOW" | b"FORCE" => {}
             b"ABORT" => return Err(CmdError("ERR No shutdown in progress.".into())),
             _ => return Err(syntax()),
         }
+    }
+    // While a script keeps the server busy, only NOSAVE stops it (Redis' rule: the script
+    // is dropped, half done if it wrote).
+    if let super::Pass::Busy(busy) = session.gate
+        && !nosave
+    {
+        return Err(CmdError(busy.into()));
     }
     tracing::info!("SHUTDOWN requested by a client");
     state.shutdown.notify_one();

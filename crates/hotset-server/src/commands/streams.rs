@@ -339,13 +339,6 @@ fn subcommand(command: &str, a: &[&[u8]], arities: &[(&str, i32)]) -> Result<(),
     Ok(())
 }
 
-fn help(r: &mut Reply<'_>, lines: &[&str]) {
-    r.array(lines.len());
-    for line in lines {
-        r.simple(line);
-    }
-}
-
 /// XGROUP CREATE|SETID|DESTROY|CREATECONSUMER|DELCONSUMER|HELP ...
 pub fn xgroup<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     let sub = a[1];
@@ -355,7 +348,7 @@ pub fn xgroup<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
         &[("CREATE", -5), ("SETID", -5), ("DESTROY", 4), ("CREATECONSUMER", 5), ("DELCONSUMER", 5), ("HELP", 2)],
     )?;
     if args::is(sub, "HELP") {
-        help(r, XGROUP_HELP);
+        args::help(r, XGROUP_HELP);
         return Ok(());
     }
     let (create, setid) = (args::is(sub, "CREATE"), args::is(sub, "SETID"));
@@ -619,7 +612,7 @@ pub fn xinfo<K: KvOps>(kv: &K, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
     };
     subcommand("XINFO", a, &[("CONSUMERS", 4), ("GROUPS", 3), ("STREAM", -3), ("HELP", 2)])?;
     if args::is(sub, "HELP") {
-        help(r, XINFO_HELP);
+        args::help(r, XINFO_HELP);
         return Ok(());
     }
     let key = a[2];

@@ -9,7 +9,10 @@
 //! and never matches on a name, so a command's behaviour is found from its entry alone.
 
 use super::args::{self, CmdError, CmdResult};
-use super::{Session, config, documents, geo, hashes, hll, keys, lists, pubsub, server, sets, streams, strings, zsets};
+use super::scripts::{By, ScriptCommand};
+use super::{
+    Session, config, documents, geo, hashes, hll, keys, lists, pubsub, scripts, server, sets, streams, strings, zsets,
+};
 use crate::blocking::{self, BlockRequest};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
@@ -44,6 +47,10 @@ pub enum Handler {
     /// it never waits, and answers null when there is nothing), else the connection
     /// blocks (`crate::blocking`).
     Blocking(fn(&[&[u8]]) -> Result<BlockRequest, CmdError>),
+    /// EVAL, EVALSHA, FCALL and their `_RO` forms (`commands::scripts`): outside MULTI the
+    /// script runs with the gate closed (`crate::gate`) on the selected keyspace's locked
+    /// block; inside EXEC on EXEC's block (EXEC closes the gate for a queue holding one).
+    Script(ScriptCommand),
 }
 
 /// What a command does when sent between MULTI and EXEC.
@@ -74,6 +81,22 @@ pub enum Subscribed {
     /// Runs, and its replies are pushes: written even under CLIENT REPLY OFF or SKIP
     /// (the (P|S)(UN)SUBSCRIBE family).
     Pushes,
+}
+
+/// How a command behaves while a script keeps the server busy (it has held the gate past
+/// `busy-reply-threshold`): Redis' `allow-busy` flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Busy {
+    /// Answered `-BUSY`; inside MULTI the transaction fails.
+    Refused,
+    /// Runs without entering the gate, so it must touch no keyspace: SCRIPT and FUNCTION
+    /// (their handlers run KILL and STATS, and answer `-BUSY` to the rest), SHUTDOWN, AUTH,
+    /// HELLO, QUIT, RESET, MULTI, DISCARD, UNWATCH. WATCH, which Redis lets through,
+    /// reads its keys and is refused here.
+    Runs,
+    /// Refused, and inside MULTI the transaction is discarded with `-EXECABORT` naming the
+    /// BUSY error: EXEC.
+    EndsTransaction,
 }
 
 /// Where a command's keys are, as COMMAND INFO reports them (Redis' first key, last key,
@@ -112,6 +135,11 @@ pub struct Spec {
     pub find_keys: Option<FindKeys>,
     /// For a command that reaches other keyspaces (MOVE, SWAPDB, COPY ... DB): how.
     pub across: Option<Across>,
+    /// Refused when a script calls it (Redis' `noscript`: transactions, blocking pops,
+    /// connection state, scripting itself; and `DOC.*`).
+    pub noscript: bool,
+    /// What it does while a script keeps the server busy.
+    pub busy: Busy,
     /// Redis command group, for COMMAND DOCS.
     pub group: &'static str,
     pub summary: &'static str,
@@ -177,6 +205,8 @@ macro_rules! kv {
             wakes: Wakes::Nobody,
             find_keys: None,
             across: None,
+            noscript: false,
+            busy: Busy::Refused,
             group: $group,
             summary: $summary,
         }
@@ -203,6 +233,8 @@ const fn all_keyspaces(
         wakes: Wakes::Nobody,
         find_keys: None,
         across: None,
+        noscript: false,
+        busy: Busy::Refused,
         group,
         summary,
     }
@@ -222,6 +254,8 @@ const fn conn(name: &'static str, arity: i32, handler: SessionHandler, summary: 
         wakes: Wakes::Nobody,
         find_keys: None,
         across: None,
+        noscript: false,
+        busy: Busy::Refused,
         group: "connection",
         summary,
     }
@@ -242,6 +276,8 @@ const fn doc(name: &'static str, arity: i32, write: bool, handler: SessionHandle
         wakes: Wakes::Nobody,
         find_keys: None,
         across: None,
+        noscript: true,
+        busy: Busy::Refused,
         group: "document",
         summary,
     }
@@ -267,7 +303,32 @@ const fn blocking(
         wakes: Wakes::Nobody,
         find_keys: None,
         across: None,
+        noscript: false,
+        busy: Busy::Refused,
         group: "list",
+        summary,
+    }
+}
+
+/// A script command (see `Handler::Script`): its keys follow numkeys, it runs as a
+/// transaction runs (queued inside MULTI), and it may serve blocked clients.
+const fn script(name: &'static str, by: By, read_only: bool, summary: &'static str) -> Spec {
+    Spec {
+        name,
+        arity: -3,
+        handler: Handler::Script(ScriptCommand { by, read_only }),
+        write: !read_only,
+        denyoom: false,
+        in_multi: InMulti::Queue,
+        before_auth: false,
+        keys: NO_KEYS,
+        subscribed: Subscribed::Refused,
+        wakes: Wakes::Keyspace,
+        find_keys: Some(keys_of_script),
+        across: None,
+        noscript: true,
+        busy: Busy::Refused,
+        group: "scripting",
         summary,
     }
 }
@@ -318,6 +379,16 @@ impl Spec {
         Spec { wakes: scope, ..self }
     }
 
+    /// Refused from scripts (Redis' `noscript`).
+    const fn noscript(self) -> Spec {
+        Spec { noscript: true, ..self }
+    }
+
+    /// Runs while a script keeps the server busy (Redis' `allow-busy`).
+    const fn while_busy(self) -> Spec {
+        Spec { busy: Busy::Runs, ..self }
+    }
+
     const fn in_group(self, group: &'static str) -> Spec {
         Spec { group, ..self }
     }
@@ -355,6 +426,11 @@ fn numkeys_at(args: &[&[u8]], at: usize, before: &[usize]) -> Vec<usize> {
 /// Keys of ZUNION, ZINTER, ZDIFF, ZINTERCARD, SINTERCARD, LMPOP, ZMPOP: numkeys at 1.
 fn keys_after_numkeys(args: &[&[u8]]) -> Vec<usize> {
     numkeys_at(args, 1, &[])
+}
+
+/// Keys of EVAL, EVALSHA, FCALL and their `_RO` forms: numkeys at 2.
+fn keys_of_script(args: &[&[u8]]) -> Vec<usize> {
+    numkeys_at(args, 2, &[])
 }
 
 /// Keys of BLMPOP and BZMPOP: the timeout at 1, numkeys at 2.
@@ -399,8 +475,8 @@ fn keys_of_sort(args: &[&[u8]]) -> Vec<usize> {
 /// Every command, sorted by name (the order COMMAND lists them in).
 pub static COMMANDS: &[Spec] = &[
     kv!("APPEND", 3, true, "string", "Appends a string to the value of a key.", strings::append).denyoom(),
-    conn("AUTH", -2, server::auth, "Authenticates the connection.").before_auth(),
-    conn("BGSAVE", -1, server::bgsave, "Takes a snapshot of the database in the background."),
+    conn("AUTH", -2, server::auth, "Authenticates the connection.").before_auth().noscript().while_busy(),
+    conn("BGSAVE", -1, server::bgsave, "Takes a snapshot of the database in the background.").noscript(),
     kv!("BITCOUNT", -2, false, "bitmap", "Counts the set bits of a string, or of a range of it.", strings::bitcount),
     kv!("BITFIELD", -2, true, "bitmap", "Reads and writes integer fields of a string.", strings::bitfield).denyoom(),
     kv!("BITFIELD_RO", -2, false, "bitmap", "Reads integer fields of a string.", strings::bitfield_ro),
@@ -411,13 +487,16 @@ pub static COMMANDS: &[Spec] = &[
     blocking("BLMOVE", 6, blocking::parse_blmove, "LMOVE, waiting for an element when the source is empty.")
         .keys(1, 2, 1)
         .wakes()
-        .denyoom(),
+        .denyoom()
+        .noscript(),
     blocking("BLMPOP", -5, blocking::parse_blmpop, "LMPOP, waiting for an element when every list is empty.")
         .movable(keys_after_timeout),
     blocking("BLPOP", -3, blocking::parse_blpop, "LPOP of the first non-empty list, waiting when all are empty.")
-        .keys(1, -2, 1),
+        .keys(1, -2, 1)
+        .noscript(),
     blocking("BRPOP", -3, blocking::parse_brpop, "RPOP of the first non-empty list, waiting when all are empty.")
-        .keys(1, -2, 1),
+        .keys(1, -2, 1)
+        .noscript(),
     blocking(
         "BRPOPLPUSH",
         4,
@@ -426,7 +505,8 @@ pub static COMMANDS: &[Spec] = &[
     )
     .keys(1, 2, 1)
     .wakes()
-    .denyoom(),
+    .denyoom()
+    .noscript(),
     blocking("BZMPOP", -5, blocking::parse_bzmpop, "ZMPOP, waiting for a member when every sorted set is empty.")
         .movable(keys_after_timeout)
         .in_group("sorted-set"),
@@ -437,7 +517,8 @@ pub static COMMANDS: &[Spec] = &[
         "ZPOPMAX of the first non-empty sorted set, waiting when all are empty.",
     )
     .keys(1, -2, 1)
-    .in_group("sorted-set"),
+    .in_group("sorted-set")
+    .noscript(),
     blocking(
         "BZPOPMIN",
         -3,
@@ -445,17 +526,19 @@ pub static COMMANDS: &[Spec] = &[
         "ZPOPMIN of the first non-empty sorted set, waiting when all are empty.",
     )
     .keys(1, -2, 1)
-    .in_group("sorted-set"),
+    .in_group("sorted-set")
+    .noscript(),
     conn(
         "CLIENT",
         -2,
         server::client,
         "Connection management: SETNAME, GETNAME, ID, INFO, LIST, SETINFO, KILL, REPLY, UNBLOCK.",
-    ),
+    )
+    .noscript(),
     conn("COMMAND", -1, server::command, "Information about the commands: COUNT, DOCS, INFO, LIST."),
     // Queued as Redis queues it: EXEC runs it (it touches no keyspace) and a refused SET
     // is that command's error in EXEC's answer.
-    conn("CONFIG", -2, config::config, "Redis' runtime parameters: GET, SET, RESETSTAT, REWRITE.").queue(),
+    conn("CONFIG", -2, config::config, "Redis' runtime parameters: GET, SET, RESETSTAT, REWRITE.").queue().noscript(),
     kv!("COPY", -3, true, "generic", "Copies a key's value and deadline to another key.", keys::copy)
         .across(Across {
             direct: Some(keys::copy_to_keyspace),
@@ -466,13 +549,15 @@ pub static COMMANDS: &[Spec] = &[
         .wakes()
         .denyoom(),
     kv!("DBSIZE", 1, false, "server", "Number of keys in the selected keyspace.", keys::dbsize).keyless(),
-    conn("DEBUG", -2, server::debug, "Harmless debugging aids: LOG message, SLEEP seconds.").queue_then_refuse(),
+    conn("DEBUG", -2, server::debug, "Harmless debugging aids: LOG message, SLEEP seconds.")
+        .queue_then_refuse()
+        .noscript(),
     kv!("DECR", 2, true, "string", "Decrements the integer value of a key by one.", strings::decr).denyoom(),
     kv!("DECRBY", 3, true, "string", "Decrements the integer value of a key by a number.", strings::decrby).denyoom(),
     // DEL, UNLINK, SET and XGROUP wake too: an XREADGROUP waiting on a key they delete
     // or replace, or on a group XGROUP destroys, is answered with the error.
     kv!("DEL", -2, true, "generic", "Deletes keys.", keys::del).keys(1, -1, 1).wakes(),
-    conn("DISCARD", 1, super::discard, "Discards a transaction.").run_at_once(),
+    conn("DISCARD", 1, super::discard, "Discards a transaction.").run_at_once().noscript().while_busy(),
     doc("DOC.DEL", 3, true, documents::del_doc, "Deletes a document by primary key; 1 if it existed."),
     doc(
         "DOC.ERRORS",
@@ -560,17 +645,34 @@ pub static COMMANDS: &[Spec] = &[
     doc("DOC.UPSERT", -3, true, documents::upsert_docs, "Inserts or replaces documents (JSON); all or nothing."),
     kv!("DUMP", 2, false, "generic", "A key's value as a payload RESTORE takes back.", keys::dump),
     conn("ECHO", 2, server::echo, "Returns the given string.").queue(),
-    conn("EXEC", 1, super::exec, "Executes the queued commands atomically.").run_at_once(),
+    script("EVAL", By::Body, false, "Runs a Lua script (compiled and cached by its SHA1)."),
+    script("EVALSHA", By::Sha, false, "Runs a cached Lua script by its SHA1."),
+    script("EVALSHA_RO", By::Sha, true, "Runs a cached Lua script that may not write."),
+    script("EVAL_RO", By::Body, true, "Runs a Lua script that may not write."),
+    Spec {
+        busy: Busy::EndsTransaction,
+        ..conn("EXEC", 1, super::exec, "Executes the queued commands atomically.").run_at_once().noscript()
+    },
     kv!("EXISTS", -2, false, "generic", "Counts how many of the keys exist.", keys::exists).keys(1, -1, 1),
     kv!("EXPIRE", -3, true, "generic", "Sets a key's time to live in seconds.", keys::expire),
     kv!("EXPIREAT", -3, true, "generic", "Sets a key's expiry as a Unix time in seconds.", keys::expireat),
     kv!("EXPIRETIME", 2, false, "generic", "A key's expiry as a Unix time in seconds.", keys::expiretime),
+    script("FCALL", By::Function, false, "Calls a function of a loaded library."),
+    script("FCALL_RO", By::Function, true, "Calls a function (flagged no-writes) that may not write."),
     all_keyspaces("FLUSHALL", -1, "server", "Removes every key of every keyspace.", keys::flushall)
         .wakes_all(Wakes::Everyone),
     kv!("FLUSHDB", -1, true, "server", "Removes every key of the selected keyspace.", keys::flushdb)
         .keyless()
         .wakes_all(Wakes::Keyspace),
-    conn("FUNCTION", -2, server::function, "Function libraries (none can be loaded yet): FLUSH, LIST."),
+    conn(
+        "FUNCTION",
+        -2,
+        scripts::function,
+        "Function libraries: LOAD, DELETE, FLUSH, LIST, DUMP, RESTORE, STATS, KILL, HELP.",
+    )
+    .in_group("scripting")
+    .noscript()
+    .while_busy(),
     kv!("GEOADD", -5, true, "geo", "Adds points (longitude, latitude, member) to a sorted set.", geo::geoadd)
         .wakes()
         .denyoom(),
@@ -601,7 +703,10 @@ pub static COMMANDS: &[Spec] = &[
     kv!("GETRANGE", 4, false, "string", "A substring of a string value.", strings::getrange),
     kv!("GETSET", 3, true, "string", "Sets a key's string value and returns the old one.", strings::getset).denyoom(),
     kv!("HDEL", -3, true, "hash", "Deletes fields of a hash.", hashes::hdel),
-    conn("HELLO", -1, server::hello, "Handshake: protocol version, authentication, client name.").before_auth(),
+    conn("HELLO", -1, server::hello, "Handshake: protocol version, authentication, client name.")
+        .before_auth()
+        .noscript()
+        .while_busy(),
     kv!("HEXISTS", 3, false, "hash", "Whether a hash field exists.", hashes::hexists),
     kv!("HGET", 3, false, "hash", "The value of a hash field.", hashes::hget),
     kv!("HGETALL", 2, false, "hash", "Every field and value of a hash.", hashes::hgetall),
@@ -661,7 +766,7 @@ pub static COMMANDS: &[Spec] = &[
     kv!("MSETNX", -3, true, "string", "Sets several keys only if none of them exists.", strings::msetnx)
         .keys(1, -1, 2)
         .denyoom(),
-    conn("MULTI", 1, super::multi, "Starts a transaction.").run_at_once(),
+    conn("MULTI", 1, super::multi, "Starts a transaction.").run_at_once().noscript().while_busy(),
     kv!(
         "OBJECT",
         -2,
@@ -685,18 +790,32 @@ pub static COMMANDS: &[Spec] = &[
     kv!("PFSELFTEST", 1, false, "hyperloglog", "Checks the HyperLogLog implementation.", hll::pfselftest).keyless(),
     conn("PING", -1, server::ping, "Returns PONG, or the given message.").queue().in_subscribed_mode(),
     kv!("PSETEX", 4, true, "string", "Sets a key's value and time to live in milliseconds.", strings::psetex).denyoom(),
-    conn("PSUBSCRIBE", -2, pubsub::psubscribe, "Subscribes to the channels matching glob patterns.").pushes(),
+    conn("PSUBSCRIBE", -2, pubsub::psubscribe, "Subscribes to the channels matching glob patterns.")
+        .pushes()
+        .noscript(),
     kv!("PTTL", 2, false, "generic", "A key's time to live in milliseconds.", keys::pttl),
     conn("PUBLISH", 3, pubsub::publish, "Posts a message to a channel; the number of receivers.").queue(),
     conn("PUBSUB", -2, pubsub::pubsub, "Pub/sub introspection: CHANNELS, NUMSUB, NUMPAT, SHARDCHANNELS, SHARDNUMSUB."),
-    conn("PUNSUBSCRIBE", -1, pubsub::punsubscribe, "Unsubscribes from patterns (all without arguments).").pushes(),
-    conn("QUIT", -1, server::quit, "Closes the connection.").run_at_once().before_auth().in_subscribed_mode(),
+    conn("PUNSUBSCRIBE", -1, pubsub::punsubscribe, "Unsubscribes from patterns (all without arguments).")
+        .pushes()
+        .noscript(),
+    conn("QUIT", -1, server::quit, "Closes the connection.")
+        .run_at_once()
+        .before_auth()
+        .in_subscribed_mode()
+        .noscript()
+        .while_busy(),
     kv!("RANDOMKEY", 1, false, "generic", "A random key.", keys::randomkey).keyless(),
     kv!("RENAME", 3, true, "generic", "Renames a key, replacing the destination.", keys::rename).keys(1, 2, 1).wakes(),
     kv!("RENAMENX", 3, true, "generic", "Renames a key only if the destination does not exist.", keys::renamenx)
         .keys(1, 2, 1)
         .wakes(),
-    conn("RESET", 1, server::reset, "Resets the connection's state.").run_at_once().before_auth().in_subscribed_mode(),
+    conn("RESET", 1, server::reset, "Resets the connection's state.")
+        .run_at_once()
+        .before_auth()
+        .in_subscribed_mode()
+        .noscript()
+        .while_busy(),
     kv!("RESTORE", -4, true, "generic", "Stores a DUMP payload at a key.", keys::restore).wakes().denyoom(),
     kv!("RPOP", -2, true, "list", "Removes and returns the last elements of a list.", lists::rpop),
     kv!("RPOPLPUSH", 3, true, "list", "Pops the last element of a list and pushes it onto another.", lists::rpoplpush)
@@ -706,12 +825,21 @@ pub static COMMANDS: &[Spec] = &[
     kv!("RPUSH", -3, true, "list", "Appends elements to a list.", lists::rpush).wakes().denyoom(),
     kv!("RPUSHX", -3, true, "list", "Appends elements to a list only if it exists.", lists::rpushx).wakes().denyoom(),
     kv!("SADD", -3, true, "set", "Adds members to a set.", sets::sadd).denyoom(),
-    conn("SAVE", 1, server::save, "Takes a snapshot of the database and waits for it."),
+    conn("SAVE", 1, server::save, "Takes a snapshot of the database and waits for it.").noscript(),
     kv!("SCAN", -2, false, "generic", "Iterates over the keys of the keyspace.", keys::scan).keyless(),
     kv!("SCARD", 2, false, "set", "The number of members of a set.", sets::scard),
+    conn("SCRIPT", -2, scripts::script, "The Lua script cache: LOAD, EXISTS, FLUSH, KILL, HELP.")
+        .in_group("scripting")
+        .noscript()
+        .while_busy(),
     kv!("SDIFF", -2, false, "set", "The members of a set in none of the others.", sets::sdiff).keys(1, -1, 1),
     kv!("SDIFFSTORE", -3, true, "set", "Stores the difference of sets.", sets::sdiffstore).keys(1, -1, 1).denyoom(),
-    conn("SELECT", 2, server::select, "Selects a keyspace by number or by name."),
+    // A script may SELECT the keyspace it runs on (and learns Redis' error for a bad one).
+    conn("SELECT", 2, server::select, "Selects a keyspace by number or by name.").across(Across {
+        direct: None,
+        databases: |_| Vec::new(),
+        in_txn: server::select_in_block,
+    }),
     kv!("SET", -3, true, "string", "Sets a key's string value, with expiry and condition options.", strings::set)
         .wakes()
         .denyoom(),
@@ -719,7 +847,7 @@ pub static COMMANDS: &[Spec] = &[
     kv!("SETEX", 4, true, "string", "Sets a key's value and time to live in seconds.", strings::setex).denyoom(),
     kv!("SETNX", 3, true, "string", "Sets a key's value only if the key does not exist.", strings::setnx).denyoom(),
     kv!("SETRANGE", 4, true, "string", "Overwrites part of a string at an offset.", strings::setrange).denyoom(),
-    conn("SHUTDOWN", -1, server::shutdown, "Stops the server cleanly, as SIGTERM does."),
+    conn("SHUTDOWN", -1, server::shutdown, "Stops the server cleanly, as SIGTERM does.").noscript().while_busy(),
     kv!("SINTER", -2, false, "set", "The members in every one of several sets.", sets::sinter).keys(1, -1, 1),
     kv!("SINTERCARD", -3, false, "set", "The size of the intersection of sets.", sets::sintercard)
         .movable(keys_after_numkeys),
@@ -738,14 +866,15 @@ pub static COMMANDS: &[Spec] = &[
     kv!("SRANDMEMBER", -2, false, "set", "Random members of a set.", sets::srandmember),
     kv!("SREM", -3, true, "set", "Removes members from a set.", sets::srem),
     kv!("SSCAN", -3, false, "set", "Iterates over the members of a set.", sets::sscan),
-    conn("SSUBSCRIBE", -2, pubsub::ssubscribe, "Subscribes to shard channels.").pushes(),
+    conn("SSUBSCRIBE", -2, pubsub::ssubscribe, "Subscribes to shard channels.").pushes().noscript(),
     kv!("STRLEN", 2, false, "string", "Length of a key's string value.", strings::strlen),
-    conn("SUBSCRIBE", -2, pubsub::subscribe, "Subscribes to channels.").pushes(),
+    conn("SUBSCRIBE", -2, pubsub::subscribe, "Subscribes to channels.").pushes().noscript(),
     kv!("SUBSTR", 4, false, "string", "A substring of a string value (GETRANGE's old name).", strings::getrange),
     kv!("SUNION", -2, false, "set", "The members of any of several sets.", sets::sunion).keys(1, -1, 1),
     kv!("SUNIONSTORE", -3, true, "set", "Stores the union of sets.", sets::sunionstore).keys(1, -1, 1).denyoom(),
     conn("SUNSUBSCRIBE", -1, pubsub::sunsubscribe, "Unsubscribes from shard channels (all without arguments).")
-        .pushes(),
+        .pushes()
+        .noscript(),
     Spec {
         write: true,
         ..conn("SWAPDB", 3, keys::swapdb, "Exchanges the contents of two keyspaces.")
@@ -759,9 +888,14 @@ pub static COMMANDS: &[Spec] = &[
     kv!("UNLINK", -2, true, "generic", "Deletes keys (the same as DEL here: memory is freed at once).", keys::del)
         .keys(1, -1, 1)
         .wakes(),
-    conn("UNSUBSCRIBE", -1, pubsub::unsubscribe, "Unsubscribes from channels (all without arguments).").pushes(),
-    conn("UNWATCH", 1, super::unwatch, "Forgets the watched keys.").queue(),
-    conn("WATCH", -2, super::watch, "Watches keys: EXEC runs only if none changes first.").run_at_once().keys(1, -1, 1),
+    conn("UNSUBSCRIBE", -1, pubsub::unsubscribe, "Unsubscribes from channels (all without arguments).")
+        .pushes()
+        .noscript(),
+    conn("UNWATCH", 1, super::unwatch, "Forgets the watched keys.").queue().noscript().while_busy(),
+    conn("WATCH", -2, super::watch, "Watches keys: EXEC runs only if none changes first.")
+        .run_at_once()
+        .keys(1, -1, 1)
+        .noscript(),
     kv!("XACK", -4, true, "stream", "Acknowledges pending entries of a consumer group.", streams::xack),
     kv!("XADD", -5, true, "stream", "Appends an entry to a stream, trimming it if asked.", streams::xadd)
         .wakes()
@@ -976,7 +1110,11 @@ mod tests {
                 // EXEC runs these; FLUSHALL's queueing makes EXEC refuse the transaction.
                 (
                     InMulti::Queue,
-                    Handler::Kv(_) | Handler::Session(_) | Handler::AllKeyspaces(_) | Handler::Blocking(_),
+                    Handler::Kv(_)
+                    | Handler::Session(_)
+                    | Handler::AllKeyspaces(_)
+                    | Handler::Blocking(_)
+                    | Handler::Script(_),
                 ) => {}
                 (InMulti::QueueThenRefuse | InMulti::RunAtOnce | InMulti::Refuse, Handler::Session(_)) => {}
                 (rule, _) => panic!("{}: {rule:?} needs a session handler", spec.name),
@@ -996,9 +1134,64 @@ mod tests {
         // These reach other keyspaces: EXEC runs them on the blocks it locked with the
         // selected keyspace's, never through their session handler.
         let across: Vec<&str> = COMMANDS.iter().filter(|s| s.across.is_some()).map(|s| s.name).collect();
-        assert_eq!(across, ["COPY", "MOVE", "SWAPDB"]);
+        assert_eq!(across, ["COPY", "MOVE", "SELECT", "SWAPDB"]);
         let before_auth: Vec<&str> = COMMANDS.iter().filter(|s| s.before_auth).map(|s| s.name).collect();
         assert_eq!(before_auth, ["AUTH", "HELLO", "QUIT", "RESET"], "the commands a stranger may send");
+    }
+
+    /// Scripts may call what Redis 7.0 lets them (its `noscript` flag, for the commands
+    /// both have), and `DOC.*` is refused; while a script keeps the server busy, what
+    /// Redis lets through runs (its `allow-busy` flag) but WATCH, which reads keys.
+    #[test]
+    fn script_and_busy_rules_follow_redis() {
+        let redis_noscript = [
+            "AUTH",
+            "BGSAVE",
+            "BLMOVE",
+            "BLPOP",
+            "BRPOP",
+            "BRPOPLPUSH",
+            "BZPOPMAX",
+            "BZPOPMIN",
+            "CLIENT",
+            "CONFIG",
+            "DEBUG",
+            "DISCARD",
+            "EVAL",
+            "EVALSHA",
+            "EVALSHA_RO",
+            "EVAL_RO",
+            "EXEC",
+            "FCALL",
+            "FCALL_RO",
+            "FUNCTION",
+            "HELLO",
+            "MULTI",
+            "PSUBSCRIBE",
+            "PUNSUBSCRIBE",
+            "QUIT",
+            "RESET",
+            "SAVE",
+            "SCRIPT",
+            "SHUTDOWN",
+            "SSUBSCRIBE",
+            "SUBSCRIBE",
+            "SUNSUBSCRIBE",
+            "UNSUBSCRIBE",
+            "UNWATCH",
+            "WATCH",
+        ];
+        let noscript: Vec<&str> =
+            COMMANDS.iter().filter(|s| s.noscript && !s.name.starts_with("DOC.")).map(|s| s.name).collect();
+        assert_eq!(noscript, redis_noscript);
+        assert!(COMMANDS.iter().filter(|s| s.name.starts_with("DOC.")).all(|s| s.noscript));
+        let busy: Vec<&str> = COMMANDS.iter().filter(|s| s.busy == Busy::Runs).map(|s| s.name).collect();
+        assert_eq!(
+            busy,
+            ["AUTH", "DISCARD", "FUNCTION", "HELLO", "MULTI", "QUIT", "RESET", "SCRIPT", "SHUTDOWN", "UNWATCH"]
+        );
+        let ends: Vec<&str> = COMMANDS.iter().filter(|s| s.busy == Busy::EndsTransaction).map(|s| s.name).collect();
+        assert_eq!(ends, ["EXEC"]);
     }
 
     /// The table is the one place a command's name decides anything: no module of
@@ -1021,6 +1214,7 @@ mod tests {
             ("documents.rs", include_str!("documents.rs")),
             ("config.rs", include_str!("config.rs")),
             ("pubsub.rs", include_str!("pubsub.rs")),
+            ("scripts.rs", include_str!("scripts.rs")),
         ];
         for (file, source) in sources {
             for pattern in ["spec.name ==", "match spec.name", "matches!(spec.name", "match name", "name =="] {

@@ -9,6 +9,16 @@
 //! The stream is any byte stream (a TCP socket, or a TLS session over one: the server
 //! finishes the handshake first), so plain and TLS clients share every line of this.
 //!
+//! A batch runs inside the script gate (`crate::gate`): entered once per batch, so no
+//! script starts while it runs; a batch that runs a script holds the gate closed to its
+//! end. While another connection holds it this connection waits without holding a
+//! thread, for the gate to open (or, when its next request is a script, for its turn to
+//! close it), or until the script has run past `busy-reply-threshold`; then the batch runs
+//! outside the gate, each command answered `-BUSY` but those the table lets through
+//! (`commands::table::Busy`). A script command that finds the turn taken ends the batch
+//! before itself, unread, like a command that blocked, and the connection queues for the
+//! turn.
+//!
 //! Owns: the connection's read and reply buffers and its batch loop. Never: answer a
 //! write before the log has acknowledged it under the fsync policy, or keep serving a
 //! connection after a protocol error (its framing can no longer be trusted; Redis closes
@@ -16,7 +26,8 @@
 
 use super::parse::{FrameLimits, Parsed, parse};
 use crate::commands::pubsub::write_push;
-use crate::commands::{Session, execute};
+use crate::commands::{Pass, Session, execute, table};
+use crate::gate::Wait;
 use crate::pubsub::{Inbox, Push};
 use crate::resp::reply::Reply;
 use crate::state::ServerState;
@@ -118,6 +129,15 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(state: Arc<ServerState>, m
             let _ = stream.shutdown().await;
             return;
         }
+        if let Some(wait) = batch.wait {
+            if !wait_gate(&state, &mut session, wait, &mut stream, &mut inbox, &mut out).await {
+                let _ = stream.shutdown().await;
+                return;
+            }
+            // What was left unread runs now.
+            resume = true;
+            continue;
+        }
         // A read buffer grown for one huge request does not stay that large.
         if input.is_empty() && input.capacity() > 1 << 20 {
             input = Vec::with_capacity(READ_BUFFER_BYTES);
@@ -203,6 +223,49 @@ async fn wait_unblocked<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
+/// Waits while a script holds the gate, until it opens (`Wait::Open`) or this connection
+/// has the turn to close it (`Wait::Turn`), or until the script is busy (the next batch
+/// then answers -BUSY), delivering pushes meanwhile; false when one says to close.
+async fn wait_gate<S: AsyncRead + AsyncWrite + Unpin>(
+    state: &ServerState,
+    session: &mut Session,
+    wait: Wait,
+    stream: &mut S,
+    inbox: &mut Inbox,
+    out: &mut Vec<u8>,
+) -> bool {
+    let threshold = state.params.busy_reply_threshold();
+    let gate = &state.gate;
+    loop {
+        // Every branch is cancel safe: a wait for the turn that loses leaves the queue.
+        let ready = async {
+            match wait {
+                Wait::Open => {
+                    gate.wait(threshold).await;
+                    None
+                }
+                Wait::Turn => tokio::select! {
+                    turn = gate.wait_turn() => Some(turn),
+                    () = gate.wait_busy(threshold) => None,
+                },
+            }
+        };
+        tokio::select! {
+            biased;
+            push = inbox.recv() => {
+                if !take_pushes(push, inbox, session, out) || send(stream, out).await.is_err() {
+                    return false;
+                }
+                out.clear();
+            }
+            turn = ready => {
+                session.turn = turn;
+                return true;
+            }
+        }
+    }
+}
+
 /// Waits for the log to acknowledge record `lsn`; the failure's words otherwise.
 async fn settle(state: &ServerState, lsn: u64) -> Result<(), String> {
     let waiting = state.store().read().as_ref().map(|store| store.wait_acknowledged(lsn));
@@ -263,6 +326,8 @@ struct Batch {
     writes: Vec<Written>,
     /// A protocol error was answered: close after writing.
     close: bool,
+    /// A script holds the gate: the connection waits so, then runs what is left unread.
+    wait: Option<Wait>,
 }
 
 struct Written {
@@ -281,14 +346,36 @@ fn run_batch(
     limits: &FrameLimits,
 ) -> Batch {
     let started = std::time::Instant::now();
-    let mut batch = Batch { consumed: 0, writes: Vec::new(), close: false };
+    let mut batch = Batch { consumed: 0, writes: Vec::new(), close: false, wait: None };
+    let mut reader = state.gate.enter();
+    session.gate = Pass::Reader;
+    if reader.is_none() {
+        if !state.gate.is_busy(state.params.busy_reply_threshold()) {
+            // A script command waits for its turn to close the gate (woken once, in
+            // line), anything else for the gate to open.
+            let script = session.multi.is_none() && first_is_script(input, limits);
+            batch.wait = Some(if script { Wait::Turn } else { Wait::Open });
+            session.turn = None;
+            return batch;
+        }
+        session.gate = Pass::Busy(state.scripts.busy_error());
+    }
     session.over_memory = crate::memory::Memory::over_limit(state);
     let mut args = Vec::new();
     let mut commands = 0;
     // A command that blocked ends the batch: the requests after it wait until it is
     // answered.
     while batch.consumed < input.len() && !session.closing && session.blocked.is_none() {
-        match parse(&input[batch.consumed..], &mut args, limits) {
+        // The script ended: the rest of the batch runs inside the gate.
+        if reader.is_none() {
+            reader = state.gate.enter();
+            if reader.is_some() {
+                session.gate = Pass::Reader;
+            }
+        }
+        // An inline request's arguments are owned (its quoting was undone).
+        let (owned, quoted): (Vec<Vec<u8>>, Vec<&[u8]>);
+        let (len, request) = match parse(&input[batch.consumed..], &mut args, limits) {
             Parsed::Incomplete => break,
             Parsed::Invalid(reason) => {
                 state.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
@@ -299,24 +386,24 @@ fn run_batch(
                 batch.consumed = input.len();
                 break;
             }
-            Parsed::Quoted(len, owned) => {
-                batch.consumed += len;
-                let quoted: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
-                if !quoted.is_empty() && !run_request(state, session, inbox, &quoted, out, &mut batch) {
-                    break;
-                }
-                commands += u64::from(!quoted.is_empty());
+            Parsed::Quoted(len, parsed) => {
+                owned = parsed;
+                quoted = owned.iter().map(Vec::as_slice).collect();
+                (len, quoted.as_slice())
             }
-            Parsed::Request(len) => {
-                batch.consumed += len;
-                if args.is_empty() {
-                    continue;
-                }
-                commands += 1;
-                if !run_request(state, session, inbox, &args, out, &mut batch) {
-                    break;
-                }
-            }
+            Parsed::Request(len) => (len, args.as_slice()),
+        };
+        batch.consumed += len;
+        if request.is_empty() {
+            continue;
+        }
+        let go = run_request(state, session, inbox, request, out, &mut batch);
+        if deferred(session, &mut batch, len) {
+            break;
+        }
+        commands += 1;
+        if !go {
+            break;
         }
     }
     if batch.close {
@@ -331,7 +418,35 @@ fn run_batch(
     stats.resp_latency.record_many(elapsed, commands);
     stats.add_tallies(&session.tallies, elapsed);
     session.tallies.clear();
+    // The gate opens, then the turn passes to the next connection in line.
+    session.gate_held = None;
+    session.turn = None;
+    drop(reader);
     batch
+}
+
+/// Whether the first request in `input` runs a script (EVAL, FCALL and kin).
+fn first_is_script(input: &[u8], limits: &FrameLimits) -> bool {
+    let is_script =
+        |name: &[u8]| table::lookup(name).is_some_and(|spec| matches!(spec.handler, table::Handler::Script(_)));
+    let mut args = Vec::new();
+    match parse(input, &mut args, limits) {
+        Parsed::Request(_) => args.first().is_some_and(|name| is_script(name)),
+        Parsed::Quoted(_, owned) => owned.first().is_some_and(|name| is_script(name)),
+        Parsed::Incomplete | Parsed::Invalid(_) => false,
+    }
+}
+
+/// Whether the request just run was deferred (another connection has the turn to close
+/// the gate): then it stays unread (its `len` bytes) and the batch ends for the connection
+/// to wait as the request said.
+fn deferred(session: &mut Session, batch: &mut Batch, len: usize) -> bool {
+    let Some(wait) = session.deferred.take() else {
+        return false;
+    };
+    batch.consumed -= len;
+    batch.wait = Some(wait);
+    true
 }
 
 /// Executes one request into `out`, noting its write; false when the connection must

@@ -1,0 +1,616 @@
+//! The scripting commands: EVAL, EVALSHA, FCALL and their `_RO` forms, SCRIPT and
+//! FUNCTION; and the server's side of a running script, its `redis.call`s.
+//!
+//! A script command outside MULTI closes the script gate (`crate::gate`: no other batch
+//! runs meanwhile, on any thread; it stays closed to the end of the batch) and runs on the
+//! selected keyspace's locked block (`atomic_all`: every shard write-locked, so background
+//! expiry and eviction wait too, and all its writes are one log record); inside EXEC it
+//! runs on EXEC's block, EXEC having closed the gate. When another connection has the turn
+//! to close the gate the request is left unread (`Session::deferred`) and the connection
+//! queues for the turn. A `redis.call` runs
+//! through the command table on that block, under Redis' rules in Redis' order (unknown
+//! command, arity, `noscript`, writes from a read-only script, deny-oom commands over
+//! `maxmemory`); a blocking command never waits; commands that would reach beyond the
+//! block (INFO, FLUSHALL, another keyspace) are refused. FUNCTION LOAD, DELETE, FLUSH and
+//! RESTORE log the libraries as the metadata entry `redis:functions` in the batch's log
+//! wait, so they survive a restart; SCRIPT LOAD's cache is not kept, as in Redis.
+//!
+//! Owns: [`ScriptCommand`], the handlers, the `Host` a script calls through. Never: hold
+//! the engine while waiting for the gate (the gate first, then the engine), run a script
+//! without the gate closed, or decide anything by a command's name (the table's `Spec`
+//! says what a command is).
+
+use super::args::{self, CmdError, CmdResult, unknown_subcommand};
+use super::table::{self, Handler, Spec};
+use super::{Blocks, Pass, Ran, Session};
+use crate::gate::Wait;
+use crate::resp::reply::{Protocol, Reply};
+use crate::scripting::{FUNCTIONS_META, Kind};
+use crate::state::ServerState;
+use hotset_core::Durability;
+use hotset_script::{
+    CallContext, Engine, Host, RestorePolicy, RunOptions, ScriptError, ScriptFlags, Tick, Value, errors, split_keys,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a script command names its script by, and whether the script may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScriptCommand {
+    pub by: By,
+    /// `EVAL_RO`, `EVALSHA_RO`, `FCALL_RO`.
+    pub read_only: bool,
+}
+
+/// How a script command names what it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum By {
+    /// EVAL: the body.
+    Body,
+    /// EVALSHA: a cached body's SHA1.
+    Sha,
+    /// FCALL: a function of a loaded library.
+    Function,
+}
+
+/// A script command's arguments, checked.
+struct Call<'a> {
+    command: ScriptCommand,
+    /// Every argument, the command's name included (FUNCTION STATS shows them).
+    request: &'a [&'a [u8]],
+    keys: &'a [&'a [u8]],
+    args: &'a [&'a [u8]],
+}
+
+/// How a run ended, and what the connection must know of it.
+struct Outcome {
+    result: Result<Value, ScriptError>,
+    wrote: bool,
+    /// The error replies the script's commands got: the script's own error, when it is
+    /// one of them raised again, was counted in the error statistics already.
+    command_errors: Vec<Vec<u8>>,
+}
+
+/// Closes the script gate for the rest of the batch, unless it did already; false when
+/// another connection has the turn to close it: the request is deferred, and the
+/// connection queues for the turn.
+pub fn hold_gate(state: &Arc<ServerState>, session: &mut Session) -> bool {
+    if session.gate_held.is_some() {
+        return true;
+    }
+    let Some(turn) = session.turn.take().or_else(|| state.gate.take_turn()) else {
+        session.deferred = Some(Wait::Turn);
+        return false;
+    };
+    // Only the turn's holder closes the gate, and the last one opened it before it let
+    // the turn go.
+    let closed = state.gate.try_close(&turn);
+    session.turn = Some(turn);
+    match closed {
+        Some(closed) => {
+            session.gate_held = Some(closed);
+            true
+        }
+        None => {
+            session.deferred = Some(Wait::Open);
+            false
+        }
+    }
+}
+
+/// EVAL, EVALSHA, FCALL and their `_RO` forms outside MULTI: the gate closed (for the rest
+/// of the batch: a pipeline of scripts closes it once), the selected keyspace's block
+/// locked. While another connection has the turn to close the gate the request is
+/// deferred (left unread: the connection queues for the turn and sends it again).
+pub fn call(
+    state: &Arc<ServerState>,
+    session: &mut Session,
+    command: ScriptCommand,
+    a: &[&[u8]],
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    let call = prepare(state, session, command, a)?;
+    if !hold_gate(state, session) {
+        return Ok(());
+    }
+    let keyspace = Arc::clone(&session.keyspace);
+    let name = session.keyspace_name.clone();
+    // The block borrows the batch's collector while the script borrows the session.
+    let acks = std::mem::take(&mut session.acks);
+    let ran = keyspace.writes(Durability::Collect(&acks)).atomic_all(|txn| {
+        let blocks = Blocks { current: (&name, txn), others: (&[], &[]) };
+        run(state, session, &call, &blocks)
+    });
+    session.acks = acks;
+    let outcome = ran?;
+    // The clients its pushes serve are served before any other command runs, as in Redis.
+    if outcome.wrote {
+        state.blocking.wake_everyone(Some(&name));
+    }
+    answer(session, outcome, r)
+}
+
+/// A script command queued in MULTI, run by EXEC on its block (EXEC holds the gate).
+pub fn call_in_block(
+    state: &Arc<ServerState>,
+    session: &mut Session,
+    command: ScriptCommand,
+    a: &[&[u8]],
+    blocks: &Blocks<'_, '_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    let call = prepare(state, session, command, a)?;
+    let outcome = run(state, session, &call, blocks);
+    answer(session, outcome, r)
+}
+
+/// Checks the arguments in Redis' order (FCALL's function first, then numkeys, then
+/// EVALSHA's script) and refuses, over `maxmemory`, a script that declared flags without
+/// `allow-oom` or `no-writes` (Redis refuses it before it runs).
+fn prepare<'a>(
+    state: &ServerState,
+    session: &Session,
+    command: ScriptCommand,
+    a: &'a [&'a [u8]],
+) -> Result<Call<'a>, CmdError> {
+    let engine = state.scripts.engine();
+    let function = match command.by {
+        By::Function => Some(engine.function_flags(a[1]).ok_or(ScriptError::FunctionNotFound).map_err(script_error)?),
+        _ => None,
+    };
+    let (keys, args) = split_keys(a[2], &a[3..], command.by == By::Function).map_err(script_error)?;
+    let flags = match command.by {
+        By::Function => function,
+        By::Body => engine.eval_flags(a[1]).map_err(script_error)?,
+        By::Sha => engine.evalsha_flags(a[1]).ok_or(ScriptError::NoScript).map_err(script_error)?,
+    };
+    let may_fill =
+        flags.is_some_and(|flags| !flags.contains(ScriptFlags::ALLOW_OOM) && !flags.contains(ScriptFlags::NO_WRITES));
+    if may_fill && session.over_memory {
+        return Err(CmdError(crate::memory::OOM.into()));
+    }
+    Ok(Call { command, request: a, keys, args })
+}
+
+fn script_error(error: ScriptError) -> CmdError {
+    CmdError(error.to_string())
+}
+
+/// Runs the script with its `redis.call`s on the selected keyspace's block.
+fn run(state: &Arc<ServerState>, session: &mut Session, call: &Call<'_>, blocks: &Blocks<'_, '_>) -> Outcome {
+    let mut engine = state.scripts.engine();
+    let target = call.request[1];
+    let kind = if call.command.by == By::Function { Kind::Function } else { Kind::Eval };
+    state.scripts.begin(kind, call.request);
+    state.gate.restart_clock();
+    let over_memory = session.over_memory;
+    let mut host = ScriptHost {
+        state,
+        session,
+        blocks,
+        declared: call.keys,
+        over_memory,
+        wrote: false,
+        remembered: false,
+        command_errors: Vec::new(),
+        next_handoff: HANDOFF_FIRST,
+    };
+    let options = RunOptions { read_only: call.command.read_only };
+    let result = match call.command.by {
+        By::Body => engine.eval(target, call.keys, call.args, &mut host, options),
+        By::Sha => engine.evalsha(target, call.keys, call.args, &mut host, options),
+        By::Function => engine.fcall(target, call.keys, call.args, &mut host, options),
+    };
+    state.scripts.end(&engine);
+    Outcome { result, wrote: host.wrote, command_errors: host.command_errors }
+}
+
+/// Writes the script's reply; an error (raised or returned) fails the command, and is
+/// left out of the error statistics when a command of the script's got it first.
+fn answer(session: &mut Session, outcome: Outcome, r: &mut Reply<'_>) -> CmdResult {
+    let text = match outcome.result {
+        Ok(Value::Error(text)) => text,
+        Ok(value) => {
+            value.write(lua_protocol(r.protocol), r.out);
+            return Ok(());
+        }
+        Err(error) => error.to_string().into_bytes(),
+    };
+    session.error_counted = outcome.command_errors.iter().any(|error| text.starts_with(error));
+    Err(CmdError(String::from_utf8_lossy(&text).into_owned()))
+}
+
+fn lua_protocol(protocol: Protocol) -> hotset_script::Protocol {
+    match protocol {
+        Protocol::Resp2 => hotset_script::Protocol::Resp2,
+        Protocol::Resp3 => hotset_script::Protocol::Resp3,
+    }
+}
+
+/// A script that has run this long hands its I/O thread's other connections to another
+/// thread (short scripts never pay for it).
+const HANDOFF_FIRST: Duration = Duration::from_millis(2);
+/// How long the script pauses at a hand-off, so the thread taking over can start: after
+/// a hand-off that took, later ones cost only the pause.
+const HANDOFF_PAUSE: Duration = Duration::from_millis(1);
+/// How often a long script tries again, in case a hand-off did not take.
+const HANDOFF_EVERY: Duration = Duration::from_millis(250);
+
+/// What a running script asks of the server.
+struct ScriptHost<'s, 'b, 't> {
+    state: &'s Arc<ServerState>,
+    session: &'s mut Session,
+    /// The selected keyspace's block (`blocks.current`), alone.
+    blocks: &'b Blocks<'b, 't>,
+    /// The script's KEYS: a tracking caller remembers them once the script reads (Redis'
+    /// rule for scripts).
+    declared: &'s [&'s [u8]],
+    /// The server was over `maxmemory` when the script began.
+    over_memory: bool,
+    wrote: bool,
+    remembered: bool,
+    command_errors: Vec<Vec<u8>>,
+    next_handoff: Duration,
+}
+
+impl Host for ScriptHost<'_, '_, '_> {
+    fn call(&mut self, args: &[&[u8]], context: &CallContext) -> Value {
+        let value = self.execute(args, context);
+        if let Value::Error(text) = &value {
+            self.state.stats.count_error(&String::from_utf8_lossy(text));
+            self.command_errors.push(text.clone());
+        }
+        value
+    }
+
+    fn acl_check_cmd(&mut self, args: &[&[u8]]) -> Option<bool> {
+        // One user, who may run every command.
+        table::lookup(args.first()?).map(|_| true)
+    }
+
+    fn tick(&mut self, elapsed: Duration) -> Tick {
+        if self.state.scripts.kill_requested() {
+            return Tick::Kill;
+        }
+        if elapsed >= self.next_handoff {
+            // Connections queued on this I/O thread go on elsewhere (and see -BUSY)
+            // rather than wait for the script, whatever the number of threads.
+            self.next_handoff = elapsed + HANDOFF_EVERY;
+            crate::gate::blocking_section(|| std::thread::sleep(HANDOFF_PAUSE));
+        }
+        Tick::Continue
+    }
+}
+
+impl ScriptHost<'_, '_, '_> {
+    fn execute(&mut self, args: &[&[u8]], context: &CallContext) -> Value {
+        let Some(spec) = table::lookup(args[0]) else {
+            return Value::error(errors::UNKNOWN_COMMAND);
+        };
+        if let Some(refusal) = self.refusal(spec, args, context) {
+            self.session.tally(spec, Ran::Rejected);
+            return Value::error(refusal);
+        }
+        if spec.write {
+            if !self.state.scripts.note_write() {
+                // SCRIPT KILL came first: the script stops at its next tick, writing nothing.
+                return Value::error("ERR Script killed by user with SCRIPT KILL...");
+            }
+            self.wrote = true;
+        }
+        if !spec.write && !self.remembered && matches!(spec.handler, Handler::Kv(_)) {
+            self.remembered = true;
+            super::remember_keys(self.state, self.session, self.declared.iter().copied());
+        }
+        let mut out = Vec::new();
+        let mut reply = Reply { out: &mut out, protocol: server_protocol(context.protocol) };
+        let ran = match spec.handler {
+            Handler::Blocking(parse) if parse(args).is_ok_and(|request| request.stream_block()) => {
+                Err(CmdError(format!(
+                    "ERR {} command is not allowed with BLOCK option from scripts",
+                    String::from_utf8_lossy(args[0])
+                )))
+            }
+            _ => crate::scripting::calling(|| {
+                super::run_in_block(self.state, self.session, spec, args, self.blocks, &mut reply)
+                    .unwrap_or_else(|| Err(CmdError(errors::NOT_ALLOWED_FROM_SCRIPT.into())))
+            }),
+        };
+        let value = match ran {
+            Ok(()) => hotset_script::parse_resp(&out)
+                .map(|(value, _)| value)
+                .unwrap_or_else(|error| Value::error(format!("ERR unreadable reply from {}: {error}", spec.name))),
+            Err(CmdError(message)) => Value::error(message),
+        };
+        self.session.tally(spec, if value.is_error() { Ran::Failed } else { Ran::Ok });
+        value
+    }
+
+    /// Why `spec` may not run from this script, in Redis' words and order; `None` if it may.
+    fn refusal(&self, spec: &Spec, args: &[&[u8]], context: &CallContext) -> Option<&'static str> {
+        let allow_oom = context.flags.is_some_and(|flags| flags.contains(ScriptFlags::ALLOW_OOM));
+        if !spec.arity_ok(args.len()) {
+            Some(errors::WRONG_ARITY)
+        } else if spec.noscript {
+            Some(errors::NOT_ALLOWED_FROM_SCRIPT)
+        } else if context.read_only && spec.write {
+            Some(errors::WRITE_IN_READ_ONLY_SCRIPT)
+        } else if spec.denyoom && self.over_memory && !self.wrote && !allow_oom {
+            Some(errors::OOM_COMMAND)
+        } else if self.reaches_other_keyspaces(spec, args) {
+            Some("ERR Commands that reach another keyspace are not allowed from scripts")
+        } else {
+            None
+        }
+    }
+
+    /// MOVE, COPY ... DB and SWAPDB naming a keyspace other than the script's: the script
+    /// holds its own keyspace's block alone.
+    fn reaches_other_keyspaces(&self, spec: &Spec, args: &[&[u8]]) -> bool {
+        let Some(across) = spec.across else { return false };
+        (across.databases)(args)
+            .into_iter()
+            .any(|db| super::keys::database(self.state, db).is_ok_and(|name| self.blocks.named(&name).is_none()))
+    }
+}
+
+fn server_protocol(protocol: hotset_script::Protocol) -> Protocol {
+    match protocol {
+        hotset_script::Protocol::Resp2 => Protocol::Resp2,
+        hotset_script::Protocol::Resp3 => Protocol::Resp3,
+    }
+}
+
+/// While a script keeps the server busy, SCRIPT and FUNCTION run (their table entries
+/// let them through) for KILL and FUNCTION STATS alone: the rest is refused as Redis
+/// refuses it.
+fn refuse_while_busy(session: &Session, allowed: bool) -> CmdResult {
+    match session.gate {
+        Pass::Busy(text) if !allowed => Err(CmdError(text.into())),
+        _ => Ok(()),
+    }
+}
+
+/// Redis' text for a subcommand given the wrong number of arguments.
+fn sub_arity(command: &str, sub: &str, arity: i32, given: usize) -> CmdResult {
+    let fits = if arity >= 0 { given as i32 == arity } else { given as i32 >= -arity };
+    if fits { Ok(()) } else { Err(args::wrong_arity(&format!("{command}|{sub}"))) }
+}
+
+/// SCRIPT KILL (`Kind::Eval`) or FUNCTION KILL (`Kind::Function`).
+fn kill(state: &ServerState, kind: Kind, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    sub_arity(if kind == Kind::Eval { "script" } else { "function" }, "kill", 2, a.len())?;
+    state.scripts.kill(kind).map_err(|text| CmdError(text.into()))?;
+    r.ok();
+    Ok(())
+}
+
+/// `command HELP` (its `lines`), or Redis' error for a subcommand it does not have.
+fn help_or_unknown(command: &str, a: &[&[u8]], lines: &[&str], r: &mut Reply<'_>) -> CmdResult {
+    if !args::is(a[1], "HELP") {
+        return Err(unknown_subcommand(command, a[1]));
+    }
+    sub_arity(&command.to_ascii_lowercase(), "help", 2, a.len())?;
+    args::help(r, lines);
+    Ok(())
+}
+
+/// Redis' text for a subcommand's arguments it does not take.
+fn sub_syntax(command: &str, sub: &str) -> CmdError {
+    CmdError(format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {command} HELP."))
+}
+
+const SCRIPT_HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// SCRIPT LOAD | EXISTS | FLUSH [ASYNC|SYNC] | KILL | HELP. The cache is not persisted
+/// (Redis' neither): clients load scripts again after a restart, on NOSCRIPT.
+pub fn script(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let sub = a[1];
+    refuse_while_busy(session, args::is(sub, "KILL"))?;
+    if args::is(sub, "KILL") {
+        kill(state, Kind::Eval, a, r)?;
+    } else if args::is(sub, "LOAD") {
+        sub_arity("script", "load", 3, a.len())?;
+        let mut engine = state.scripts.engine();
+        let sha = engine.script_load(a[2]).map_err(script_error)?;
+        state.scripts.refresh(&engine);
+        r.bulk(sha.as_bytes());
+    } else if args::is(sub, "EXISTS") {
+        sub_arity("script", "exists", -3, a.len())?;
+        let engine = state.scripts.engine();
+        r.array(a.len() - 2);
+        a[2..].iter().for_each(|sha| r.int(i64::from(engine.script_exists(sha))));
+    } else if args::is(sub, "FLUSH") {
+        sub_arity("script", "flush", -2, a.len())?;
+        if !matches!(a, [_, _] | [_, _, _])
+            || a.get(2).is_some_and(|mode| !args::is(mode, "ASYNC") && !args::is(mode, "SYNC"))
+        {
+            return Err(CmdError("ERR SCRIPT FLUSH only support SYNC|ASYNC option".into()));
+        }
+        let mut engine = state.scripts.engine();
+        engine.script_flush().map_err(script_error)?;
+        state.scripts.refresh(&engine);
+        r.ok();
+    } else {
+        return help_or_unknown("SCRIPT", a, SCRIPT_HELP, r);
+    }
+    Ok(())
+}
+
+const FUNCTION_HELP: &[&str] = &[
+    "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "LOAD [REPLACE] <FUNCTION CODE>",
+    "    Create a new library with the given library name and code.",
+    "DELETE <LIBRARY NAME>",
+    "    Delete the given library.",
+    "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+    "    Return general information on all the libraries:",
+    "    * Library name",
+    "    * The engine used to run the Library",
+    "    * Library description",
+    "    * Functions list",
+    "    * Library code (if WITHCODE is given)",
+    "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+    "STATS",
+    "    Return information about the current function running:",
+    "    * Function name",
+    "    * Command used to run the function",
+    "    * Duration in MS that the function is running",
+    "    If no function is running, return nil",
+    "    In addition, returns a list of available engines.",
+    "KILL",
+    "    Kill the current running function.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Delete all the libraries.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the libraries.",
+    "    * SYNC: Synchronously flush the libraries.",
+    "DUMP",
+    "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+    "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+    "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+    "    control how to handle existing libraries (default APPEND):",
+    "    * FLUSH: delete all existing libraries.",
+    "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+    "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+    "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+    "      in case of functions name collision with another library).",
+    "HELP",
+    "    Print this help.",
+];
+
+/// FUNCTION LOAD [REPLACE] | DELETE | FLUSH [ASYNC|SYNC] | LIST [LIBRARYNAME p] [WITHCODE] |
+/// DUMP | RESTORE payload [FLUSH|APPEND|REPLACE] | STATS | KILL | HELP. Libraries are data:
+/// every change is logged before it is answered.
+pub fn function(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let sub = a[1];
+    refuse_while_busy(session, args::is(sub, "KILL") || args::is(sub, "STATS"))?;
+    if args::is(sub, "KILL") {
+        kill(state, Kind::Function, a, r)?;
+    } else if args::is(sub, "STATS") {
+        sub_arity("function", "stats", 2, a.len())?;
+        // Never the engine: a running function holds it. An EVAL script is not Redis'
+        // running function: it answers that the server is busy with one.
+        let stats = state.scripts.function_stats().map_err(|text| CmdError(text.into()))?;
+        stats.write(lua_protocol(r.protocol), r.out);
+    } else if args::is(sub, "LOAD") {
+        sub_arity("function", "load", -3, a.len())?;
+        let mut replace = false;
+        for option in &a[2..a.len() - 1] {
+            if !args::is(option, "REPLACE") {
+                return Err(CmdError(format!("ERR Unknown option given: {}", String::from_utf8_lossy(option))));
+            }
+            replace = true;
+        }
+        refuse_over_memory(session)?;
+        let code = a[a.len() - 1];
+        let name = change_libraries(state, session, |engine| engine.function_load(code, replace))?;
+        r.bulk(name.as_bytes());
+    } else if args::is(sub, "DELETE") {
+        sub_arity("function", "delete", 3, a.len())?;
+        change_libraries(state, session, |engine| engine.function_delete(a[2]))?;
+        r.ok();
+    } else if args::is(sub, "FLUSH") {
+        sub_arity("function", "flush", -2, a.len())?;
+        match a {
+            [_, _] => {}
+            [_, _, mode] if args::is(mode, "ASYNC") || args::is(mode, "SYNC") => {}
+            [_, _, _] => return Err(CmdError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into())),
+            _ => return Err(sub_syntax("FUNCTION", "flush")),
+        }
+        change_libraries(state, session, |engine| {
+            engine.function_flush();
+            Ok(())
+        })?;
+        r.ok();
+    } else if args::is(sub, "LIST") {
+        let list = state.scripts.engine().function_list(&a[2..]).map_err(script_error)?;
+        list.write(lua_protocol(r.protocol), r.out);
+    } else if args::is(sub, "DUMP") {
+        sub_arity("function", "dump", 2, a.len())?;
+        r.bulk(&state.scripts.engine().function_dump());
+    } else if args::is(sub, "RESTORE") {
+        sub_arity("function", "restore", -3, a.len())?;
+        if a.len() > 4 {
+            return Err(sub_syntax("FUNCTION", "restore"));
+        }
+        let policy = a.get(3).map(|policy| RestorePolicy::from_argument(policy)).transpose().map_err(script_error)?;
+        refuse_over_memory(session)?;
+        change_libraries(state, session, |engine| engine.function_restore(a[2], policy.unwrap_or_default()))?;
+        r.ok();
+    } else {
+        return help_or_unknown("FUNCTION", a, FUNCTION_HELP, r);
+    }
+    Ok(())
+}
+
+/// FUNCTION LOAD and RESTORE add to memory (Redis flags them `denyoom`).
+fn refuse_over_memory(session: &Session) -> CmdResult {
+    if session.over_memory { Err(CmdError(crate::memory::OOM.into())) } else { Ok(()) }
+}
+
+/// Applies a change to the function libraries and logs them all (the metadata entry
+/// `redis:functions`, in the batch's log wait, so the reply follows the log); a change the
+/// log refuses is undone. Under the engine's lock, so two changes are logged in the order
+/// they were made.
+fn change_libraries<R>(
+    state: &ServerState,
+    session: &Session,
+    change: impl FnOnce(&mut Engine) -> Result<R, ScriptError>,
+) -> Result<R, CmdError> {
+    let mut engine = state.scripts.engine();
+    let before = engine.function_dump();
+    let changed = change(&mut engine).map_err(script_error)?;
+    let libraries = engine.libraries();
+    let mut group = state.db().writes(Durability::Collect(&session.acks)).group();
+    group.set_meta(FUNCTIONS_META, (!libraries.is_empty()).then(|| engine.function_dump()));
+    let logged = group.commit().map(drop).map_err(|failure| CmdError(format!("MISCONF {}", failure.error)));
+    if logged.is_err() {
+        engine.function_restore(&before, RestorePolicy::Flush).expect("the libraries that were loaded load again");
+    }
+    state.scripts.refresh(&engine);
+    logged.map(|()| changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::table::Busy;
+
+    #[test]
+    fn subcommand_errors_use_redis_texts() {
+        assert_eq!(
+            sub_arity("script", "load", 3, 2).unwrap_err().0,
+            "ERR wrong number of arguments for 'script|load' command"
+        );
+        assert!(sub_arity("script", "exists", -3, 4).is_ok());
+        assert_eq!(
+            sub_syntax("FUNCTION", "restore").0,
+            "ERR unknown subcommand or wrong number of arguments for 'restore'. Try FUNCTION HELP."
+        );
+    }
+
+    #[test]
+    fn every_script_command_refuses_being_called_from_a_script() {
+        for spec in table::COMMANDS.iter().filter(|spec| matches!(spec.handler, Handler::Script(_))) {
+            assert!(spec.noscript && spec.busy == Busy::Refused, "{}", spec.name);
+        }
+    }
+}
