@@ -154,10 +154,14 @@ impl Gate {
     /// closed already (an EXEC's script inside the batch that closed it).
     pub fn try_close(self: &Arc<Self>, _turn: &Turn) -> Option<Closed> {
         debug_assert!(self.slots[my_slot()].0.load(Ordering::SeqCst) > 0, "closed from inside a batch");
-        self.closed.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).ok()?;
-        // Timed from now, so a connection that finds the gate closed can time its -BUSY
-        // without being woken when the holder begins (each script restarts the clock).
+        // Timed from before the gate closes, so a connection that finds it closed always
+        // finds a clock to time its -BUSY by, without being woken when the holder begins
+        // (each script restarts the clock). Only the turn's holder writes it.
         self.restart_clock();
+        if self.closed.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+            // Closed already, by this batch: its clock runs on from the script that began.
+            return None;
+        }
         let closed = Closed { gate: Arc::clone(self) };
         // Batches are short: spin a little, then hand this thread's other connections to
         // another thread while a long one (DEBUG SLEEP, a large document request) ends.
@@ -241,7 +245,10 @@ impl Gate {
     /// not all woken by each script that ends.
     pub async fn wait_busy(&self, threshold: Duration) {
         loop {
-            let at = self.busy_at(threshold).unwrap_or_else(|| Instant::now() + threshold);
+            // With the gate open, a threshold of 0 would make this a spin: look again a
+            // millisecond later at the soonest.
+            let at =
+                self.busy_at(threshold).unwrap_or_else(|| Instant::now() + threshold.max(Duration::from_millis(1)));
             tokio::time::sleep_until(at.into()).await;
             if self.is_busy(threshold) {
                 return;

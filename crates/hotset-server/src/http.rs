@@ -259,7 +259,11 @@ async fn openapi() -> Response {
 }
 
 async fn metrics_text(State(state): AppState) -> Response {
-    let text = metrics::render(&state);
+    // Keyspaces are counted from inside the script gate: a script holds their shards
+    // locked, and this thread must not wait for it. While one runs, they are left out.
+    let reader = state.gate.enter();
+    let text = metrics::render(&state, reader.is_some());
+    drop(reader);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 

@@ -59,7 +59,7 @@ impl Histogram {
 }
 
 /// Every metric, now.
-pub fn render(state: &ServerState) -> String {
+pub fn render(state: &ServerState, keyspaces: bool) -> String {
     let mut out = String::new();
     let stats = &state.stats;
     single(
@@ -224,6 +224,23 @@ pub fn render(state: &ServerState) -> String {
             let _ = writeln!(out, "hotset_index_memory_bytes{{namespace=\"{ns}\",index=\"{index}\"}} {bytes}");
         }
     }
+    if keyspaces {
+        keyspace_series(&mut out, state);
+    } else {
+        let _ = writeln!(out, "# keyspaces left out: a running script has them locked");
+    }
+    let _ = writeln!(
+        out,
+        "# HELP hotset_request_duration_seconds Time to execute one request (RESP: the command; HTTP: the whole request).\n# TYPE hotset_request_duration_seconds histogram"
+    );
+    stats.resp_latency.render(&mut out, "hotset_request_duration_seconds", "protocol=\"resp\",");
+    stats.http_latency.render(&mut out, "hotset_request_duration_seconds", "protocol=\"http\",");
+    sources(&mut out, state);
+    out
+}
+
+/// Keys and bytes per keyspace (reads every shard: only from inside the script gate).
+fn keyspace_series(out: &mut String, state: &ServerState) {
     let _ =
         writeln!(out, "# HELP hotset_keyspace_keys Keys per key-value keyspace.\n# TYPE hotset_keyspace_keys gauge");
     let keyspaces = state.db().keyspaces();
@@ -238,14 +255,6 @@ pub fn render(state: &ServerState) -> String {
     for (name, space) in &spaces {
         let _ = writeln!(out, "hotset_keyspace_memory_bytes{{keyspace=\"{}\"}} {}", escape(name), space.memory_bytes());
     }
-    let _ = writeln!(
-        out,
-        "# HELP hotset_request_duration_seconds Time to execute one request (RESP: the command; HTTP: the whole request).\n# TYPE hotset_request_duration_seconds histogram"
-    );
-    stats.resp_latency.render(&mut out, "hotset_request_duration_seconds", "protocol=\"resp\",");
-    stats.http_latency.render(&mut out, "hotset_request_duration_seconds", "protocol=\"http\",");
-    sources(&mut out, state);
-    out
 }
 
 /// A per-source series: name, help, type, and its value in a status.

@@ -46,6 +46,12 @@ pub fn serve(config: Config) -> Result<(), String> {
         // ends), and the runtime would wait for it for ever. Acknowledged writes are in the
         // log already, as after a kill -9.
         tracing::warn!("stopping while a script runs: its changes are dropped");
+        // Under `never` an acknowledged write may still be queued: write it out first.
+        if let Some(store) = state.store().read().as_ref()
+            && let Err(error) = store.sync()
+        {
+            tracing::error!(%error, "writing the log before stopping failed");
+        }
         std::process::exit(0);
     }
     // The sources stop first, so no apply is half-way when the log closes.

@@ -615,6 +615,11 @@ fn exec(state: &Arc<ServerState>, session: &mut Session, _: &[&[u8]], r: &mut Re
                 .unwrap_or_else(|| Err(CmdError(format!("ERR {} cannot run inside MULTI", queued.spec.name))));
             if let Err(CmdError(message)) = result {
                 reply.error(&message);
+                // Counted in INFO errorstats as Redis counts a queued command's error (once:
+                // a script's error its own command raised was counted already).
+                if !std::mem::take(&mut session.error_counted) {
+                    state.stats.count_error(&message);
+                }
             }
         }
         Some(out)

@@ -236,20 +236,23 @@ async fn wait_gate<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> bool {
     let threshold = state.params.busy_reply_threshold();
     let gate = &state.gate;
-    loop {
-        // Every branch is cancel safe: a wait for the turn that loses leaves the queue.
-        let ready = async {
-            match wait {
-                Wait::Open => {
-                    gate.wait(threshold).await;
-                    None
-                }
-                Wait::Turn => tokio::select! {
-                    turn = gate.wait_turn() => Some(turn),
-                    () = gate.wait_busy(threshold) => None,
-                },
+    // Made once, outside the loop: a push delivered meanwhile must not put the connection
+    // back at the end of the turn's queue, nor restart its -BUSY clock. Every branch is
+    // cancel safe: a wait for the turn that is dropped leaves the queue.
+    let ready = async {
+        match wait {
+            Wait::Open => {
+                gate.wait(threshold).await;
+                None
             }
-        };
+            Wait::Turn => tokio::select! {
+                turn = gate.wait_turn() => Some(turn),
+                () = gate.wait_busy(threshold) => None,
+            },
+        }
+    };
+    tokio::pin!(ready);
+    loop {
         tokio::select! {
             biased;
             push = inbox.recv() => {
@@ -258,7 +261,7 @@ async fn wait_gate<S: AsyncRead + AsyncWrite + Unpin>(
                 }
                 out.clear();
             }
-            turn = ready => {
+            turn = &mut ready => {
                 session.turn = turn;
                 return true;
             }
@@ -360,7 +363,9 @@ fn run_batch(
         }
         session.gate = Pass::Busy(state.scripts.busy_error());
     }
-    session.over_memory = crate::memory::Memory::over_limit(state);
+    // Not while a script holds the gate (a -BUSY batch): judging memory reads every shard,
+    // which the script has locked, and Redis does not evict while a script runs either.
+    session.over_memory = reader.is_some() && crate::memory::Memory::over_limit(state);
     let mut args = Vec::new();
     let mut commands = 0;
     // A command that blocked ends the batch: the requests after it wait until it is

@@ -15,6 +15,7 @@ polling a condition under a deadline, never a sleep standing for one.
 import hashlib
 import threading
 import time
+import urllib.request
 
 import pytest
 import redis
@@ -482,3 +483,43 @@ def test_info_counts_scripts_and_their_errors_once(server):
     assert info["cmdstat_set"]["calls"] == 1 and info["cmdstat_lpush"]["failed_calls"] == 1
     assert info["errorstat_WRONGTYPE"] == {"count": 1}, "the script's error is the command's, counted once"
     assert info["total_error_replies"] == 1
+
+
+def test_a_busy_script_over_maxmemory_can_still_be_killed(server):
+    """Judging memory reads every shard, which a running script holds: a server over
+    maxmemory must still answer -BUSY, SCRIPT KILL and (Hotset) /metrics meanwhile."""
+    r = server.client(decode_responses=True, socket_timeout=DEADLINE)
+    r.set("k", "v")
+    r.config_set("busy-reply-threshold", 50)
+    r.config_set("maxmemory", 1)
+    try:
+        looping = deferred(r, "EVAL", "while true do end", 0)
+        until(lambda: busy(r), "-BUSY over maxmemory")
+        if not REDIS_PORT:
+            during = urllib.request.urlopen(server.http + "/metrics", timeout=DEADLINE).read().decode()
+            assert "hotset_uptime_seconds" in during and "hotset_keyspace_keys{" not in during
+        assert r.script_kill() is True
+        with pytest.raises(redis.ResponseError, match="Script killed"):
+            looping.read_response()
+        if not REDIS_PORT:
+            after = urllib.request.urlopen(server.http + "/metrics", timeout=DEADLINE).read().decode()
+            assert 'hotset_keyspace_keys{keyspace="0"} 1' in after
+    finally:
+        stop_scripts(r)
+        r.config_set("maxmemory", 0)
+    assert r.get("k") == "v"
+
+
+def test_errors_inside_exec_are_counted_once(server):
+    r = server.client(decode_responses=True)
+    r.config_resetstat()
+    r.hset("h", "f", "v")
+    pipe = r.pipeline(transaction=True)
+    pipe.eval("return redis.call('incr', KEYS[1])", 1, "h")
+    pipe.incr("h")
+    results = pipe.execute(raise_on_error=False)
+    assert [str(result).split()[0] for result in results] == ["WRONGTYPE", "WRONGTYPE"]
+    assert error_of(lambda: r.get("h")).startswith("WRONGTYPE")
+    info = r.info("everything")
+    assert info["errorstat_WRONGTYPE"] == {"count": 3}
+    assert info["total_error_replies"] == 3
