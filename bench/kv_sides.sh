@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # redis-server (appendonly yes, appendfsync everysec) and one or more `hotset serve`
 # processes side by side, driven by the same redis-benchmark commands
-# (../shared/bench/kv_redis_protocol.sh: SET, GET, INCR, 50 clients, pipeline 1 and 16), the
+# (redis-benchmark -t TEST for each of TESTS, 50 clients, random keys, pipeline 1 and 16), the
 # runs interleaved (redis, side 1, side 2, ..., redis, ...), median of RUNS each.
 #
 # usage: bench/kv_sides.sh NAME=BINARY:FSYNC [NAME=BINARY:FSYNC ...]
 #   e.g. bench/kv_sides.sh periodic=target/release/hotset:periodic never=target/release/hotset:never
 #        bench/kv_sides.sh old=/tmp/old-target/release/hotset:periodic new=target/release/hotset:periodic
 #   env: RUNS [3] REQUESTS [300000] LABEL [sides] (the result file's name:
-#        bench/results/<date>-<LABEL>.json)
-# Needs: redis-server, redis-benchmark.
+#        bench/results/<date>-<LABEL>.json) TESTS [set,get,incr] (redis-benchmark's -t
+#        names) PIPELINES ["1 16"] KEYSPACE [1000000] CLIENTS [50] VALUE [8]
+# Needs: redis-server, redis-benchmark, python3.
 # Output: a table (requests/s; each side's ratio to redis, and to the first side) and one
 # JSON line.
 set -euo pipefail
@@ -18,14 +19,23 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 LABEL=${LABEL:-sides}
 export REQUESTS=${REQUESTS:-300000}
-SHARED=../shared/bench
+TESTS=${TESTS:-set,get,incr}
+PIPELINES=${PIPELINES:-"1 16"}
+KEYSPACE=${KEYSPACE:-1000000}
+CLIENTS=${CLIENTS:-50}
+VALUE=${VALUE:-8}
 WORK=$(mktemp -d /tmp/kv_sides.XXXXXX)
 pids=()
 # Hotset sides start inside `$(...)` (a subshell, whose `pids` the script never sees), so
 # each leaves its pid in a file.
 cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for file in "$WORK"/pid_*; do [ -f "$file" ] && kill "$(cat "$file")" 2>/dev/null || true; done
+  local all=("${pids[@]}") file pid
+  for file in "$WORK"/pid_*; do [ -f "$file" ] && all+=("$(cat "$file")"); done
+  for pid in "${all[@]}"; do kill "$pid" 2>/dev/null || true; done
+  # The folder goes once they have stopped writing into it.
+  for pid in "${all[@]}"; do
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+  done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -47,6 +57,34 @@ start_hotset() {
   read -r line < "$WORK/ready_$1"
   echo "$line" | awk '{print $4}' | cut -d: -f2
 }
+# One run of every test at every pipeline depth against the server on port $1; prints
+# {"results": [{"test", "pipeline", "rps"}...]}. A test's figure is redis-benchmark's last
+# CSV row: LRANGE_100 and LRANGE_600 first print the LPUSH that fills their list.
+drive() {
+  local out="$WORK/csv_$1" p t
+  mkdir -p "$out"
+  # GET reads keys that exist.
+  redis-benchmark -p "$1" -t set -n "$REQUESTS" -r "$KEYSPACE" -d "$VALUE" -c "$CLIENTS" -P 16 -q >/dev/null 2>&1
+  for p in $PIPELINES; do
+    for t in ${TESTS//,/ }; do
+      redis-benchmark -p "$1" -t "$t" -n "$REQUESTS" -r "$KEYSPACE" -d "$VALUE" -c "$CLIENTS" -P "$p" --csv \
+        > "$out/${t}_$p.csv" 2>/dev/null
+    done
+  done
+  python3 - "$out" "$TESTS" "$PIPELINES" <<'PY'
+import csv, json, sys
+out, tests, pipelines = sys.argv[1:]
+results = []
+for p in pipelines.split():
+    for t in tests.split(","):
+        rows = list(csv.DictReader(open(f"{out}/{t}_{p}.csv")))
+        assert rows, f"redis-benchmark -t {t} -P {p} printed nothing"
+        last = rows[-1]
+        results.append({"test": last["test"].split(" ")[0], "pipeline": int(p), "rps": float(last["rps"])})
+print(json.dumps({"results": results}))
+PY
+}
+
 sides=("redis:$redis_port")
 names=()
 for spec in "$@"; do
@@ -61,8 +99,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for run in $(seq 1 "$RUNS"); do
   for side in "${sides[@]}"; do
     name=${side%%:*}; port=${side##*:}
-    RUNS=1 OUTDIR="$WORK/out_${name}_$run" "$SHARED/kv_redis_protocol.sh" 127.0.0.1 "$port" | tail -n 1 \
-      > "$WORK/${name}_$run.json"
+    drive "$port" > "$WORK/${name}_$run.json"
   done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -81,14 +118,14 @@ def load(side):
 redis = load("redis")
 sides = {name: load(name) for name in names}
 first = names[0]
-head = f"{'test':>6} {'P':>3} {'redis everysec':>15}" + "".join(f" {n:>12} {'/redis':>7}" for n in names)
+head = f"{'test':>10} {'P':>3} {'redis everysec':>15}" + "".join(f" {n:>12} {'/redis':>7}" for n in names)
 head += "".join(f" {n + '/' + first:>14}" for n in names[1:])
 print(head)
 rows = []
 for key, runs_redis in redis.items():
     r = statistics.median(runs_redis)
     row = {"test": key[0], "pipeline": key[1], "redis_everysec_rps": r, "redis_runs": runs_redis}
-    line = f"{key[0]:>6} {key[1]:>3} {r:>15,.0f}"
+    line = f"{key[0]:>10} {key[1]:>3} {r:>15,.0f}"
     for n in names:
         v = statistics.median(sides[n][key])
         row[f"{n}_rps"], row[f"{n}_runs"], row[f"{n}_vs_redis"] = v, sides[n][key], round(v / r, 3)
