@@ -4,8 +4,9 @@
 //! each request ([`CallContext`]). The engine never touches keys, clients, replication or
 //! locks: it asks the host, and the host enforces its rules (command table, ACLs, read-only
 //! refusal, OOM, cluster slots) answering with Redis' error texts, which [`crate::errors`]
-//! names. A procedure's document calls (`hotset.get`, `hotset.query`, `hotset.sql`) reach the
-//! host the same way, as a [`DocumentCall`] answered with JSON text or a [`DocumentError`].
+//! names. A procedure's document calls (`hotset.get`, `hotset.query`, `hotset.sql`, and the
+//! writes `hotset.insert/upsert/update/delete`) reach the host the same way, as a
+//! [`DocumentCall`] answered with JSON text or a [`DocumentError`].
 //! This module must never depend on how the host keeps its data.
 
 use std::time::Duration;
@@ -107,6 +108,35 @@ pub enum DocumentCall<'a> {
         /// Its parameters, in order.
         parameters: &'a [serde_json::Value],
     },
+    /// `hotset.insert|upsert|update(ns, doc, ...)`: documents (JSON objects) to write. The
+    /// host decides when they become visible; a procedure's writes are all or nothing.
+    Write {
+        /// The namespace.
+        namespace: &'a str,
+        /// How each document meets a stored one with its key.
+        mode: WriteMode,
+        /// The documents, in order.
+        documents: &'a [serde_json::Value],
+    },
+    /// `hotset.delete(ns, key, ...)`: documents to delete by primary key (a missing one is
+    /// no error).
+    Delete {
+        /// The namespace.
+        namespace: &'a str,
+        /// The keys, in order.
+        keys: &'a [serde_json::Value],
+    },
+}
+
+/// How a written document meets a stored one with the same primary key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// A stored key is an error (`already_exists`).
+    Insert,
+    /// Written whether or not the key is stored.
+    Upsert,
+    /// A key not stored is an error (`not_found`); the stored document is replaced.
+    Update,
 }
 
 impl DocumentCall<'_> {
@@ -116,6 +146,10 @@ impl DocumentCall<'_> {
             DocumentCall::Get { .. } => "hotset.get",
             DocumentCall::Query { .. } => "hotset.query",
             DocumentCall::Sql { .. } => "hotset.sql",
+            DocumentCall::Write { mode: WriteMode::Insert, .. } => "hotset.insert",
+            DocumentCall::Write { mode: WriteMode::Upsert, .. } => "hotset.upsert",
+            DocumentCall::Write { mode: WriteMode::Update, .. } => "hotset.update",
+            DocumentCall::Delete { .. } => "hotset.delete",
         }
     }
 }
@@ -158,8 +192,9 @@ pub trait Host {
 
     /// Runs a procedure's document call and answers JSON text: the document (or `null`
     /// when none is stored) for `Get`, the result object (`items`, `total`,
-    /// `aggregations`...) for `Query` and `Sql`, as the HTTP API writes them. The default
-    /// refuses: a host without documents.
+    /// `aggregations`...) for `Query` and `Sql`, as the HTTP API writes them; for `Write`
+    /// and `Delete` the number of operations taken. The default refuses: a host without
+    /// documents.
     fn documents(&mut self, call: DocumentCall<'_>, context: &CallContext) -> Result<Vec<u8>, DocumentError> {
         let _ = context;
         Err(DocumentError {

@@ -1,7 +1,10 @@
 //! The `hotset` table: what a procedure (an EVAL script or a library's function) asks of
 //! the documents, beside `redis.call` for keys.
 //!
-//! Owns `hotset.get(ns, key)`, `hotset.query(ns, dsl)` and `hotset.sql(text, ...)`, which
+//! Owns `hotset.get(ns, key)`, `hotset.query(ns, dsl)`, `hotset.sql(text, ...)` and the
+//! writes `hotset.insert|upsert|update(ns, doc, ...)` and `hotset.delete(ns, key, ...)`
+//! (each answers how many operations it took; when they become visible is the host's to
+//! decide: all of a procedure's, at once, or none), which
 //! reach the host's [`Host::documents`] for the length of one run (a single function made in
 //! the run's scope, kept in the state's app data, so a run pays for one closure and not one
 //! per function), and the host-free helpers: `hotset.null` (`cjson.null`), `hotset.array_mt`
@@ -12,16 +15,14 @@
 //! `{err = "CODE message"}` (`NOT_FOUND namespace 'x' does not exist`), a bad argument
 //! `{err = "ERR hotset.get: ..."}`; `pcall` catches both and the server goes on.
 //!
-//! Reads only for now: writes (`hotset.insert/upsert/update/delete`) are to join one
-//! transaction with the script's key-value writes (docs/ARCHITECTURE.md, "Procedures over
-//! documents"). This module must never keep a host past a run, or call the host outside one.
+//! This module must never keep a host past a run, or call the host outside one.
 
 use std::cell::RefCell;
 
 use mlua::{Function, Lua, MultiValue, Scope, Table, Value as LuaValue};
 use serde_json::Value as Json;
 
-use crate::host::{DocumentCall, Host};
+use crate::host::{DocumentCall, Host, WriteMode};
 use crate::json::{int_from, json_to_lua, lua_to_json, null};
 use crate::redis_api::raise_error_table;
 use crate::run::RunState;
@@ -30,6 +31,10 @@ use crate::run::RunState;
 const GET: i64 = 1;
 const QUERY: i64 = 2;
 const SQL: i64 = 3;
+const INSERT: i64 = 4;
+const UPSERT: i64 = 5;
+const UPDATE: i64 = 6;
+const DELETE: i64 = 7;
 
 /// The array marker (`hotset.array_mt`), kept in the state's app data so conversions can
 /// tell a marked table by identity.
@@ -57,7 +62,16 @@ pub(crate) fn hotset_parts(lua: &Lua) -> mlua::Result<Table> {
     let parts = lua.create_table()?;
     parts.raw_set("null", null())?;
     parts.raw_set("array_mt", marker)?;
-    for (name, op) in [("get", GET), ("query", QUERY), ("sql", SQL)] {
+    let operations = [
+        ("get", GET),
+        ("query", QUERY),
+        ("sql", SQL),
+        ("insert", INSERT),
+        ("upsert", UPSERT),
+        ("update", UPDATE),
+        ("delete", DELETE),
+    ];
+    for (name, op) in operations {
         parts
             .raw_set(name, lua.create_function(move |lua, arguments: MultiValue| through_host(lua, op, arguments))?)?;
     }
@@ -141,32 +155,57 @@ fn document_call(lua: &Lua, host: &RefCell<&mut dyn Host>, op: i64, arguments: M
     let name = match op {
         GET => "hotset.get",
         QUERY => "hotset.query",
-        _ => "hotset.sql",
+        SQL => "hotset.sql",
+        INSERT => "hotset.insert",
+        UPSERT => "hotset.upsert",
+        UPDATE => "hotset.update",
+        _ => "hotset.delete",
     };
     let refuse = |message: String| raise_error_table(lua, format!("{name}: {message}").as_bytes());
     let argument = |index: usize| arguments.get(index).cloned().unwrap_or(LuaValue::Nil);
-    let text = |index: usize, what: &str| match argument(index) {
-        LuaValue::String(text) => {
-            text.to_str().map(|text| String::from(&*text)).map_err(|_| refuse(format!("{what} is not UTF-8")))
+    let first = match argument(0) {
+        LuaValue::String(text) => String::from(&*text.to_str().map_err(|_| refuse("argument #1 is not UTF-8".into()))?),
+        _ => {
+            let what = if op == SQL { "the SQL text" } else { "the namespace" };
+            return Err(refuse(format!("{what} must be a string (argument #1)")));
         }
-        _ => Err(refuse(format!("{what} must be a string (argument #{})", index + 1))),
     };
     let json = |index: usize, what: &str| lua_to_json(&argument(index), &marker, what).map_err(&refuse);
-    let (first, values) = match op {
-        GET | QUERY => (text(0, "the namespace")?, vec![json(1, if op == GET { "key" } else { "query" })?]),
-        _ => {
-            let parameters = (1..arguments.len()).map(|index| json(index, &format!("parameter {index}")));
-            (text(0, "the SQL text")?, parameters.collect::<Result<Vec<_>, _>>()?)
+    let values = match op {
+        GET => vec![json(1, "key")?],
+        QUERY => vec![json(1, "query")?],
+        SQL => {
+            (1..arguments.len()).map(|index| json(index, &format!("parameter {index}"))).collect::<Result<_, _>>()?
         }
+        DELETE => (1..arguments.len()).map(|index| json(index, &format!("key {index}"))).collect::<Result<_, _>>()?,
+        _ => (1..arguments.len()).map(|index| json(index, &format!("document {index}"))).collect::<Result<_, _>>()?,
     };
     let call = match op {
-        GET if values[0].is_null() => return Err(refuse("a key is required (argument #2)".into())),
+        GET | DELETE if values.is_empty() || values.iter().any(Json::is_null) => {
+            return Err(refuse("a key is required (argument #2 on)".into()));
+        }
         GET => DocumentCall::Get { namespace: &first, key: &values[0] },
         QUERY if !values[0].is_object() => {
             return Err(refuse("the query must be a table of the JSON query DSL (argument #2)".into()));
         }
         QUERY => DocumentCall::Query { namespace: &first, query: &values[0] },
-        _ => DocumentCall::Sql { text: &first, parameters: &values },
+        SQL => DocumentCall::Sql { text: &first, parameters: &values },
+        DELETE => DocumentCall::Delete { namespace: &first, keys: &values },
+        _ => {
+            if values.is_empty() {
+                return Err(refuse("a document is required (argument #2 on)".into()));
+            }
+            if let Some(at) = values.iter().position(|document| !document.is_object()) {
+                let message = format!("document {} must be a table with string keys (an object)", at + 1);
+                return Err(refuse(message));
+            }
+            let mode = match op {
+                INSERT => WriteMode::Insert,
+                UPDATE => WriteMode::Update,
+                _ => WriteMode::Upsert,
+            };
+            DocumentCall::Write { namespace: &first, mode, documents: &values }
+        }
     };
     let context = match lua.app_data_ref::<RunState>() {
         Some(state) => state.call_context(),

@@ -114,7 +114,7 @@ fn refusals_and_bad_arguments_are_lua_errors() {
     let mut host = host_with_people();
     let cases = [
         ("return hotset.get('nope', 1)", "NOT_FOUND namespace 'nope' does not exist script:"),
-        ("return hotset.get('people')", "ERR hotset.get: a key is required (argument #2) script:"),
+        ("return hotset.get('people')", "ERR hotset.get: a key is required (argument #2 on) script:"),
         ("return hotset.get(nil, 1)", "ERR hotset.get: the namespace must be a string (argument #1) script:"),
         ("return hotset.query('people', 'x')", "ERR hotset.query: the query must be a table"),
         ("return hotset.query('people', {f = tostring})", "ERR hotset.query: query.f: a function is not JSON"),
@@ -162,4 +162,31 @@ fn the_hotset_table_is_read_only_and_absent_while_a_library_loads() {
     engine.function_load(library.as_bytes(), false).unwrap();
     let called = engine.fcall(b"name_of", &[], &[b"2"], &mut host, RunOptions::default());
     assert_eq!(called, Ok(bulk("alan")));
+}
+
+#[test]
+fn writes_reach_the_host_as_json_documents_and_keys() {
+    let (mut engine, _) = engine();
+    let mut host = host_with_people();
+    let body = "return hotset.tojson(hotset.upsert('echo', {id = 1, tags = hotset.array(), n = hotset.null},
+                                                     {id = hotset.int('9007199254740993'), meta = {}}))";
+    let expected = json!({"write": "Upsert", "documents": [
+        {"id": 1, "tags": [], "n": null}, {"id": 9_007_199_254_740_993i64, "meta": {}}]});
+    assert_eq!(json_of(eval(&mut engine, &mut host, body)), expected);
+    let _ = eval(&mut engine, &mut host, "return hotset.delete('echo', 1, {2, 'b'})");
+    assert_eq!(host.document_calls.last(), Some(&json!({"delete": [1, [2, "b"]]})));
+    let _ = eval(&mut engine, &mut host, "return hotset.insert('echo', {id = 3})");
+    assert_eq!(host.document_calls.last(), Some(&json!({"write": "Insert", "documents": [{"id": 3}]})));
+    let cases = [
+        ("return hotset.upsert('echo', {1, 2})", "ERR hotset.upsert: document 1 must be a table with string keys"),
+        ("return hotset.update('echo', {id = 1}, 'x')", "ERR hotset.update: document 2 must be a table"),
+        ("return hotset.insert('echo')", "ERR hotset.insert: a document is required"),
+        ("return hotset.delete('echo')", "ERR hotset.delete: a key is required"),
+        ("return hotset.delete('echo', 1, nil, 2)", "ERR hotset.delete: a key is required"),
+        ("return hotset.upsert('echo', {id = tostring})", "ERR hotset.upsert: document 1.id: a function is not JSON"),
+    ];
+    for (body, expected) in cases {
+        let error = eval(&mut engine, &mut host, body).unwrap_err();
+        assert!(error.contains(expected), "{body}: {error}");
+    }
 }

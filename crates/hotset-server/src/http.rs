@@ -3,7 +3,8 @@
 //! Owns: routes, status codes and JSON shapes of the HTTP API, and the mapping of engine
 //! errors to statuses. Never: command semantics that the engine already holds; handlers
 //! translate, nothing more. Engine calls that may take long (queries, bulk writes, index
-//! builds) run on the blocking pool so they never stall the runtime's threads.
+//! builds) run on the blocking pool so they never stall the runtime's threads, and inside
+//! the script gate, so none lands in the middle of a procedure.
 //!
 //! Routes (all JSON; errors are `{"error": "..."}` with a 4xx or 5xx status):
 //! When the server has a password every route but `/health` (and `/metrics` with
@@ -207,12 +208,15 @@ type ApiResult<T = Json<Value>> = Result<T, ApiError>;
 /// bounded by the server's query time limit.
 ///
 /// The answer waits until the log holds every write it could show (`Engine::settled`).
+///
+/// A request that blocks (writes among them) runs inside the script gate
+/// (`blocking_in_gate`).
 async fn apply(state: &Arc<ServerState>, request: Request) -> Result<Answer, ApiError> {
     // The barrier is taken right after the request ran: a later one would also wait for
     // writes that came after it, which its answer cannot show.
     let (answer, settled) = if request.blocks() {
-        let state = Arc::clone(state);
-        blocking(move || Ok((state.engine.apply(request), state.engine.settled()))).await?
+        let inside = Arc::clone(state);
+        blocking_in_gate(state, move || Ok((inside.engine.apply(request), inside.engine.settled()))).await?
     } else {
         (state.engine.apply(request), state.engine.settled())
     };
@@ -221,6 +225,32 @@ async fn apply(state: &Arc<ServerState>, request: Request) -> Result<Answer, Api
     }
     Ok(answer?)
 }
+
+/// Runs `work` on the blocking pool inside the script gate (`crate::gate`), as a RESP
+/// batch runs: a write then never lands between a procedure's reads and the commit of its
+/// writes. While a script holds the gate the pool's thread waits for it to open (HTTP has
+/// no `-BUSY`), the runtime's threads never do.
+async fn blocking_in_gate<T: Send + 'static>(
+    state: &Arc<ServerState>,
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let state = Arc::clone(state);
+    blocking(move || {
+        let reader = loop {
+            match state.gate.enter() {
+                Some(reader) => break reader,
+                None => std::thread::sleep(GATE_POLL),
+            }
+        };
+        let done = work();
+        drop(reader);
+        done
+    })
+    .await
+}
+
+/// How often a request waiting for the script gate looks again.
+const GATE_POLL: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// Runs `work` on the blocking pool.
 async fn blocking<T: Send + 'static>(
@@ -368,7 +398,7 @@ async fn write_items(
     // A write blocks (`Request::blocks`); splitting a large body is work too: both on the
     // blocking pool, in one hand-off.
     let engine_state = Arc::clone(&state);
-    let (applied, lines) = blocking(move || {
+    let (applied, lines) = blocking_in_gate(&state, move || {
         let (ops, lines) = documents(&body, mode)?;
         drop(body);
         Ok((engine_state.engine.apply(Request::Write { namespace, ops }), lines))
@@ -432,7 +462,8 @@ fn operations(body: &[u8]) -> Result<Vec<(Option<String>, Op)>, ApiError> {
 async fn transaction(State(state): AppState, Path(namespace): Path<String>, body: Bytes) -> ApiResult {
     let request = Request::transaction(namespace, operations(&body)?);
     // A write blocks (`Request::blocks`): on the blocking pool, keeping the refusal's place.
-    match blocking(move || Ok(state.engine.apply(request))).await? {
+    let inside = Arc::clone(&state);
+    match blocking_in_gate(&state, move || Ok(inside.engine.apply(request))).await? {
         Ok(Answer::Count(count)) => Ok(Json(json!({"count": count}))),
         Ok(other) => Err(unexpected(&other)),
         Err(refused) => Err(named(refused, |at| format!("operation {}", at + 1))),

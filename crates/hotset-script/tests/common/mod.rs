@@ -172,6 +172,10 @@ impl Host for FakeHost {
             DocumentCall::Sql { text, parameters } => {
                 ("echo", serde_json::json!({"sql": text, "parameters": parameters}))
             }
+            DocumentCall::Write { namespace, mode, documents } => {
+                (namespace, serde_json::json!({"write": format!("{mode:?}"), "documents": documents}))
+            }
+            DocumentCall::Delete { namespace, keys } => (namespace, serde_json::json!({"delete": keys})),
         };
         self.document_calls.push(seen.clone());
         match (namespace, call) {

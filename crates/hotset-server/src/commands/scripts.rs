@@ -16,7 +16,8 @@
 //! wait, so they survive a restart; SCRIPT LOAD's cache is not kept, as in Redis.
 //!
 //! A procedure's `hotset.*` document calls go through the same host to
-//! `commands::procedures`.
+//! `commands::procedures`; its document writes are applied there once the script has
+//! returned without an error and its block is released (outside MULTI only).
 //!
 //! Owns: [`ScriptCommand`], the handlers, the `Host` a script calls through. Never: hold
 //! the engine while waiting for the gate (the gate first, then the engine), run a script
@@ -24,6 +25,7 @@
 //! says what a command is).
 
 use super::args::{self, CmdError, CmdResult, unknown_subcommand};
+use super::procedures::Procedure;
 use super::table::{self, Handler, Spec};
 use super::{Blocks, Pass, Ran, Session};
 use crate::gate::Wait;
@@ -70,6 +72,8 @@ struct Call<'a> {
 struct Outcome {
     result: Result<Value, ScriptError>,
     wrote: bool,
+    /// Its document writes, applied once its key-value block is released.
+    procedure: Procedure,
     /// The error replies the script's commands got: the script's own error, when it is
     /// one of them raised again, was counted in the error statistics already.
     command_errors: Vec<Vec<u8>>,
@@ -123,10 +127,18 @@ pub fn call(
     let acks = std::mem::take(&mut session.acks);
     let ran = keyspace.writes(Durability::Collect(&acks)).atomic_all(|txn| {
         let blocks = Blocks { current: (&name, txn), others: (&[], &[]) };
-        run(state, session, &call, &blocks)
+        run(state, session, &call, &blocks, true)
     });
     session.acks = acks;
-    let outcome = ran?;
+    let mut outcome = ran?;
+    // A procedure's document writes, all or none, after its key-value block (applying a
+    // write that adds data may evict keys) and still inside the gate. A script that failed
+    // left none.
+    let succeeded = matches!(outcome.result, Ok(ref value) if !value.is_error());
+    let procedure = std::mem::take(&mut outcome.procedure);
+    if succeeded && let Err(line) = super::procedures::commit(state, &session.acks, procedure) {
+        outcome.result = Err(ScriptError::Runtime(line));
+    }
     // The clients its pushes serve are served before any other command runs, as in Redis.
     if outcome.wrote {
         state.blocking.wake_everyone(Some(&name));
@@ -144,7 +156,7 @@ pub fn call_in_block(
     r: &mut Reply<'_>,
 ) -> CmdResult {
     let call = prepare(state, session, command, a)?;
-    let outcome = run(state, session, &call, blocks);
+    let outcome = run(state, session, &call, blocks, false);
     answer(session, outcome, r)
 }
 
@@ -180,8 +192,16 @@ fn script_error(error: ScriptError) -> CmdError {
     CmdError(error.to_string())
 }
 
-/// Runs the script with its `redis.call`s on the selected keyspace's block.
-fn run(state: &Arc<ServerState>, session: &mut Session, call: &Call<'_>, blocks: &Blocks<'_, '_>) -> Outcome {
+/// Runs the script with its `redis.call`s on the selected keyspace's block; `documents`:
+/// it may write documents (outside MULTI: they are applied after the block, see
+/// `procedures`).
+fn run(
+    state: &Arc<ServerState>,
+    session: &mut Session,
+    call: &Call<'_>,
+    blocks: &Blocks<'_, '_>,
+    documents: bool,
+) -> Outcome {
     let mut engine = state.scripts.engine();
     let target = call.request[1];
     let kind = if call.command.by == By::Function { Kind::Function } else { Kind::Eval };
@@ -198,6 +218,7 @@ fn run(state: &Arc<ServerState>, session: &mut Session, call: &Call<'_>, blocks:
         remembered: false,
         command_errors: Vec::new(),
         next_handoff: HANDOFF_FIRST,
+        procedure: Procedure::new(documents),
     };
     let options = RunOptions { read_only: call.command.read_only };
     let result = match call.command.by {
@@ -206,7 +227,7 @@ fn run(state: &Arc<ServerState>, session: &mut Session, call: &Call<'_>, blocks:
         By::Function => engine.fcall(target, call.keys, call.args, &mut host, options),
     };
     state.scripts.end(&engine);
-    Outcome { result, wrote: host.wrote, command_errors: host.command_errors }
+    Outcome { result, wrote: host.wrote, procedure: host.procedure, command_errors: host.command_errors }
 }
 
 /// Writes the script's reply; an error (raised or returned) fails the command, and is
@@ -255,6 +276,8 @@ struct ScriptHost<'s, 'b, 't> {
     remembered: bool,
     command_errors: Vec<Vec<u8>>,
     next_handoff: Duration,
+    /// The procedure's document writes (`hotset.*`), not applied yet.
+    procedure: Procedure,
 }
 
 impl Host for ScriptHost<'_, '_, '_> {
@@ -272,8 +295,8 @@ impl Host for ScriptHost<'_, '_, '_> {
         table::lookup(args.first()?).map(|_| true)
     }
 
-    fn documents(&mut self, call: DocumentCall<'_>, _: &CallContext) -> Result<Vec<u8>, DocumentError> {
-        super::procedures::documents(self.state, call)
+    fn documents(&mut self, call: DocumentCall<'_>, context: &CallContext) -> Result<Vec<u8>, DocumentError> {
+        super::procedures::documents(self.state, &mut self.procedure, call, context, self.wrote)
     }
 
     fn tick(&mut self, elapsed: Duration) -> Tick {
@@ -343,6 +366,8 @@ impl ScriptHost<'_, '_, '_> {
             Some(errors::NOT_ALLOWED_FROM_SCRIPT)
         } else if context.read_only && spec.write {
             Some(errors::WRITE_IN_READ_ONLY_SCRIPT)
+        } else if spec.write && self.procedure.wrote() {
+            Some("ERR this procedure wrote documents, and its key and document writes cannot be one transaction yet")
         } else if spec.denyoom && self.over_memory && !self.wrote && !allow_oom {
             Some(errors::OOM_COMMAND)
         } else if self.reaches_other_keyspaces(spec, args) {

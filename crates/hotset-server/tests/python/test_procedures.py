@@ -2,18 +2,25 @@
 and FUNCTION libraries see (`hotset.get`, `hotset.query`, `hotset.sql` with parameters),
 documents as Lua tables (JSON null as `hotset.null`, empty arrays and objects kept apart,
 integers beyond 2^53 boxed and exact), the engine's refusals as Lua errors with its code,
-and a server that goes on after every kind of bad input.
+and a server that goes on after every kind of bad input; and writes (`hotset.insert`,
+`upsert`, `update`, `delete`), applied together when the procedure succeeds and not at all
+when it fails (raises, returns an error, is killed, or one of them is refused), with what a
+writing procedure may not do yet refused clearly.
 
 Each test starts its own server (test_redis_py.Server). Hotset's alone: redis-server has no
 documents.
 """
 
 import json
+import os
+import threading
+import urllib.request
 
 import pytest
 import redis
 
 from test_redis_py import Server
+from test_scripting import busy, deferred, until
 
 PEOPLE = [
     {"id": 1, "first": "Ada", "last": "Lovelace", "age": 36, "nick": None, "tags": [], "meta": {}},
@@ -186,3 +193,174 @@ def test_documents_outlive_read_only_scripts(server):
     r = server.client(decode_responses=True)
     assert r.execute_command("EVAL_RO", "return hotset.get('people', 4).first", 0) == "Scarlett"
     assert evaluate(r, "redis.call('SET', 'k', hotset.get('people', 2).first) return redis.call('GET', 'k')") == "Alan"
+
+
+def names(r):
+    """The first names stored, by id."""
+    return evaluate(r, "local n = {} for i, d in ipairs(hotset.query('people', {sort = {'id'}}).items) do n[i] = d.first end return n")
+
+
+def test_writes_apply_together_when_the_procedure_succeeds(server):
+    r = server.client(decode_responses=True)
+    body = """
+        local taken = hotset.upsert('people', {id = 10, first = 'Kathy', last = 'Johnson', age = 101, tags = hotset.array()})
+        taken = taken + hotset.insert('people', {id = 11, first = 'Mary', last = 'Jackson', age = 83},
+                                                {id = 12, first = 'Dorothy', last = 'Vaughan', age = 98})
+        taken = taken + hotset.update('people', {id = 4, first = 'Katie', last = "O'Hara", age = 29})
+        taken = taken + hotset.delete('people', 2, 3)
+        return taken
+    """
+    assert evaluate(r, body) == 6
+    assert names(r) == ["Ada", "Katie", "Annie", "Kathy", "Mary", "Dorothy"]
+    kathy = json.loads(r.execute_command("DOC.GET", "people", "10"))
+    assert kathy == {"id": 10, "first": "Kathy", "last": "Johnson", "age": 101, "tags": []}
+    # A big integer written from Lua is stored exact.
+    evaluate(r, "return hotset.upsert('people', {id = 13, big = hotset.int('9007199254740993')})")
+    assert json.loads(r.execute_command("DOC.GET", "people", "13"))["big"] == 9007199254740993
+
+
+def test_a_procedure_that_fails_leaves_no_document_behind(server):
+    r = server.client(decode_responses=True)
+    before = names(r)
+    # Raised after writing.
+    text = error_of(lambda: evaluate(r, "hotset.upsert('people', {id = 20, first = 'X'}) hotset.delete('people', 1) error('boom')"))
+    assert "boom" in text
+    # An error reply returned.
+    evaluate_error = error_of(lambda: evaluate(r, "hotset.upsert('people', {id = 21}) return redis.error_reply('no')"))
+    assert evaluate_error.startswith("no")
+    # Refused when applied: the second operation's key is stored; the first is undone with it.
+    text = error_of(lambda: evaluate(r, "hotset.upsert('people', {id = 22, first = 'Y'}) hotset.insert('people', {id = 1}) return 1"))
+    assert text.startswith("ALREADY_EXISTS operation 2:"), text
+    # A document the engine refuses (no primary key), among good ones.
+    text = error_of(lambda: evaluate(r, "hotset.upsert('people', {id = 23}, {first = 'no key'}) return 1"))
+    assert text.startswith("BAD_DOCUMENT operation 2:") or "operation 2" in text, text
+    # A namespace that does not exist.
+    text = error_of(lambda: evaluate(r, "hotset.upsert('people', {id = 24}) hotset.upsert('nope', {id = 1}) return 1"))
+    assert text.startswith("NOT_FOUND"), text
+    assert names(r) == before
+    assert r.ping()
+
+
+def test_a_procedure_killed_while_it_runs_writes_nothing(server):
+    r = server.client(decode_responses=True)
+    r.config_set("busy-reply-threshold", 50)
+    looping = deferred(r, "EVAL", "hotset.upsert('people', {id = 30}) while true do end", 0)
+    until(lambda: busy(r), "-BUSY")
+    # Its writes are not applied yet, so it can be killed (a script that wrote keys cannot).
+    assert r.script_kill() is True
+    with pytest.raises(redis.ResponseError, match="Script killed by user"):
+        looping.read_response()
+    until(lambda: r.ping(), "PONG after the kill")
+    assert r.execute_command("DOC.GET", "people", "30") is None
+
+
+def test_what_a_writing_procedure_may_not_do_yet(server):
+    r = server.client(decode_responses=True)
+    cases = {
+        # Its own pending writes are not readable.
+        "hotset.upsert('people', {id = 40}) return hotset.get('people', 40)": "BAD_REQUEST hotset.get reads namespace 'people', which this procedure has written",
+        "hotset.upsert('people', {id = 40}) return hotset.query('people', {})": "BAD_REQUEST hotset.query reads namespace 'people'",
+        "hotset.upsert('people', {id = 40}) return hotset.sql('SELECT * FROM people')": "BAD_REQUEST hotset.sql reads namespace 'people'",
+        # Keys and documents are not one transaction yet: either, not both.
+        "redis.call('SET', 'k', 1) return hotset.upsert('people', {id = 40})": "BAD_REQUEST hotset.upsert: this procedure wrote keys",
+        "hotset.upsert('people', {id = 40}) return redis.call('SET', 'k', 1)": "this procedure wrote documents",
+        # Arguments.
+        "return hotset.upsert('people', {1, 2})": "hotset.upsert: document 1 must be a table with string keys",
+        "return hotset.insert('people')": "hotset.insert: a document is required",
+        "return hotset.delete('people')": "hotset.delete: a key is required",
+    }
+    for body, expected in cases.items():
+        text = error_of(lambda: evaluate(r, body))
+        assert expected in text, (body, text)
+    assert r.get("k") == "1", "the SET before the refused document write stays, as Redis keeps a failed script's writes"
+    assert r.execute_command("DOC.GET", "people", "40") is None
+    read_only = error_of(lambda: r.execute_command("EVAL_RO", "return hotset.upsert('people', {id = 41})", 0))
+    assert read_only.startswith("READ_ONLY hotset.upsert: writes are not allowed from read-only scripts"), read_only
+    pipe = r.pipeline(transaction=True)
+    pipe.eval("return hotset.upsert('people', {id = 42})", 0)
+    with pytest.raises(redis.ResponseError, match="inside MULTI"):
+        pipe.execute()
+    # Reading another namespace than the one written is fine, and reads before writes are.
+    r.execute_command("DOC.NSCREATE", "log", json.dumps([{"field": "id", "type": "int", "index": "hash", "pk": True}]))
+    body = "local a = hotset.get('people', 1) hotset.upsert('log', {id = 1, saw = a.first}) return hotset.get('people', 2).first"
+    assert evaluate(r, body) == "Alan"
+    assert json.loads(r.execute_command("DOC.GET", "log", "1")) == {"id": 1, "saw": "Ada"}
+
+
+def test_a_function_library_writes_documents(server):
+    r = server.client(decode_responses=True)
+    library = """#!lua name=accounts
+redis.register_function('rename', function(keys, args)
+  local person = hotset.get('people', tonumber(args[1]))
+  if not person then return redis.error_reply('NOT_FOUND no such person') end
+  person.first = args[2]
+  hotset.update('people', person)
+  return hotset.tojson(person)
+end)
+"""
+    r.execute_command("FUNCTION", "LOAD", library)
+    renamed = json.loads(r.execute_command("FCALL", "rename", 0, 1, "Augusta"))
+    assert renamed["first"] == "Augusta" and renamed["nick"] is None and renamed["tags"] == []
+    assert json.loads(r.execute_command("DOC.GET", "people", "1")) == {**PEOPLE[0], "first": "Augusta"}
+    assert error_of(lambda: r.execute_command("FCALL", "rename", 0, 99, "x")).startswith("NOT_FOUND no such person")
+    assert "write flag" in error_of(lambda: r.execute_command("FCALL_RO", "rename", 0, 1, "x"))
+
+
+def test_the_profile_search_example(server):
+    """examples/procedures/profiles.lua, loaded and called as the README shows."""
+    r = server.client(decode_responses=True)
+    r.execute_command(
+        "DOC.SQL",
+        "CREATE TABLE profiles (id INT PRIMARY KEY, first_name TEXT COLLATE utf8_ci, "
+        "last_name TEXT COLLATE utf8_ci, city TEXT)",
+    )
+    r.execute_command("DOC.SQL", "CREATE INDEX profiles_names ON profiles (first_name, last_name)")
+    people = [("Anna", "Smith"), ("andrew", "smithson"), ("Anna", "Jones"), ("Bob", "Smith"), ("An_", "Smith"), ("Ann", "Sm%th")]
+    r.execute_command(
+        "DOC.UPSERT",
+        "profiles",
+        *[json.dumps({"id": i, "first_name": f, "last_name": l, "city": "Oslo"}) for i, (f, l) in enumerate(people, 1)],
+    )
+    path = os.path.join(os.path.dirname(__file__), "../../../../examples/procedures/profiles.lua")
+    with open(path) as f:
+        assert r.execute_command("FUNCTION", "LOAD", "REPLACE", f.read()) == "profiles"
+
+    def search(*args):
+        page = json.loads(r.execute_command("FCALL_RO", "search_profiles", 0, *args))
+        return page["total"], [(p["first_name"], p["last_name"]) for p in page["items"]]
+
+    everyone = [("An_", "Smith"), ("andrew", "smithson"), ("Ann", "Sm%th"), ("Anna", "Smith")]
+    assert search("an", "sm", 0, 20) == (4, everyone)
+    assert search("an", "sm", 1, 2) == (4, everyone[1:3])
+    assert search("an_", "", 0, 20) == (1, [("An_", "Smith")])
+    assert search("", "sm%", 0, 20) == (1, [("Ann", "Sm%th")])
+    assert search("zz", "", 0, 20) == (0, [])
+
+
+def test_an_http_write_waits_for_a_running_procedure(server):
+    """An HTTP write never lands between a procedure's read and its commit (it would be
+    overwritten, a lost update): it waits for the script gate, as RESP clients do."""
+    r = server.client(decode_responses=True)
+    r.config_set("busy-reply-threshold", 50)
+    body = """
+        local ada = hotset.get('people', 1)
+        for i = 1, tonumber(ARGV[1]) do end
+        ada.age = ada.age + 1
+        hotset.update('people', ada)
+        return ada.age
+    """
+    running = deferred(r, "EVAL", body, 0, 150000000)
+    until(lambda: busy(r), "-BUSY from the procedure")
+    request = urllib.request.Request(
+        server.http + "/api/v1/namespaces/people/items",
+        data=json.dumps({"id": 1, "first": "Ada", "age": 1000}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    answered = []
+    writer = threading.Thread(target=lambda: answered.append(urllib.request.urlopen(request, timeout=60).read()))
+    writer.start()
+    assert running.read_response() == 37
+    writer.join(60)
+    assert answered and json.loads(answered[0]) == {"count": 1}
+    assert json.loads(r.execute_command("DOC.GET", "people", "1"))["age"] == 1000
