@@ -4,7 +4,9 @@
 //! each request ([`CallContext`]). The engine never touches keys, clients, replication or
 //! locks: it asks the host, and the host enforces its rules (command table, ACLs, read-only
 //! refusal, OOM, cluster slots) answering with Redis' error texts, which [`crate::errors`]
-//! names. This module must never depend on how the host keeps its data.
+//! names. A procedure's document calls (`hotset.get`, `hotset.query`, `hotset.sql`) reach the
+//! host the same way, as a [`DocumentCall`] answered with JSON text or a [`DocumentError`].
+//! This module must never depend on how the host keeps its data.
 
 use std::time::Duration;
 
@@ -78,6 +80,57 @@ pub enum Tick {
     Kill,
 }
 
+/// A document operation a procedure asks for (`hotset.*`), its arguments already JSON.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DocumentCall<'a> {
+    /// `hotset.get(ns, key)`: a document by primary key (a scalar, or an array for a
+    /// composite key).
+    Get {
+        /// The namespace.
+        namespace: &'a str,
+        /// The key.
+        key: &'a serde_json::Value,
+    },
+    /// `hotset.query(ns, dsl)`: a query in the JSON DSL the HTTP API takes (an object;
+    /// its `namespace`, when given, must be `namespace`).
+    Query {
+        /// The namespace.
+        namespace: &'a str,
+        /// The query.
+        query: &'a serde_json::Value,
+    },
+    /// `hotset.sql(text, ...)`: one statement with its positional parameters (`?`, `?N`,
+    /// `$N`) bound by the host.
+    Sql {
+        /// The statement.
+        text: &'a str,
+        /// Its parameters, in order.
+        parameters: &'a [serde_json::Value],
+    },
+}
+
+impl DocumentCall<'_> {
+    /// The Lua function that made the call (`hotset.get`), for error texts.
+    pub fn function_name(&self) -> &'static str {
+        match self {
+            DocumentCall::Get { .. } => "hotset.get",
+            DocumentCall::Query { .. } => "hotset.query",
+            DocumentCall::Sql { .. } => "hotset.sql",
+        }
+    }
+}
+
+/// Why the host refused a document call: the engine's stable code (`not_found`,
+/// `bad_query`...) and its message. The script sees a Lua error `{err = "CODE message"}`
+/// (the code upper-cased, as `DOC.*` commands write it), which `pcall` catches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentError {
+    /// The stable code, lower-case (`not_found`).
+    pub code: String,
+    /// What went wrong.
+    pub message: String,
+}
+
 /// What a running script may ask of the server.
 pub trait Host {
     /// Runs one command for the script and returns its reply in `context.protocol`. `args[0]`
@@ -101,5 +154,17 @@ pub trait Host {
     fn tick(&mut self, elapsed: Duration) -> Tick {
         let _ = elapsed;
         Tick::Continue
+    }
+
+    /// Runs a procedure's document call and answers JSON text: the document (or `null`
+    /// when none is stored) for `Get`, the result object (`items`, `total`,
+    /// `aggregations`...) for `Query` and `Sql`, as the HTTP API writes them. The default
+    /// refuses: a host without documents.
+    fn documents(&mut self, call: DocumentCall<'_>, context: &CallContext) -> Result<Vec<u8>, DocumentError> {
+        let _ = context;
+        Err(DocumentError {
+            code: "bad_request".into(),
+            message: format!("{} is not available on this server", call.function_name()),
+        })
     }
 }

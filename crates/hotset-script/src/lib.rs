@@ -4,7 +4,8 @@
 //! The server owns dispatch, atomicity, BUSY replies and persistence; this crate owns the Lua
 //! states, the sandbox, the script cache, function libraries and the conversions between
 //! replies and Lua values. Everything a script asks of the data goes through the [`Host`]
-//! trait. Each module's `//!` header says what it owns and what it must never do.
+//! trait, the `hotset` table of procedures over documents (`hotset.get`, `hotset.query`,
+//! `hotset.sql`) too. Each module's `//!` header says what it owns and what it must never do.
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +18,8 @@ mod flags;
 mod functions;
 mod glob;
 mod host;
+mod hotset_api;
+pub mod json;
 mod libs;
 mod limits;
 mod random;
@@ -31,7 +34,7 @@ pub use engine::{Engine, KeysAndArgs, RunOptions, split_keys};
 pub use errors::ScriptError;
 pub use flags::{EvalShebang, LibraryShebang, ScriptFlags, parse_eval_shebang, parse_library_shebang};
 pub use functions::{ENGINE_NAME, LibraryExport, RunningScript, stats_value as function_stats_value};
-pub use host::{CallContext, Host, LogLevel, Replication, Tick};
+pub use host::{CallContext, DocumentCall, DocumentError, Host, LogLevel, Replication, Tick};
 pub use limits::Limits;
 pub use redis_api::{Logger, REDIS_VERSION, REDIS_VERSION_NUM};
 pub use resp::{RespError, format_g, parse_resp};

@@ -98,6 +98,7 @@ impl Vm {
             load_redis: redis_api::load_redis_parts(&lua)?,
             libraries: crate::libs::library_parts(&lua)?,
             math: redis_api::math_parts(&lua)?,
+            hotset: crate::hotset_api::hotset_parts(&lua)?,
             handler: lua.create_function(error_handler)?,
             killed: lua
                 .create_function(|lua, ()| Ok(lua.app_data_ref::<RunState>().is_some_and(|state| state.killed)))?,
@@ -142,9 +143,11 @@ impl Vm {
         let run = self.sandbox.run.clone();
         let outcome = self.lua.scope(|scope| {
             redis_api::install_run_functions(scope, &real_redis, &hooks, &host)?;
+            crate::hotset_api::install_run_function(scope, &self.lua, &host)?;
             install_hook(&self.lua, &hooks)?;
             let result = run.call::<MultiValue>((function.clone(), keys_table, args_table));
             self.lua.remove_global_hook();
+            crate::hotset_api::remove_run_function(&self.lua);
             redis_api::remove_run_functions(&self.lua, &real_redis, &hooks)?;
             result
         });

@@ -96,6 +96,7 @@ const ALLOWED_GLOBALS: &[&str] = &[
     "cmsgpack",
     "struct",
     "redis",
+    "hotset",
 ];
 
 const READONLY: &str = "Attempt to modify a readonly table";
@@ -199,6 +200,8 @@ pub struct Parts {
     pub libraries: Table,
     /// `math.random` and `math.randomseed`.
     pub math: Table,
+    /// The `hotset` table's functions and constants (procedures over documents).
+    pub hotset: Table,
     /// The error handler.
     pub handler: Function,
     /// Whether the running script was killed, checked when `pcall` catches an error.
@@ -271,6 +274,7 @@ pub fn build(lua: &Lua, mode: Mode, parts: Parts) -> mlua::Result<Sandbox> {
         LuaValue::Table(parts.load_redis),
         LuaValue::Table(parts.libraries),
         LuaValue::Table(parts.math),
+        LuaValue::Table(parts.hotset),
         LuaValue::Function(parts.handler),
         LuaValue::Function(parts.killed),
         LuaValue::Boolean(mode == Mode::Functions),
@@ -439,7 +443,7 @@ fn guard_functions(lua: &Lua, guard: &Guard) -> mlua::Result<Table> {
 
 /// The prelude: runs once per state, before any script, with the state's real globals.
 const PRELUDE: &str = r#"
-local G, allowed, guard, real_of, meta_view_of, string_view, redis_parts, load_redis_parts, library_parts, math_parts, handler, killed, functions_mode = ...
+local G, allowed, guard, real_of, meta_view_of, string_view, redis_parts, load_redis_parts, library_parts, math_parts, hotset_parts, handler, killed, functions_mode = ...
 
 local next, rawset, setmetatable, getmetatable, type, error, select = next, rawset, setmetatable, getmetatable, type, error, select
 local tostring, pcall, xpcall, loadstring, load = tostring, pcall, xpcall, loadstring, load
@@ -478,6 +482,7 @@ local function copy(parts)
 end
 
 G.redis = copy(redis_parts)
+G.hotset = copy(hotset_parts)
 for name, parts in next, library_parts do G[name] = copy(parts) end
 for name, f in next, math_parts do G.math[name] = f end
 

@@ -368,6 +368,7 @@ fn the_sandbox_exposes_what_redis_exposes() {
         "error",
         "gcinfo",
         "getmetatable",
+        "hotset",
         "ipairs",
         "load",
         "loadstring",

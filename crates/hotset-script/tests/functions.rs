@@ -343,6 +343,6 @@ fn function_globals_are_the_eval_ones_without_eval_extras() {
     ];
     assert_eq!(
         reply,
-        Value::Array(vec![Value::Int(32), Value::Array(expected_redis.iter().map(|name| bulk(name)).collect())])
+        Value::Array(vec![Value::Int(33), Value::Array(expected_redis.iter().map(|name| bulk(name)).collect())])
     );
 }

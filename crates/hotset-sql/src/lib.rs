@@ -5,7 +5,9 @@
 //! refusing everything else with an error that points at the line and column, and
 //! `execute`, which runs a statement and writes its answer as JSON; and `StatementCache`
 //! (`template.rs`), which keeps parsed SELECTs by their text with the string literals taken
-//! out, so repeated shapes skip the parser. Never: evaluate a query itself (the engine
+//! out, so repeated shapes skip the parser; and `bind` (`bind.rs`): positional parameters
+//! (`?`, `?N`, `$N`) written into the text as literals, for callers holding values (Lua
+//! procedures' `hotset.sql`). Never: evaluate a query itself (the engine
 //! does), or accept SQL it would silently half-understand.
 //!
 //! Supported:
@@ -46,6 +48,7 @@
 //!   CASCADE, column types other than integers, floating and decimal numbers, text,
 //!   booleans and arrays of them, and EXPLAIN of anything but SELECT.
 
+mod bind;
 mod cond;
 mod ddl;
 mod exec;
@@ -54,6 +57,7 @@ mod select;
 mod template;
 mod write;
 
+pub use bind::bind;
 pub use exec::execute;
 pub use index::IndexSpec;
 pub use template::{StatementCache, TEMPLATES_MAX};

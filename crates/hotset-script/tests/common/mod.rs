@@ -8,7 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hotset_script::errors;
-use hotset_script::{CallContext, Engine, Host, Limits, LogLevel, Protocol, RunOptions, ScriptError, Tick, Value};
+use hotset_script::{
+    CallContext, DocumentCall, DocumentError, Engine, Host, Limits, LogLevel, Protocol, RunOptions, ScriptError, Tick,
+    Value,
+};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
@@ -27,6 +30,10 @@ pub struct FakeHost {
     /// Kill the script at this tick (SCRIPT KILL arriving), unless it wrote.
     pub kill_at_tick: Option<u32>,
     pub kill_refused: bool,
+    /// Documents by namespace and key (the key as JSON text), for `hotset.*`.
+    pub documents: BTreeMap<(String, String), serde_json::Value>,
+    /// The document calls seen, as JSON: `{"get"|"query"|"sql": ...}`.
+    pub document_calls: Vec<serde_json::Value>,
 }
 
 fn error(text: &str) -> Value {
@@ -152,6 +159,34 @@ impl Host for FakeHost {
             // The replies of Redis' DEBUG PROTOCOL, in the protocol asked for.
             "proto" => proto_reply(args[1], resp3),
             _ => unreachable!("every command with an arity is handled"),
+        }
+    }
+
+    /// `people` holds the documents; `echo` answers the call itself (the query, or the SQL
+    /// text and parameters) so tests see what the script's tables became; any other
+    /// namespace is unknown.
+    fn documents(&mut self, call: DocumentCall<'_>, _: &CallContext) -> Result<Vec<u8>, DocumentError> {
+        let (namespace, seen) = match call {
+            DocumentCall::Get { namespace, key } => (namespace, serde_json::json!({"get": key})),
+            DocumentCall::Query { namespace, query } => (namespace, serde_json::json!({"query": query})),
+            DocumentCall::Sql { text, parameters } => {
+                ("echo", serde_json::json!({"sql": text, "parameters": parameters}))
+            }
+        };
+        self.document_calls.push(seen.clone());
+        match (namespace, call) {
+            ("people", DocumentCall::Get { key, .. }) => {
+                let found = self.documents.get(&("people".to_string(), key.to_string()));
+                Ok(found.map_or_else(|| b"null".to_vec(), |doc| doc.to_string().into_bytes()))
+            }
+            ("people", _) => {
+                let items: Vec<&serde_json::Value> = self.documents.values().collect();
+                Ok(serde_json::json!({"items": items, "total": items.len()}).to_string().into_bytes())
+            }
+            ("echo", _) => Ok(seen.to_string().into_bytes()),
+            (other, _) => {
+                Err(DocumentError { code: "not_found".into(), message: format!("namespace '{other}' does not exist") })
+            }
         }
     }
 

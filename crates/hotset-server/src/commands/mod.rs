@@ -30,6 +30,7 @@ mod hll;
 mod info;
 mod keys;
 pub mod lists;
+mod procedures;
 pub mod pubsub;
 pub mod scripts;
 mod server;

@@ -15,6 +15,9 @@
 //! RESTORE log the libraries as the metadata entry `redis:functions` in the batch's log
 //! wait, so they survive a restart; SCRIPT LOAD's cache is not kept, as in Redis.
 //!
+//! A procedure's `hotset.*` document calls go through the same host to
+//! `commands::procedures`.
+//!
 //! Owns: [`ScriptCommand`], the handlers, the `Host` a script calls through. Never: hold
 //! the engine while waiting for the gate (the gate first, then the engine), run a script
 //! without the gate closed, or decide anything by a command's name (the table's `Spec`
@@ -29,7 +32,8 @@ use crate::scripting::{FUNCTIONS_META, Kind};
 use crate::state::ServerState;
 use hotset_core::Durability;
 use hotset_script::{
-    CallContext, Engine, Host, RestorePolicy, RunOptions, ScriptError, ScriptFlags, Tick, Value, errors, split_keys,
+    CallContext, DocumentCall, DocumentError, Engine, Host, RestorePolicy, RunOptions, ScriptError, ScriptFlags, Tick,
+    Value, errors, split_keys,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -266,6 +270,10 @@ impl Host for ScriptHost<'_, '_, '_> {
     fn acl_check_cmd(&mut self, args: &[&[u8]]) -> Option<bool> {
         // One user, who may run every command.
         table::lookup(args.first()?).map(|_| true)
+    }
+
+    fn documents(&mut self, call: DocumentCall<'_>, _: &CallContext) -> Result<Vec<u8>, DocumentError> {
+        super::procedures::documents(self.state, call)
     }
 
     fn tick(&mut self, elapsed: Duration) -> Tick {

@@ -1,0 +1,190 @@
+//! The `hotset` table: what a procedure (an EVAL script or a library's function) asks of
+//! the documents, beside `redis.call` for keys.
+//!
+//! Owns `hotset.get(ns, key)`, `hotset.query(ns, dsl)` and `hotset.sql(text, ...)`, which
+//! reach the host's [`Host::documents`] for the length of one run (a single function made in
+//! the run's scope, kept in the state's app data, so a run pays for one closure and not one
+//! per function), and the host-free helpers: `hotset.null` (`cjson.null`), `hotset.array_mt`
+//! and `hotset.array(t)` (marks a table as a JSON array, so an empty one stays an array),
+//! `hotset.int(x)` (an exact integer, boxed beyond ±2^53), `hotset.tojson(v)` and
+//! `hotset.fromjson(text)` (the same mapping, without the host). How documents become Lua
+//! values and back is `json.rs`'s. A refusal of the host becomes a Lua error table
+//! `{err = "CODE message"}` (`NOT_FOUND namespace 'x' does not exist`), a bad argument
+//! `{err = "ERR hotset.get: ..."}`; `pcall` catches both and the server goes on.
+//!
+//! Reads only for now: writes (`hotset.insert/upsert/update/delete`) are to join one
+//! transaction with the script's key-value writes (docs/ARCHITECTURE.md, "Procedures over
+//! documents"). This module must never keep a host past a run, or call the host outside one.
+
+use std::cell::RefCell;
+
+use mlua::{Function, Lua, MultiValue, Scope, Table, Value as LuaValue};
+use serde_json::Value as Json;
+
+use crate::host::{DocumentCall, Host};
+use crate::json::{int_from, json_to_lua, lua_to_json, null};
+use crate::redis_api::raise_error_table;
+use crate::run::RunState;
+
+/// The operations the per-run function serves, by the number the helpers pass it.
+const GET: i64 = 1;
+const QUERY: i64 = 2;
+const SQL: i64 = 3;
+
+/// The array marker (`hotset.array_mt`), kept in the state's app data so conversions can
+/// tell a marked table by identity.
+#[derive(Clone)]
+pub(crate) struct ArrayMark(pub Table);
+
+/// The per-run function that reaches the host, in the app data while a run lasts.
+struct DocumentsHook(Function);
+
+/// The marker of this state.
+pub(crate) fn array_mark(lua: &Lua) -> mlua::Result<Table> {
+    lua.app_data_ref::<ArrayMark>()
+        .map(|mark| mark.0.clone())
+        .ok_or_else(|| mlua::Error::runtime("the array marker is missing"))
+}
+
+fn single(value: LuaValue) -> MultiValue {
+    MultiValue::from_iter([value])
+}
+
+/// The `hotset` table's functions and constants, made once per state.
+pub(crate) fn hotset_parts(lua: &Lua) -> mlua::Result<Table> {
+    let marker = lua.create_table()?;
+    lua.set_app_data(ArrayMark(marker.clone()));
+    let parts = lua.create_table()?;
+    parts.raw_set("null", null())?;
+    parts.raw_set("array_mt", marker)?;
+    for (name, op) in [("get", GET), ("query", QUERY), ("sql", SQL)] {
+        parts
+            .raw_set(name, lua.create_function(move |lua, arguments: MultiValue| through_host(lua, op, arguments))?)?;
+    }
+    parts.raw_set("array", lua.create_function(array)?)?;
+    parts.raw_set(
+        "int",
+        lua.create_function(|lua, value: LuaValue| {
+            int_from(lua, &value).map_err(|message| raise_error_table(lua, message.as_bytes()))
+        })?,
+    )?;
+    parts.raw_set("tojson", lua.create_function(to_json_text)?)?;
+    parts.raw_set("fromjson", lua.create_function(from_json_text)?)?;
+    Ok(parts)
+}
+
+/// `hotset.array([t])`: `t` (or a new table) marked as a JSON array.
+fn array(lua: &Lua, arguments: MultiValue) -> mlua::Result<Table> {
+    let table = match arguments.front() {
+        None | Some(LuaValue::Nil) => lua.create_table()?,
+        Some(LuaValue::Table(table)) => table.clone(),
+        Some(_) => return Err(raise_error_table(lua, b"hotset.array: expects a table or nothing")),
+    };
+    let mark = array_mark(lua)?;
+    // A table with a metatable of its own (a protected proxy among them) is left alone.
+    if table.metatable().is_some_and(|meta| meta != mark) {
+        return Err(raise_error_table(lua, b"hotset.array: the table has a metatable of its own"));
+    }
+    table.set_metatable(Some(mark))?;
+    Ok(table)
+}
+
+fn to_json_text(lua: &Lua, value: LuaValue) -> mlua::Result<mlua::LuaString> {
+    let json = lua_to_json(&value, &array_mark(lua)?, "value")
+        .map_err(|why| raise_error_table(lua, format!("hotset.tojson: {why}").as_bytes()))?;
+    lua.create_string(json.to_string())
+}
+
+fn from_json_text(lua: &Lua, text: LuaValue) -> mlua::Result<LuaValue> {
+    let LuaValue::String(text) = text else {
+        return Err(raise_error_table(lua, b"hotset.fromjson: expects a string of JSON"));
+    };
+    let json: Json = serde_json::from_slice(&text.as_bytes())
+        .map_err(|error| raise_error_table(lua, format!("hotset.fromjson: {error}").as_bytes()))?;
+    json_to_lua(lua, &json, &array_mark(lua)?)
+}
+
+/// `hotset.get|query|sql`: hands the arguments to this run's host function.
+fn through_host(lua: &Lua, op: i64, mut arguments: MultiValue) -> mlua::Result<MultiValue> {
+    let hook = lua.app_data_ref::<DocumentsHook>().map(|hook| hook.0.clone());
+    let Some(hook) = hook else {
+        return Err(raise_error_table(lua, b"hotset functions can only be called inside a script invocation"));
+    };
+    arguments.push_front(LuaValue::Integer(op));
+    hook.call::<MultiValue>(arguments)
+}
+
+/// Makes this run's host function (in `scope`) reachable by the `hotset` functions.
+pub(crate) fn install_run_function<'scope>(
+    scope: &'scope Scope<'scope, '_>,
+    lua: &Lua,
+    host: &'scope RefCell<&mut dyn Host>,
+) -> mlua::Result<()> {
+    let function = scope.create_function(move |lua, mut arguments: MultiValue| {
+        let op = match arguments.pop_front() {
+            Some(LuaValue::Integer(op)) => op,
+            _ => return Err(mlua::Error::runtime("the hotset operation is missing")),
+        };
+        document_call(lua, host, op, arguments)
+    })?;
+    lua.set_app_data(DocumentsHook(function));
+    Ok(())
+}
+
+/// Forgets this run's host function, so nothing refers to the finished scope.
+pub(crate) fn remove_run_function(lua: &Lua) {
+    lua.remove_app_data::<DocumentsHook>();
+}
+
+fn document_call(lua: &Lua, host: &RefCell<&mut dyn Host>, op: i64, arguments: MultiValue) -> mlua::Result<MultiValue> {
+    let marker = array_mark(lua)?;
+    let name = match op {
+        GET => "hotset.get",
+        QUERY => "hotset.query",
+        _ => "hotset.sql",
+    };
+    let refuse = |message: String| raise_error_table(lua, format!("{name}: {message}").as_bytes());
+    let argument = |index: usize| arguments.get(index).cloned().unwrap_or(LuaValue::Nil);
+    let text = |index: usize, what: &str| match argument(index) {
+        LuaValue::String(text) => {
+            text.to_str().map(|text| String::from(&*text)).map_err(|_| refuse(format!("{what} is not UTF-8")))
+        }
+        _ => Err(refuse(format!("{what} must be a string (argument #{})", index + 1))),
+    };
+    let json = |index: usize, what: &str| lua_to_json(&argument(index), &marker, what).map_err(&refuse);
+    let (first, values) = match op {
+        GET | QUERY => (text(0, "the namespace")?, vec![json(1, if op == GET { "key" } else { "query" })?]),
+        _ => {
+            let parameters = (1..arguments.len()).map(|index| json(index, &format!("parameter {index}")));
+            (text(0, "the SQL text")?, parameters.collect::<Result<Vec<_>, _>>()?)
+        }
+    };
+    let call = match op {
+        GET if values[0].is_null() => return Err(refuse("a key is required (argument #2)".into())),
+        GET => DocumentCall::Get { namespace: &first, key: &values[0] },
+        QUERY if !values[0].is_object() => {
+            return Err(refuse("the query must be a table of the JSON query DSL (argument #2)".into()));
+        }
+        QUERY => DocumentCall::Query { namespace: &first, query: &values[0] },
+        _ => DocumentCall::Sql { text: &first, parameters: &values },
+    };
+    let context = match lua.app_data_ref::<RunState>() {
+        Some(state) => state.call_context(),
+        None => return Err(raise_error_table(lua, b"hotset functions can only be called inside a script invocation")),
+    };
+    let answer = host.borrow_mut().documents(call, &context);
+    let text = match answer {
+        Ok(text) => text,
+        Err(error) => {
+            let line = format!("-{} {}", error.code.to_ascii_uppercase(), error.message);
+            return Err(raise_error_table(lua, line.as_bytes()));
+        }
+    };
+    let json: Json = serde_json::from_slice(&text).map_err(|error| {
+        raise_error_table(lua, format!("{name}: unreadable answer from the server: {error}").as_bytes())
+    })?;
+    if op == GET && json.is_null() {
+        return Ok(single(LuaValue::Nil));
+    }
+    Ok(single(json_to_lua(lua, &json, &marker)?))
+}
