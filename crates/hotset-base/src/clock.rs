@@ -2,7 +2,8 @@
 //! time limits.
 //!
 //! Owns: the [`Clock`] trait plus a real ([`SystemClock`]) and a test
-//! ([`ManualClock`]) implementation.
+//! ([`ManualClock`]) implementation, and pinning the real one's reading on a thread for
+//! a batch of work ([`pin_now`]).
 //!
 //! Must never: sleep, block, or perform I/O beyond reading the system time.
 //!
@@ -14,6 +15,7 @@
 //! `ManualClock` only moves when told to (both readings together), which is what
 //! lets expiry and time-limit tests run without sleeping.
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -32,11 +34,51 @@ pub trait Clock: Send + Sync + 'static {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
+thread_local! {
+    /// The reading [`SystemClock::now_ms`] gives on this thread while a [`Pinned`] lives.
+    static PINNED: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// The wall clock now, in ms since the epoch. A clock set before 1970 reads as 0 rather
+/// than panicking: expiry then simply behaves as if time had not started yet.
+fn wall_now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// While it lives, [`SystemClock::now_ms`] on this thread gives the reading taken when it
+/// was made (see [`pin_now`]); dropping it gives back what was in force before.
+#[must_use = "the reading holds only while the guard lives"]
+pub struct Pinned {
+    previous: Option<u64>,
+}
+
+/// Holds this thread's wall-clock reading for a short stretch of work: a server pins it
+/// for one batch of requests, so a pipelined batch reads the clock once rather than once
+/// per command (reading it was 5% of the CPU of a pipelined GET load), and every command
+/// in the batch judges expiry at the same instant, as Redis 7 does inside a transaction or
+/// a script. Anything that waits inside the stretch calls [`Pinned::refresh`] after.
+pub fn pin_now() -> Pinned {
+    Pinned { previous: PINNED.replace(Some(wall_now_ms())) }
+}
+
+impl Pinned {
+    /// Takes a new reading (after a wait inside the pinned stretch, such as DEBUG SLEEP).
+    pub fn refresh() {
+        if PINNED.get().is_some() {
+            PINNED.set(Some(wall_now_ms()));
+        }
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        PINNED.set(self.previous);
+    }
+}
+
 impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
-        // A clock set before 1970 reads as 0 rather than panicking: expiry then
-        // simply behaves as if time had not started yet.
-        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        PINNED.get().unwrap_or_else(wall_now_ms)
     }
 
     fn monotonic(&self) -> Duration {
@@ -89,6 +131,41 @@ impl Clock for ManualClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Spins until the wall clock has moved past `ms` (a millisecond at most).
+    fn wall_passes(ms: u64) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while wall_now_ms() <= ms {
+            assert!(Instant::now() < deadline, "the wall clock stood still");
+            std::hint::spin_loop();
+        }
+    }
+
+    #[test]
+    fn a_pinned_reading_holds_until_refreshed_or_dropped() {
+        let clock = SystemClock;
+        let outer = pin_now();
+        let pinned = clock.now_ms();
+        wall_passes(pinned);
+        assert_eq!(clock.now_ms(), pinned, "held while pinned");
+        Pinned::refresh();
+        let refreshed = clock.now_ms();
+        assert!(refreshed > pinned, "refresh takes a new reading");
+        wall_passes(refreshed);
+        {
+            let _inner = pin_now();
+            assert!(clock.now_ms() > refreshed, "a nested pin reads anew");
+        }
+        assert_eq!(clock.now_ms(), refreshed, "dropping the inner pin gives the outer one back");
+        drop(outer);
+        wall_passes(refreshed);
+        assert!(clock.now_ms() > refreshed, "unpinned, the clock follows the wall");
+        let other = std::thread::spawn(move || {
+            let _pin = pin_now();
+            SystemClock.now_ms()
+        });
+        assert!(other.join().expect("the thread ends") > pinned, "a pin is the thread's own");
+    }
 
     #[test]
     fn manual_clock_moves_only_when_told() {

@@ -51,7 +51,10 @@ pub fn wait_blocking(
     if wanted.is_empty() {
         return Ok(());
     }
-    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(wait(state, wanted, limit)))
+    let waited = tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(wait(state, wanted, limit)));
+    // The read that follows judges expiry at the time it runs, not when its batch began.
+    hotset_core::clock::Pinned::refresh();
+    waited
 }
 
 /// Waits until every source in `wanted` has applied its position; a `timeout` refusal

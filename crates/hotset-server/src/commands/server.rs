@@ -148,6 +148,8 @@ pub fn debug(_: &Arc<ServerState>, _: &mut Session, a: &[&[u8]], r: &mut Reply<'
                 .ok_or_else(|| CmdError("ERR value is not a valid float".into()))?;
             // The thread's other connections move to another thread meanwhile.
             tokio::task::block_in_place(|| std::thread::sleep(std::time::Duration::from_secs_f64(seconds.min(3600.0))));
+            // The commands after it in the batch see the time it slept (keys expired meanwhile).
+            hotset_core::clock::Pinned::refresh();
         }
         _ => return Err(unknown_subcommand("DEBUG", a[1])),
     }

@@ -349,6 +349,8 @@ fn run_batch(
     limits: &FrameLimits,
 ) -> Batch {
     let started = std::time::Instant::now();
+    // One wall-clock reading for the batch's expiry judgements (see `pin_now`).
+    let _now = hotset_core::clock::pin_now();
     let mut batch = Batch { consumed: 0, writes: Vec::new(), close: false, wait: None };
     let mut reader = state.gate.enter();
     session.gate = Pass::Reader;

@@ -555,3 +555,14 @@ def test_shutdown_stops_cleanly_and_keeps_the_data(tmp_path):
         assert second.client().get("kept") == b"yes" and second.client().exists("in-multi") == 0
     finally:
         second.kill()
+
+
+def test_a_key_expires_during_a_pipelined_debug_sleep(server):
+    """A batch judges expiry at one clock reading, taken again after DEBUG SLEEP: the GET
+    pipelined behind the sleep finds the key gone, as Redis does."""
+    r = server.client(decode_responses=True)
+    r.set("short", "v", px=100)
+    pipe = r.pipeline(transaction=False)
+    pipe.execute_command("DEBUG", "SLEEP", "0.3")
+    pipe.get("short")
+    assert pipe.execute() == ["OK", None]
