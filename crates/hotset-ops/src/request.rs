@@ -153,6 +153,18 @@ impl Request {
         }
     }
 
+    /// Whether it may change documents a script could have read (writes, deletes, drops,
+    /// truncation, SQL other than a SELECT): a server runs such a request where no Lua
+    /// procedure is between its reads and the commit of its writes. Index changes and
+    /// snapshots change no document and are left out, so a long index build never holds
+    /// up a script.
+    pub fn changes_documents(&self) -> bool {
+        match self {
+            Request::AddIndex { .. } | Request::DropIndex { .. } | Request::Save => false,
+            other => other.blocks(),
+        }
+    }
+
     /// Whether it may add data, so a server over its `maxmemory` refuses it (as Redis
     /// refuses its `denyoom` commands): creating namespaces and indexes, writing
     /// documents. Deletes, drops and reads go on (SQL is judged once parsed).

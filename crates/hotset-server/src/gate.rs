@@ -239,6 +239,21 @@ impl Gate {
         }
     }
 
+    /// Waits without holding a thread until the gate opens, however long its holder runs
+    /// (an HTTP request has no `-BUSY` to answer instead).
+    pub async fn wait_open(&self) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            // Registered before the look, so an opening between the two is not missed.
+            changed.as_mut().enable();
+            if !self.closed.load(Ordering::SeqCst) {
+                return;
+            }
+            changed.await;
+        }
+    }
+
     /// Waits without holding a thread until a holder of the gate is busy. It looks when
     /// the holder it saw would turn busy (or a threshold from now, with the gate open),
     /// rather than being woken at every opening: the connections queued for the turn are
@@ -342,6 +357,17 @@ mod tests {
         tokio::task::yield_now().await;
         drop(closed);
         tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken by the opening").unwrap();
+        // `wait_open` waits past busy, and returns once the gate opens.
+        let closed = gate.try_close(&turn).unwrap();
+        let opener = {
+            let gate = Arc::clone(&gate);
+            tokio::spawn(async move { gate.wait_open().await })
+        };
+        gate.wait_busy(Duration::ZERO).await;
+        tokio::task::yield_now().await;
+        assert!(!opener.is_finished(), "busy is not open");
+        drop(closed);
+        tokio::time::timeout(Duration::from_secs(5), opener).await.expect("woken by the opening").unwrap();
         drop(turn);
         let turn = tokio::time::timeout(Duration::from_secs(5), next).await.expect("the turn passes").unwrap();
         drop((turn, reader));

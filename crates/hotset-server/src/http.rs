@@ -3,8 +3,8 @@
 //! Owns: routes, status codes and JSON shapes of the HTTP API, and the mapping of engine
 //! errors to statuses. Never: command semantics that the engine already holds; handlers
 //! translate, nothing more. Engine calls that may take long (queries, bulk writes, index
-//! builds) run on the blocking pool so they never stall the runtime's threads, and inside
-//! the script gate, so none lands in the middle of a procedure.
+//! builds) run on the blocking pool so they never stall the runtime's threads; those that
+//! change documents run inside the script gate, so none lands in the middle of a procedure.
 //!
 //! Routes (all JSON; errors are `{"error": "..."}` with a 4xx or 5xx status):
 //! When the server has a password every route but `/health` (and `/metrics` with
@@ -209,14 +209,17 @@ type ApiResult<T = Json<Value>> = Result<T, ApiError>;
 ///
 /// The answer waits until the log holds every write it could show (`Engine::settled`).
 ///
-/// A request that blocks (writes among them) runs inside the script gate
-/// (`blocking_in_gate`).
+/// A request that changes documents runs inside the script gate (`blocking_in_gate`);
+/// index builds do not, so a long one never holds up a script.
 async fn apply(state: &Arc<ServerState>, request: Request) -> Result<Answer, ApiError> {
     // The barrier is taken right after the request ran: a later one would also wait for
     // writes that came after it, which its answer cannot show.
-    let (answer, settled) = if request.blocks() {
+    let (answer, settled) = if request.changes_documents() {
         let inside = Arc::clone(state);
         blocking_in_gate(state, move || Ok((inside.engine.apply(request), inside.engine.settled()))).await?
+    } else if request.blocks() {
+        let inside = Arc::clone(state);
+        blocking(move || Ok((inside.engine.apply(request), inside.engine.settled()))).await?
     } else {
         (state.engine.apply(request), state.engine.settled())
     };
@@ -228,29 +231,35 @@ async fn apply(state: &Arc<ServerState>, request: Request) -> Result<Answer, Api
 
 /// Runs `work` on the blocking pool inside the script gate (`crate::gate`), as a RESP
 /// batch runs: a write then never lands between a procedure's reads and the commit of its
-/// writes. While a script holds the gate the pool's thread waits for it to open (HTTP has
-/// no `-BUSY`), the runtime's threads never do.
-async fn blocking_in_gate<T: Send + 'static>(
-    state: &Arc<ServerState>,
-    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    let state = Arc::clone(state);
-    blocking(move || {
-        let reader = loop {
-            match state.gate.enter() {
-                Some(reader) => break reader,
-                None => std::thread::sleep(GATE_POLL),
+/// writes. While a script holds the gate the request awaits its opening on the runtime
+/// (HTTP has no `-BUSY`), holding no thread.
+async fn blocking_in_gate<T, W>(state: &Arc<ServerState>, work: W) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    W: FnOnce() -> Result<T, ApiError> + Send + 'static,
+{
+    let mut work = work;
+    loop {
+        let inside = Arc::clone(state);
+        // Entered on the thread that runs it: a closed gate hands the work back untouched.
+        let ran = blocking(move || match inside.gate.enter() {
+            Some(reader) => {
+                let done = work();
+                drop(reader);
+                Ok(Ok(done))
             }
-        };
-        let done = work();
-        drop(reader);
-        done
-    })
-    .await
+            None => Ok(Err(work)),
+        })
+        .await?;
+        match ran {
+            Ok(done) => return done,
+            Err(back) => {
+                work = back;
+                state.gate.wait_open().await;
+            }
+        }
+    }
 }
-
-/// How often a request waiting for the script gate looks again.
-const GATE_POLL: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// Runs `work` on the blocking pool.
 async fn blocking<T: Send + 'static>(
