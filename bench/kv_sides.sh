@@ -9,13 +9,15 @@
 #        bench/kv_sides.sh old=/tmp/old-target/release/hotset:periodic new=target/release/hotset:periodic
 #   env: RUNS [3] REQUESTS [300000] LABEL [sides] (the result file's name:
 #        bench/results/<date>-<LABEL>.json) TESTS [set,get,incr] (redis-benchmark's -t
-#        names) PIPELINES ["1 16"] KEYSPACE [1000000] CLIENTS [50] VALUE [8]
+#        names, and two of our own: evalsha and fcall, a script that INCRs a counter and
+#        GETs it, loaded on every side first) PIPELINES ["1 16"] KEYSPACE [1000000]
+#        CLIENTS [50] VALUE [8]
 # Needs: redis-server, redis-benchmark, python3.
 # Output: a table (requests/s; each side's ratio to redis, and to the first side) and one
 # JSON line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { sed -n 2,14p "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,16p "$0" >&2; exit 2; }
 RUNS=${RUNS:-3}
 LABEL=${LABEL:-sides}
 export REQUESTS=${REQUESTS:-300000}
@@ -57,18 +59,37 @@ start_hotset() {
   read -r line < "$WORK/ready_$1"
   echo "$line" | awk '{print $4}' | cut -d: -f2
 }
+# The script of the evalsha and fcall tests (issue 18): a GET and an INCR of one counter.
+SCRIPT="redis.call('INCR', KEYS[1]) return redis.call('GET', KEYS[1])"
+LIBRARY="#!lua name=kvbench
+redis.register_function('incr_get', function(keys) ${SCRIPT//KEYS/keys} end)"
+# Loads the script and the library into the server on port $1; prints the script's SHA1.
+load_scripts() {
+  redis-cli -p "$1" FUNCTION LOAD REPLACE "$LIBRARY" >/dev/null
+  redis-cli -p "$1" SCRIPT LOAD "$SCRIPT"
+}
+# redis-benchmark's arguments for test $1 ($2: the script's SHA1).
+test_args() {
+  case $1 in
+    evalsha) echo "EVALSHA $2 1 counter:__rand_int__" ;;
+    fcall) echo "FCALL incr_get 1 counter:__rand_int__" ;;
+    *) echo "-t $1" ;;
+  esac
+}
 # One run of every test at every pipeline depth against the server on port $1; prints
 # {"results": [{"test", "pipeline", "rps"}...]}. A test's figure is redis-benchmark's last
 # CSV row: LRANGE_100 and LRANGE_600 first print the LPUSH that fills their list.
 drive() {
-  local out="$WORK/csv_$1" p t
+  local out="$WORK/csv_$1" p t sha
   mkdir -p "$out"
+  sha=$(load_scripts "$1")
   # GET reads keys that exist.
   redis-benchmark -p "$1" -t set -n "$REQUESTS" -r "$KEYSPACE" -d "$VALUE" -c "$CLIENTS" -P 16 -q >/dev/null 2>&1
   for p in $PIPELINES; do
     for t in ${TESTS//,/ }; do
-      redis-benchmark -p "$1" -t "$t" -n "$REQUESTS" -r "$KEYSPACE" -d "$VALUE" -c "$CLIENTS" -P "$p" --csv \
-        > "$out/${t}_$p.csv" 2>/dev/null
+      # shellcheck disable=SC2046 # the test's arguments are words
+      redis-benchmark -p "$1" -n "$REQUESTS" -r "$KEYSPACE" -d "$VALUE" -c "$CLIENTS" -P "$p" --csv \
+        $(test_args "$t" "$sha") > "$out/${t}_$p.csv" 2>/dev/null
     done
   done
   python3 - "$out" "$TESTS" "$PIPELINES" <<'PY'

@@ -111,7 +111,7 @@ impl Keyspace {
         let mut take = |wanted: &Keyspace| {
             let at = locked.iter().position(|(space, _)| std::ptr::eq(*space, wanted)).expect("locked above");
             let (space, guards) = locked.swap_remove(at);
-            (space, KeyspaceTxn::new(space.router, guards, ctx))
+            (space, KeyspaceTxn::new(space, guards, ctx))
         };
         let (_, mine) = take(self);
         let theirs: Vec<(&Keyspace, KeyspaceTxn<'_>)> = others.iter().map(|other| take(other)).collect();

@@ -159,7 +159,7 @@ impl Keyspace {
         let mut guards: Vec<_> = idxs.iter().map(|&i| (i, self.shards[i].write())).collect();
         self.track(guards.iter_mut().map(|(_, g)| &mut **g));
         let (result, mut guards) = {
-            let mut txn = KeyspaceTxn::new(self.router, guards, ctx);
+            let mut txn = KeyspaceTxn::new(self, guards, ctx);
             let result = f(&mut txn);
             (result, txn.into_guards())
         };

@@ -4,9 +4,11 @@
 //! write-locked for the life of the block, exposing the full [`KvOps`]
 //! command set on them.
 //!
-//! Must never: acquire a lock. All locks are taken up front by
-//! `Keyspace::atomic*` in ascending order; taking one later could invert the
-//! order and deadlock, so a key on an unlocked shard is `KeyNotLocked`.
+//! Must never: wait for a lock. All locks are taken up front by
+//! `Keyspace::atomic*` in ascending order; waiting for one later could invert
+//! the order and deadlock, so a key on an unlocked shard is `KeyNotLocked`,
+//! unless the caller *tries* to take its shard first
+//! ([`KeyspaceTxn::try_lock_more`]: without waiting, so no cycle can form).
 //!
 //! Invariants: one clock reading ("now") for the whole block, so expiry
 //! decisions inside it are mutually consistent; group commands check that
@@ -20,6 +22,7 @@ use parking_lot::RwLockWriteGuard;
 
 use super::access::{Ctx, KvResult, ShardAccess, ShardGroup};
 use super::error::KvError;
+use super::keyspace::Keyspace;
 use super::ops::KvOps;
 use crate::store::router::Router;
 use crate::store::shard::Shard;
@@ -35,6 +38,8 @@ pub struct KeyspaceTxn<'a> {
     // outlives a single command, so the cell can never be contended.
     guards: RefCell<Guards<'a>>,
     ctx: Ctx,
+    /// The keyspace, whose shards the block may try to take later.
+    space: &'a Keyspace,
 }
 
 impl fmt::Debug for KeyspaceTxn<'_> {
@@ -53,10 +58,41 @@ fn check_locked(guards: &Guards<'_>, idxs: &[usize]) -> KvResult<()> {
 }
 
 impl<'a> KeyspaceTxn<'a> {
-    /// Wraps guards already acquired in ascending shard order.
-    pub(super) fn new(router: Router, guards: Guards<'a>, ctx: Ctx) -> Self {
+    /// Wraps guards of `space`'s shards already acquired in ascending shard order.
+    pub(super) fn new(space: &'a Keyspace, guards: Guards<'a>, ctx: Ctx) -> Self {
         debug_assert!(guards.windows(2).all(|w| w[0].0 < w[1].0));
-        Self { router, guards: RefCell::new(guards), ctx }
+        Self { router: space.router, guards: RefCell::new(guards), ctx, space }
+    }
+
+    /// Takes, without waiting, the shards of `keys` the block does not hold yet (every
+    /// shard with `None`), all or none; whether the block holds them all now. A block that
+    /// met `KeyNotLocked` after it wrote (a script reaching a key it did not declare) goes
+    /// on this way: what it holds it keeps to its end, so it stays atomic, and since it never
+    /// waits no cycle of waits can form. False when another holds one of them.
+    pub fn try_lock_more(&self, keys: Option<&[&[u8]]>) -> bool {
+        let wanted = match keys {
+            Some(keys) => self.router.shards_for(keys.iter().copied()),
+            None => self.router.all_shards(),
+        };
+        let mut guards = self.guards.borrow_mut();
+        let mut taken = Vec::new();
+        for idx in wanted {
+            if find(&guards, idx).is_ok() {
+                continue;
+            }
+            match self.space.shards[idx].try_write() {
+                Some(guard) => taken.push((idx, guard)),
+                // Those taken are released as `taken` drops: all or none.
+                None => return false,
+            }
+        }
+        if taken.is_empty() {
+            return true;
+        }
+        self.space.track(taken.iter_mut().map(|(_, guard)| &mut **guard));
+        guards.extend(taken);
+        guards.sort_unstable_by_key(|(idx, _)| *idx);
+        true
     }
 
     /// Ends the block, handing the locks back (still held) so the keyspace can log

@@ -27,6 +27,8 @@ struct CachedScript {
     function: RegistryKey,
     body: Vec<u8>,
     flags: Option<ScriptFlags>,
+    /// The body names the `hotset` table (`crate::mentions_documents`).
+    documents: bool,
 }
 
 /// The EVAL interpreter and its cache.
@@ -55,7 +57,15 @@ impl Scripts {
         let function = self.vm.compile(&body[shebang.line_bytes..], SCRIPT_CHUNK).map_err(ScriptError::Compile)?;
         let function = self.vm.lua.create_registry_value(function)?;
         self.body_bytes += body.len();
-        self.scripts.insert(sha.clone(), CachedScript { function, body: body.to_vec(), flags: shebang.flags });
+        self.scripts.insert(
+            sha.clone(),
+            CachedScript {
+                function,
+                body: body.to_vec(),
+                flags: shebang.flags,
+                documents: crate::mentions_documents(body),
+            },
+        );
         Ok(sha)
     }
 
@@ -67,6 +77,11 @@ impl Scripts {
     /// The cached body for `sha`, to replicate EVALSHA as EVAL.
     pub fn body(&self, sha: &[u8]) -> Option<&[u8]> {
         self.scripts.get(&lowercase(sha)).map(|script| script.body.as_slice())
+    }
+
+    /// Whether the cached script `sha` names the `hotset` table; `None` if not cached.
+    pub fn uses_documents(&self, sha: &[u8]) -> Option<bool> {
+        self.scripts.get(&lowercase(sha)).map(|script| script.documents)
     }
 
     /// The flags declared by the cached script `sha`: `Some(None)` without a shebang.

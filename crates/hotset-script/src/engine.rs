@@ -112,6 +112,18 @@ impl Engine {
 }
 
 impl Engine {
+    /// Whether the cached script `sha` may reach the documents (its body names the
+    /// `hotset` table); `None` if not cached.
+    pub fn evalsha_uses_documents(&self, sha: &[u8]) -> Option<bool> {
+        self.scripts.uses_documents(sha)
+    }
+
+    /// Whether function `name` may reach the documents (its library's code names the
+    /// `hotset` table); `None` if no library registered it.
+    pub fn function_uses_documents(&self, name: &[u8]) -> Option<bool> {
+        self.functions.uses_documents(name)
+    }
+
     /// FUNCTION LOAD [REPLACE]: loads a library (its code starts with `#!lua name=<name>`);
     /// returns its name. The server must log the code (see [`Engine::libraries`]).
     pub fn function_load(&mut self, code: &[u8], replace: bool) -> Result<String, ScriptError> {

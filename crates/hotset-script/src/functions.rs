@@ -48,6 +48,8 @@ pub(crate) struct Library {
     /// The whole code, shebang included: what FUNCTION LOAD received and LIST WITHCODE shows.
     pub code: Vec<u8>,
     pub functions: Vec<RegisteredFunction>,
+    /// Its code names the `hotset` table (`crate::mentions_documents`).
+    pub documents: bool,
 }
 
 /// A library as data: what the server logs and snapshots, and loads back with FUNCTION LOAD.
@@ -132,7 +134,7 @@ impl Functions {
         if functions.is_empty() {
             return Err(function_error("No functions registered"));
         }
-        Ok(Library { name, code: code.to_vec(), functions })
+        Ok(Library { name, code: code.to_vec(), functions, documents: crate::mentions_documents(code) })
     }
 
     /// Refuses `library` if one of its functions is another library's (`except` is the one it
@@ -193,13 +195,19 @@ impl Functions {
         self.libraries.contains_key(name)
     }
 
-    fn find(&self, name: &[u8]) -> Option<&RegisteredFunction> {
+    /// Whether function `name`'s library names the `hotset` table; `None` if no library
+    /// registered it.
+    pub fn uses_documents(&self, name: &[u8]) -> Option<bool> {
+        self.library_of(name).map(|library| library.documents)
+    }
+
+    fn library_of(&self, name: &[u8]) -> Option<&Library> {
         let library = self.index.get(&String::from_utf8_lossy(name).to_ascii_lowercase())?;
-        self.libraries
-            .get(library)?
-            .functions
-            .iter()
-            .find(|function| function.name.as_bytes().eq_ignore_ascii_case(name))
+        self.libraries.get(library)
+    }
+
+    fn find(&self, name: &[u8]) -> Option<&RegisteredFunction> {
+        self.library_of(name)?.functions.iter().find(|function| function.name.as_bytes().eq_ignore_ascii_case(name))
     }
 
     /// The flags of function `name`; `None` if no library registered it.

@@ -5,9 +5,8 @@
 //! writes `hotset.insert|upsert|update(ns, doc, ...)` and `hotset.delete(ns, key, ...)`
 //! (each answers how many operations it took; when they become visible is the host's to
 //! decide: all of a procedure's, at once, or none), which
-//! reach the host's [`Host::documents`] for the length of one run (a single function made in
-//! the run's scope, kept in the state's app data, so a run pays for one closure and not one
-//! per function), and the host-free helpers: `hotset.null` (`cjson.null`), `hotset.array_mt`
+//! reach the host's [`Host::documents`] while a run lasts (`current::with_host`), and the
+//! host-free helpers: `hotset.null` (`cjson.null`), `hotset.array_mt`
 //! and `hotset.array(t)` (marks a table as a JSON array, so an empty one stays an array),
 //! `hotset.int(x)` (an exact integer, boxed beyond ±2^53), `hotset.tojson(v)` and
 //! `hotset.fromjson(text)` (the same mapping, without the host). How documents become Lua
@@ -17,12 +16,11 @@
 //!
 //! This module must never keep a host past a run, or call the host outside one.
 
-use std::cell::RefCell;
-
-use mlua::{Function, Lua, MultiValue, Scope, Table, Value as LuaValue};
+use mlua::{Lua, MultiValue, Table, Value as LuaValue};
 use serde_json::Value as Json;
 
-use crate::host::{DocumentCall, Host, WriteMode};
+use crate::current::with_host;
+use crate::host::{DocumentCall, WriteMode};
 use crate::json::{int_from, json_to_lua, lua_to_json, null};
 use crate::redis_api::raise_error_table;
 use crate::run::RunState;
@@ -40,9 +38,6 @@ const DELETE: i64 = 7;
 /// tell a marked table by identity.
 #[derive(Clone)]
 pub(crate) struct ArrayMark(pub Table);
-
-/// The per-run function that reaches the host, in the app data while a run lasts.
-struct DocumentsHook(Function);
 
 /// The marker of this state.
 pub(crate) fn array_mark(lua: &Lua) -> mlua::Result<Table> {
@@ -73,7 +68,7 @@ pub(crate) fn hotset_parts(lua: &Lua) -> mlua::Result<Table> {
     ];
     for (name, op) in operations {
         parts
-            .raw_set(name, lua.create_function(move |lua, arguments: MultiValue| through_host(lua, op, arguments))?)?;
+            .raw_set(name, lua.create_function(move |lua, arguments: MultiValue| document_call(lua, op, arguments))?)?;
     }
     parts.raw_set("array", lua.create_function(array)?)?;
     parts.raw_set(
@@ -118,39 +113,9 @@ fn from_json_text(lua: &Lua, text: LuaValue) -> mlua::Result<LuaValue> {
     json_to_lua(lua, &json, &array_mark(lua)?)
 }
 
-/// `hotset.get|query|sql`: hands the arguments to this run's host function.
-fn through_host(lua: &Lua, op: i64, mut arguments: MultiValue) -> mlua::Result<MultiValue> {
-    let hook = lua.app_data_ref::<DocumentsHook>().map(|hook| hook.0.clone());
-    let Some(hook) = hook else {
-        return Err(raise_error_table(lua, b"hotset functions can only be called inside a script invocation"));
-    };
-    arguments.push_front(LuaValue::Integer(op));
-    hook.call::<MultiValue>(arguments)
-}
-
-/// Makes this run's host function (in `scope`) reachable by the `hotset` functions.
-pub(crate) fn install_run_function<'scope>(
-    scope: &'scope Scope<'scope, '_>,
-    lua: &Lua,
-    host: &'scope RefCell<&mut dyn Host>,
-) -> mlua::Result<()> {
-    let function = scope.create_function(move |lua, mut arguments: MultiValue| {
-        let op = match arguments.pop_front() {
-            Some(LuaValue::Integer(op)) => op,
-            _ => return Err(mlua::Error::runtime("the hotset operation is missing")),
-        };
-        document_call(lua, host, op, arguments)
-    })?;
-    lua.set_app_data(DocumentsHook(function));
-    Ok(())
-}
-
-/// Forgets this run's host function, so nothing refers to the finished scope.
-pub(crate) fn remove_run_function(lua: &Lua) {
-    lua.remove_app_data::<DocumentsHook>();
-}
-
-fn document_call(lua: &Lua, host: &RefCell<&mut dyn Host>, op: i64, arguments: MultiValue) -> mlua::Result<MultiValue> {
+/// `hotset.get|query|sql|insert|upsert|update|delete` (`op`): the arguments checked and
+/// handed to the host of the run in progress (`current::with_host`).
+fn document_call(lua: &Lua, op: i64, arguments: MultiValue) -> mlua::Result<MultiValue> {
     let marker = array_mark(lua)?;
     let name = match op {
         GET => "hotset.get",
@@ -211,7 +176,8 @@ fn document_call(lua: &Lua, host: &RefCell<&mut dyn Host>, op: i64, arguments: M
         Some(state) => state.call_context(),
         None => return Err(raise_error_table(lua, b"hotset functions can only be called inside a script invocation")),
     };
-    let answer = host.borrow_mut().documents(call, &context);
+    let answer = with_host(lua, |host| host.documents(call, &context))
+        .ok_or_else(|| raise_error_table(lua, b"hotset functions can only be called inside a script invocation"))?;
     let text = match answer {
         Ok(text) => text,
         Err(error) => {

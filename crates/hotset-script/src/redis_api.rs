@@ -2,19 +2,19 @@
 //!
 //! Owns the functions that need no host (`setresp`, `sha1hex`, `error_reply`, `status_reply`,
 //! `log`, `set_repl`, `replicate_commands`, `breakpoint`, `debug`), the constants (`LOG_*`,
-//! `REPL_*`, `REDIS_VERSION*`), `math.random`/`math.randomseed`, and the per-run functions that
-//! reach the host (`call`, `pcall`, `acl_check_cmd`), created for the length of one run. Every
+//! `REPL_*`, `REDIS_VERSION*`), `math.random`/`math.randomseed`, and the functions that reach
+//! the host of the run in progress (`call`, `pcall`, `acl_check_cmd`; `current::with_host`). Every
 //! function here fails with [`raise`]'s error, so scripts catch the plain string or table
 //! Redis' C functions raise. This module must never keep a host past a run.
 
-use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
-use mlua::{Function, Lua, MultiValue, Scope, Table, Value as LuaValue};
+use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 
 use crate::convert::{command_arguments, error_table, reply_to_lua};
+use crate::current::with_host;
 use crate::errors::with_error_code;
-use crate::host::{Host, LogLevel, Replication};
+use crate::host::{LogLevel, Replication};
 use crate::random::Rand48;
 use crate::run::RunState;
 use crate::sandbox::{raise, raise_message};
@@ -82,7 +82,7 @@ pub(crate) fn redis_parts(lua: &Lua, eval_extras: bool) -> mlua::Result<Table> {
     parts.raw_set("status_reply", lua.create_function(status_reply)?)?;
     parts.raw_set("set_repl", lua.create_function(set_repl)?)?;
     for name in ["call", "pcall", "acl_check_cmd"] {
-        parts.raw_set(name, outside_run(lua, name)?)?;
+        parts.raw_set(name, host_function(lua, name)?)?;
     }
     for (name, value) in [("REPL_NONE", 0), ("REPL_AOF", 1), ("REPL_SLAVE", 2), ("REPL_REPLICA", 2), ("REPL_ALL", 3)] {
         parts.raw_set(name, value)?;
@@ -276,60 +276,28 @@ fn math_randomseed(lua: &Lua, arguments: MultiValue) -> mlua::Result<MultiValue>
     Ok(MultiValue::new())
 }
 
-/// The host-reaching functions of one run, set in the hidden `redis` table (and the hooks
-/// table, for the count hook) for its length.
-pub(crate) fn install_run_functions<'scope>(
-    scope: &'scope Scope<'scope, '_>,
-    real_redis: &Table,
-    hooks: &Table,
-    host: &'scope RefCell<&mut dyn Host>,
-) -> mlua::Result<()> {
-    real_redis.raw_set(
-        "call",
-        scope.create_function(move |lua, arguments: MultiValue| redis_call(lua, host, arguments, true))?,
-    )?;
-    real_redis.raw_set(
-        "pcall",
-        scope.create_function(move |lua, arguments: MultiValue| redis_call(lua, host, arguments, false))?,
-    )?;
-    real_redis.raw_set(
-        "acl_check_cmd",
-        scope.create_function(move |lua, arguments: MultiValue| acl_check(lua, host, arguments))?,
-    )?;
-    let tick = scope.create_function(move |_, elapsed_us: u64| {
-        let tick = host.borrow_mut().tick(std::time::Duration::from_micros(elapsed_us));
-        Ok(tick == crate::host::Tick::Kill)
-    })?;
-    hooks.raw_set("tick", tick)
-}
-
-/// Puts back what [`install_run_functions`] replaced, so nothing refers to the finished scope.
-pub(crate) fn remove_run_functions(lua: &Lua, real_redis: &Table, hooks: &Table) -> mlua::Result<()> {
-    for name in ["call", "pcall", "acl_check_cmd"] {
-        real_redis.raw_set(name, outside_run(lua, name)?)?;
-    }
-    hooks.raw_set("tick", LuaValue::Nil)
-}
-
-/// What `redis.call`, `redis.pcall` and `redis.acl_check_cmd` are between runs (only a
-/// function that kept a reference to them can call them then).
-fn outside_run(lua: &Lua, name: &'static str) -> mlua::Result<Function> {
-    lua.create_function(move |lua, _: MultiValue| -> mlua::Result<()> {
-        let message = if name == "acl_check_cmd" {
-            "redis.acl_check_cmd can only be called inside a script invocation"
-        } else {
-            "redis.call/pcall can only be called inside a script invocation"
-        };
-        Err(raise_error_table(lua, message.as_bytes()))
+/// `redis.call`, `redis.pcall` or `redis.acl_check_cmd` (`name`): made once per state, they
+/// reach the host of the run in progress (`current::with_host`), and refuse outside a run
+/// (a function that kept a reference to them can call them then).
+fn host_function(lua: &Lua, name: &'static str) -> mlua::Result<Function> {
+    lua.create_function(move |lua, arguments: MultiValue| match name {
+        "call" => redis_call(lua, arguments, true),
+        "pcall" => redis_call(lua, arguments, false),
+        _ => acl_check(lua, arguments),
     })
 }
 
-fn redis_call(
-    lua: &Lua,
-    host: &RefCell<&mut dyn Host>,
-    arguments: MultiValue,
-    raise_errors: bool,
-) -> mlua::Result<MultiValue> {
+/// Redis' refusal of a host function called outside a run.
+fn outside_run(lua: &Lua, name: &str) -> mlua::Error {
+    let message = if name == "acl_check_cmd" {
+        "redis.acl_check_cmd can only be called inside a script invocation"
+    } else {
+        "redis.call/pcall can only be called inside a script invocation"
+    };
+    raise_error_table(lua, message.as_bytes())
+}
+
+fn redis_call(lua: &Lua, arguments: MultiValue, raise_errors: bool) -> mlua::Result<MultiValue> {
     let arguments: Vec<LuaValue> = arguments.into_iter().collect();
     let command = match command_arguments(&arguments) {
         Ok(command) => command,
@@ -338,10 +306,10 @@ fn redis_call(
     };
     let context = match lua.app_data_ref::<RunState>() {
         Some(state) => state.call_context(),
-        None => return Err(raise_error_table(lua, b"redis.call/pcall can only be called inside a script invocation")),
+        None => return Err(outside_run(lua, "call")),
     };
     let slices: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
-    let reply = host.borrow_mut().call(&slices, &context);
+    let reply = with_host(lua, |host| host.call(&slices, &context)).ok_or_else(|| outside_run(lua, "call"))?;
     let value = reply_to_lua(lua, &reply, context.protocol)?;
     if raise_errors && reply.is_error() {
         return Err(raise(lua, value));
@@ -349,14 +317,14 @@ fn redis_call(
     Ok(single(value))
 }
 
-fn acl_check(lua: &Lua, host: &RefCell<&mut dyn Host>, arguments: MultiValue) -> mlua::Result<MultiValue> {
+fn acl_check(lua: &Lua, arguments: MultiValue) -> mlua::Result<MultiValue> {
     let arguments: Vec<LuaValue> = arguments.into_iter().collect();
     let command = match command_arguments(&arguments) {
         Ok(command) => command,
         Err(error) => return Err(raise_error_table(lua, error.message())),
     };
     let slices: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
-    match host.borrow_mut().acl_check_cmd(&slices) {
+    match with_host(lua, |host| host.acl_check_cmd(&slices)).ok_or_else(|| outside_run(lua, "acl_check_cmd"))? {
         Some(allowed) => Ok(single(LuaValue::Boolean(allowed))),
         None => Err(raise_error_table(lua, b"Invalid command passed to redis.acl_check_cmd()")),
     }

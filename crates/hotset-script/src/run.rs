@@ -1,13 +1,12 @@
 //! One Lua state ready to compile and run scripts, and how a run is carried out.
 //!
 //! Owns [`Vm`] (a sandboxed state, its memory limit, its error handler) and the life of a run:
-//! the per-run state ([`RunState`]), the host made reachable for exactly the run's length
-//! (an mlua scope), the instruction-count hook that asks the host whether to go on and raises
+//! the per-run state ([`RunState`]), the host lent for exactly the run's length
+//! (`current`: every function is made once per state), the instruction-count hook that asks the host whether to go on and raises
 //! Redis' kill error, and turning the outcome into a reply or a [`ScriptError`] with Redis'
 //! texts (`... script: <name>, on @user_script:<line>.`). This module must never decide what a
 //! command does: everything the script asks of the server goes through the [`Host`].
 
-use std::cell::RefCell;
 use std::time::Instant;
 
 use mlua::chunk::ChunkMode;
@@ -104,6 +103,7 @@ impl Vm {
                 .create_function(|lua, ()| Ok(lua.app_data_ref::<RunState>().is_some_and(|state| state.killed)))?,
         };
         let sandbox = sandbox::build(&lua, mode, parts)?;
+        install_hook(&lua)?;
         lua.gc_collect()?;
         lua.set_memory_limit(limits.memory_bytes_max)?;
         Ok(Vm { lua, sandbox, mode, limits, runs: 0 })
@@ -130,27 +130,24 @@ impl Vm {
         read_only: bool,
         flags: Option<ScriptFlags>,
     ) -> Result<Result<Value, Failure>, mlua::Error> {
-        let keys_table = self.string_array(keys)?;
-        let args_table = self.string_array(args)?;
-        if self.mode == Mode::Eval {
-            self.sandbox.real_globals.raw_set("KEYS", keys_table.clone())?;
-            self.sandbox.real_globals.raw_set("ARGV", args_table.clone())?;
-        }
-        self.lua.set_app_data(RunState::new(read_only, flags));
-        let host = RefCell::new(host);
-        let hooks = self.sandbox.hooks.clone();
-        let real_redis = self.sandbox.real_redis.clone();
-        let run = self.sandbox.run.clone();
-        let outcome = self.lua.scope(|scope| {
-            redis_api::install_run_functions(scope, &real_redis, &hooks, &host)?;
-            crate::hotset_api::install_run_function(scope, &self.lua, &host)?;
-            install_hook(&self.lua, &hooks)?;
-            let result = run.call::<MultiValue>((function.clone(), keys_table, args_table));
-            self.lua.remove_global_hook();
-            crate::hotset_api::remove_run_function(&self.lua);
-            redis_api::remove_run_functions(&self.lua, &real_redis, &hooks)?;
-            result
+        // KEYS and ARGV are made with the memory limit lifted: under a limit mlua guards every
+        // step against Lua's out-of-memory jump, which cost more than a small script's run;
+        // they hold what the client sent, which the server's request limits bound.
+        self.lua.set_memory_limit(0)?;
+        let made = self.string_array(keys).and_then(|keys_table| Ok((keys_table, self.string_array(args)?)));
+        let made = made.and_then(|(keys_table, args_table)| {
+            if self.mode == Mode::Eval {
+                self.sandbox.real_globals.raw_set("KEYS", keys_table.clone())?;
+                self.sandbox.real_globals.raw_set("ARGV", args_table.clone())?;
+            }
+            Ok((keys_table, args_table))
         });
+        self.lua.set_memory_limit(self.limits.memory_bytes_max)?;
+        let (keys_table, args_table) = made?;
+        self.lua.set_app_data(RunState::new(read_only, flags));
+        let loan = crate::current::lend(&self.lua, host);
+        let outcome = self.sandbox.run.call::<MultiValue>((function.clone(), keys_table, args_table));
+        drop(loan);
         let state = self.lua.remove_app_data::<RunState>().expect("the run state lives until the run ends");
         let outcome = self.settle(outcome, &state)?;
         self.collect_garbage_now_and_then()?;
@@ -167,7 +164,7 @@ impl Vm {
         Ok(table)
     }
 
-    /// Runs a library's top-level code (Functions mode) with `register_function` in the hooks
+    /// Runs a library's top-level code (Functions mode) with `register_function` in the load-time
     /// table and the load-time API as globals, under the load deadline.
     pub fn run_load(&mut self, function: &Function, register: Function) -> Result<Result<(), Failure>, mlua::Error> {
         let mut state = RunState::new(true, None);
@@ -176,9 +173,7 @@ impl Vm {
         let real_globals = self.sandbox.real_globals.clone();
         self.sandbox.globals_meta.raw_set("__index", self.sandbox.load_api.clone())?;
         self.sandbox.real_load_redis.raw_set("register_function", register)?;
-        install_hook(&self.lua, &self.sandbox.hooks)?;
         let result = self.sandbox.run.call::<MultiValue>((function.clone(), LuaValue::Nil, LuaValue::Nil));
-        self.lua.remove_global_hook();
         // A library that kept the load-time `redis` table learns why it cannot register
         // from a function, in Redis' words.
         let refuse = self.lua.create_function(|lua, _: MultiValue| -> mlua::Result<()> {
@@ -256,11 +251,10 @@ impl Vm {
     }
 }
 
-/// The count hook: every [`HOOK_INSTRUCTIONS`] instructions it checks the load deadline, or
-/// asks the host whether to go on. Once a script is killed every later firing raises again,
+/// The count hook, set once per state: every [`HOOK_INSTRUCTIONS`] instructions of a run or
+/// a library load it checks the load deadline, or asks the host whether to go on. Once a script is killed every later firing raises again,
 /// so a `pcall` cannot swallow the kill.
-fn install_hook(lua: &Lua, hooks: &Table) -> mlua::Result<()> {
-    let hooks = hooks.clone();
+fn install_hook(lua: &Lua) -> mlua::Result<()> {
     lua.set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS), move |lua, _| {
         let (killed, deadline, started) = match lua.app_data_ref::<RunState>() {
             Some(state) => (state.killed, state.load_deadline, state.started),
@@ -278,11 +272,7 @@ fn install_hook(lua: &Lua, hooks: &Table) -> mlua::Result<()> {
             }
             return Ok(VmState::Continue);
         }
-        let Ok(LuaValue::Function(tick)) = hooks.raw_get::<LuaValue>("tick") else {
-            return Ok(VmState::Continue);
-        };
-        let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        if tick.call::<bool>(elapsed_us)? {
+        if crate::current::with_host(lua, |host| host.tick(started.elapsed())) == Some(crate::host::Tick::Kill) {
             if let Some(mut state) = lua.app_data_mut::<RunState>() {
                 state.killed = true;
             }

@@ -49,14 +49,9 @@ pub struct Sandbox {
     pub globals_meta: Table,
     /// The hidden load-time globals (Functions mode; empty in Eval mode).
     pub load_api: Table,
-    /// The hidden table behind `redis`, where each run sets `call`, `pcall` and
-    /// `acl_check_cmd`.
-    pub real_redis: Table,
     /// The hidden table behind the load-time `redis`, where each load sets
     /// `register_function` (Functions mode).
     pub real_load_redis: Table,
-    /// Per-run Rust functions the hook reaches (`tick`).
-    pub hooks: Table,
     /// `run(f, keys, args)`: calls `f` under `xpcall` with the error handler; `keys`/`args` are
     /// passed only in Functions mode. Returns `true, result` or `false, error table`.
     pub run: Function,
@@ -261,7 +256,6 @@ pub fn build(lua: &Lua, mode: Mode, parts: Parts) -> mlua::Result<Sandbox> {
     for name in ALLOWED_GLOBALS {
         allowed.raw_set(*name, true)?;
     }
-    let hooks = lua.create_table()?;
     let prelude = lua.load(PRELUDE).set_name(PRELUDE_CHUNK).into_function()?;
     let arguments = MultiValue::from_iter([
         LuaValue::Table(globals),
@@ -279,7 +273,7 @@ pub fn build(lua: &Lua, mode: Mode, parts: Parts) -> mlua::Result<Sandbox> {
         LuaValue::Function(parts.killed),
         LuaValue::Boolean(mode == Mode::Functions),
     ]);
-    let (real_globals, globals_meta, load_api, real_redis, real_load_redis, run): (
+    let (real_globals, globals_meta, load_api, _real_redis, real_load_redis, run): (
         Table,
         Table,
         Table,
@@ -287,7 +281,7 @@ pub fn build(lua: &Lua, mode: Mode, parts: Parts) -> mlua::Result<Sandbox> {
         Table,
         Function,
     ) = prelude.call(arguments)?;
-    Ok(Sandbox { real_globals, globals_meta, load_api, real_redis, real_load_redis, hooks, run })
+    Ok(Sandbox { real_globals, globals_meta, load_api, real_load_redis, run })
 }
 
 fn with_guard<R>(lua: &Lua, f: impl FnOnce(&Guard) -> R) -> mlua::Result<R> {

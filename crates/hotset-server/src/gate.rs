@@ -179,11 +179,33 @@ impl Gate {
         Some(closed)
     }
 
+    /// Closes the gate from inside a batch at once, without the turn and without waiting
+    /// for the other batches: a keyed script (`commands::scripts`) that wrote and runs long
+    /// keeps the server busy from now as a gated one would, while the batches inside go on
+    /// (none reaches its keys' shards but by waiting for them). `None` when another holder
+    /// has it closed (its batches wait already).
+    pub fn close_now(self: &Arc<Self>) -> Option<Closed> {
+        debug_assert!(self.slots[my_slot()].0.load(Ordering::SeqCst) > 0, "closed from inside a batch");
+        if self.is_closed() {
+            return None;
+        }
+        // Timed before the flag is set, as `try_close` does, so a waiter always finds a
+        // clock; a closer that won the race in between gets its own clock back.
+        let held = self.held_since.load(Ordering::SeqCst);
+        let mine = self.restart_clock();
+        if self.closed.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+            let _ = self.held_since.compare_exchange(mine, held, Ordering::SeqCst, Ordering::SeqCst);
+            return None;
+        }
+        Some(Closed { gate: Arc::clone(self) })
+    }
+
     /// A new script starts under the closed gate: `-BUSY` is timed from now. (Waiters
     /// timed from before wake, find the holder not busy yet, and wait again.)
-    pub fn restart_clock(&self) {
+    pub fn restart_clock(&self) -> u64 {
         let since = u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(NOT_HELD - 1);
         self.held_since.store(since, Ordering::SeqCst);
+        since
     }
 
     /// Batches inside, the closer's included.

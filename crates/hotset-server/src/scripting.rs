@@ -12,12 +12,20 @@
 //! Never: run a command (`commands::scripts` does), or be locked by a connection outside
 //! the script gate (`crate::gate`): a gate holder runs scripts, readers load and list;
 //! a connection answered while busy reads only the atomics here.
+//!
+//! Keyed scripts (`commands::scripts`: EVALSHA and FCALL with declared keys) run on an
+//! engine of the running thread's own ([`Scripts::with_local`]), so that scripts on
+//! different keys run side by side. The shared engine stays the one truth: a thread's
+//! engine takes its function libraries from the payload the shared one last dumped and
+//! drops its scripts when SCRIPT FLUSH counted a flush (two epochs), and fetches a cached
+//! script's body from the shared engine only when that engine is free.
 
 use hotset_core::Database;
 use hotset_script::{Engine, Limits, LogLevel, RestorePolicy, RunningScript, Value, errors};
 use parking_lot::{Mutex, MutexGuard};
+use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 thread_local! {
@@ -38,6 +46,22 @@ pub fn calling<R>(f: impl FnOnce() -> R) -> R {
 pub fn called_by_script() -> bool {
     CALLING.get()
 }
+
+/// A thread's own engine for keyed scripts, and the epochs it is in step with.
+struct Local {
+    /// The `Scripts` it belongs to (`Scripts::id`): a process may hold more than one.
+    owner: u64,
+    engine: Engine,
+    functions_epoch: u64,
+    flush_epoch: u64,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+}
+
+/// Tells apart the `Scripts` of one process.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The metadata entry holding the function libraries (a FUNCTION DUMP payload).
 pub const FUNCTIONS_META: &str = "redis:functions";
@@ -70,6 +94,15 @@ struct Running {
 /// Scripting's shared state.
 pub struct Scripts {
     engine: Mutex<Engine>,
+    id: u64,
+    limits: Limits,
+    logger: hotset_script::Logger,
+    /// Counts the changes of the function libraries; `functions` is the shared engine's
+    /// dump after the latest, with that count.
+    functions_epoch: AtomicU64,
+    libraries_dump: Mutex<(u64, Arc<Vec<u8>>)>,
+    /// Counts SCRIPT FLUSHes.
+    flush_epoch: AtomicU64,
     run: AtomicU8,
     running: Mutex<Option<Running>>,
     cached_scripts: AtomicUsize,
@@ -102,9 +135,17 @@ impl Default for Scripts {
                 LogLevel::Warning => tracing::warn!(target: "script", "{message}"),
             }
         });
-        let engine = Engine::new(Limits::default(), logger).expect("a Lua state starts");
+        let limits = Limits::default();
+        let engine = Engine::new(limits, Arc::clone(&logger)).expect("a Lua state starts");
+        let dump = Arc::new(engine.function_dump());
         let scripts = Scripts {
             engine: Mutex::new(engine),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            limits,
+            logger,
+            functions_epoch: AtomicU64::new(1),
+            libraries_dump: Mutex::new((1, dump)),
+            flush_epoch: AtomicU64::new(1),
             run: AtomicU8::new(0),
             running: Mutex::new(None),
             cached_scripts: AtomicUsize::new(0),
@@ -126,6 +167,51 @@ impl Scripts {
         self.engine.lock()
     }
 
+    /// Runs `f` with this thread's own engine, in step with the shared one (its function
+    /// libraries and SCRIPT FLUSH); `None` when this thread's engine is running a script
+    /// already or could not be brought in step (the caller goes the gated way).
+    pub fn with_local<R>(&self, f: impl FnOnce(&mut Engine) -> Option<R>) -> Option<R> {
+        LOCAL.with(|cell| {
+            let mut slot = cell.try_borrow_mut().ok()?;
+            if slot.as_ref().is_none_or(|local| local.owner != self.id) {
+                let engine = Engine::new(self.limits, Arc::clone(&self.logger)).ok()?;
+                *slot = Some(Local { owner: self.id, engine, functions_epoch: 0, flush_epoch: 0 });
+            }
+            let local = slot.as_mut()?;
+            if local.functions_epoch != self.functions_epoch.load(Ordering::SeqCst) {
+                let (epoch, payload) = self.libraries_dump.lock().clone();
+                local.engine.function_restore(&payload, RestorePolicy::Flush).ok()?;
+                local.functions_epoch = epoch;
+            }
+            let flushes = self.flush_epoch.load(Ordering::SeqCst);
+            if local.flush_epoch != flushes {
+                local.engine.script_flush().ok()?;
+                local.flush_epoch = flushes;
+            }
+            f(&mut local.engine)
+        })
+    }
+
+    /// A cached script's body from the shared engine, if it is free to say now (a gated
+    /// script may hold it for long: the caller then goes the gated way).
+    pub fn cached_body(&self, sha: &[u8]) -> Option<Vec<u8>> {
+        self.engine.try_lock()?.script_body(sha).map(<[u8]>::to_vec)
+    }
+
+    /// The shared engine's function libraries changed (or may have): threads' engines
+    /// take them again before their next script.
+    pub fn functions_changed(&self, engine: &Engine) {
+        let mut dump = self.libraries_dump.lock();
+        let epoch = dump.0 + 1;
+        *dump = (epoch, Arc::new(engine.function_dump()));
+        self.functions_epoch.store(epoch, Ordering::SeqCst);
+    }
+
+    /// SCRIPT FLUSH emptied the shared cache: threads' engines empty theirs.
+    pub fn scripts_flushed(&self) {
+        self.flush_epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
     /// Loads the libraries the database keeps (at start, after recovery). A payload that
     /// does not load is reported and left in place, so nothing is lost.
     pub fn load_libraries(&self, db: &Database) {
@@ -135,6 +221,7 @@ impl Scripts {
             Ok(()) => tracing::info!(libraries = engine.libraries().len(), "function libraries loaded"),
             Err(error) => tracing::error!(%error, "the function libraries the log keeps did not load"),
         }
+        self.functions_changed(&engine);
         self.refresh(&engine);
     }
 
@@ -180,10 +267,16 @@ impl Scripts {
 
     /// The script ended; the engine's counts are taken again (its state grew or shrank).
     pub fn end(&self, engine: &Engine) {
+        self.stop();
+        self.refresh(engine);
+    }
+
+    /// The running script ended (a keyed one that kept the server busy: its thread's
+    /// engine is not the one INFO counts).
+    pub fn stop(&self) {
         if self.run.swap(0, Ordering::SeqCst) & KIND == FUNCTION {
             *self.running.lock() = None;
         }
-        self.refresh(engine);
     }
 
     /// The running script is about to run a write command: false when a kill request

@@ -12,6 +12,14 @@
 use super::{keyspace, some};
 use crate::{KvError, KvOps, SetOptions};
 
+/// A key whose shard is not `a`'s.
+fn on_another_shard(ks: &crate::Keyspace, a: &[u8]) -> Vec<u8> {
+    (0..1_000)
+        .map(|i| format!("b{i}").into_bytes())
+        .find(|b| ks.atomic(&[a], |t| t.get(b)) == Ok(Err(KvError::KeyNotLocked)))
+        .expect("some key lives on another shard")
+}
+
 #[test]
 fn atomic_block_exposes_all_commands() {
     let (_, ks) = keyspace();
@@ -31,10 +39,7 @@ fn undeclared_keys_fail_without_side_effects() {
     let (_, ks) = keyspace();
     // Find two keys on different shards.
     let a = b"a".to_vec();
-    let b = (0..1_000)
-        .map(|i| format!("b{i}").into_bytes())
-        .find(|b| ks.atomic(&[&a], |t| t.get(b)) == Ok(Err(KvError::KeyNotLocked)))
-        .expect("some key lives on another shard");
+    let b = on_another_shard(&ks, &a);
     ks.atomic(&[&a], |txn| {
         assert_eq!(txn.set(&b, b"x", SetOptions::default()), Err(KvError::KeyNotLocked));
         assert_eq!(txn.mset(&[(&a, b"1"), (&b, b"2")]), Err(KvError::KeyNotLocked));
@@ -50,6 +55,44 @@ fn undeclared_keys_fail_without_side_effects() {
     })
     .unwrap();
     assert_eq!(ks.dbsize().unwrap(), 0);
+}
+
+#[test]
+fn a_block_takes_more_shards_only_when_they_are_free() {
+    let (_, ks) = keyspace();
+    let a = b"a".to_vec();
+    let b = on_another_shard(&ks, &a);
+    let ks = std::sync::Arc::new(ks);
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let (ks, b) = (std::sync::Arc::clone(&ks), b.clone());
+        std::thread::spawn(move || {
+            ks.atomic(&[&b], |_| {
+                held_tx.send(()).unwrap();
+                done_rx.recv().unwrap();
+            })
+            .unwrap();
+        })
+    };
+    held_rx.recv().unwrap();
+    ks.atomic(&[&a], |txn| {
+        txn.set(&a, b"1", SetOptions::default()).unwrap();
+        assert!(!txn.try_lock_more(Some(&[&b])), "another block holds b's shard: not waited for");
+        assert_eq!(txn.set(&b, b"2", SetOptions::default()), Err(KvError::KeyNotLocked));
+        assert!(!txn.try_lock_more(None), "nor every shard");
+    })
+    .unwrap();
+    done_tx.send(()).unwrap();
+    holder.join().unwrap();
+    ks.atomic(&[&a], |txn| {
+        assert!(txn.try_lock_more(Some(&[&b])), "free now");
+        txn.set(&b, b"2", SetOptions::default()).unwrap();
+        assert!(txn.try_lock_more(None));
+        assert_eq!(txn.dbsize(), Ok(2), "every shard held");
+    })
+    .unwrap();
+    assert_eq!(ks.mget(&[&a, &b]).unwrap(), vec![some(b"1"), some(b"2")]);
 }
 
 #[test]

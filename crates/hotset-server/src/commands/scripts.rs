@@ -15,24 +15,41 @@
 //! RESTORE log the libraries as the metadata entry `redis:functions` in the batch's log
 //! wait, so they survive a restart; SCRIPT LOAD's cache is not kept, as in Redis.
 //!
+//! **Keyed scripts.** EVALSHA and FCALL (and their `_RO` forms) that declare keys, and
+//! whose code does not name the `hotset` table, first run without the gate: on the
+//! running thread's own engine (`Scripts::with_local`) with only the shards of their keys
+//! write-locked (`atomic(keys)`), so scripts on different keys run side by side on every
+//! I/O thread. They are atomic all the same: a command reaching one of those keys waits
+//! for the shard, and one that cannot reach it sees nothing of the script. A keyed run
+//! that leaves its shards (a key it did not declare on another shard, a command over the
+//! whole keyspace or another one, a document call) or runs past [`KEYED_BUDGET`] before it
+//! has written is abandoned, having changed nothing, and runs again the gated way, where
+//! SCRIPT KILL and `-BUSY` apply; one that has written by then goes on: a key beyond its
+//! shards makes it take that shard (every shard, for a command over the keyspace) if it is
+//! free, never waiting for it (`KeyspaceTxn::try_lock_more`: waiting could deadlock), and
+//! fail that command otherwise; past the budget it closes the gate at once
+//! (`Gate::close_now`) so that the server answers `-BUSY` as Redis does while an
+//! unkillable script runs.
+//!
 //! A procedure's `hotset.*` document calls go through the same host to
 //! `commands::procedures`; its document writes are applied there once the script has
 //! returned without an error and its block is released (outside MULTI only).
 //!
 //! Owns: [`ScriptCommand`], the handlers, the `Host` a script calls through. Never: hold
 //! the engine while waiting for the gate (the gate first, then the engine), run a script
-//! without the gate closed, or decide anything by a command's name (the table's `Spec`
-//! says what a command is).
+//! without the gate closed or its keys' shards locked, or decide anything by a command's
+//! name (the table's `Spec` says what a command is).
 
 use super::args::{self, CmdError, CmdResult, unknown_subcommand};
 use super::procedures::Procedure;
 use super::table::{self, Handler, Spec};
 use super::{Blocks, Pass, Ran, Session};
-use crate::gate::Wait;
+use crate::gate::{Closed, Wait};
 use crate::resp::reply::{Protocol, Reply};
 use crate::scripting::{FUNCTIONS_META, Kind};
 use crate::state::ServerState;
 use hotset_core::Durability;
+use hotset_core::kv::KvError::KeyNotLocked;
 use hotset_script::{
     CallContext, DocumentCall, DocumentError, Engine, Host, RestorePolicy, RunOptions, ScriptError, ScriptFlags, Tick,
     Value, errors, split_keys,
@@ -72,6 +89,9 @@ struct Call<'a> {
 struct Outcome {
     result: Result<Value, ScriptError>,
     wrote: bool,
+    /// A keyed run left its shards (or ran long) before it wrote: it changed nothing and
+    /// runs again the gated way.
+    escaped: bool,
     /// Its document writes, applied once its key-value block is released.
     procedure: Procedure,
     /// The error replies the script's commands got: the script's own error, when it is
@@ -117,6 +137,9 @@ pub fn call(
     a: &[&[u8]],
     r: &mut Reply<'_>,
 ) -> CmdResult {
+    if let Some(done) = keyed(state, session, command, a, r) {
+        return done;
+    }
     let call = prepare(state, session, command, a)?;
     if !hold_gate(state, session) {
         return Ok(());
@@ -131,6 +154,7 @@ pub fn call(
     });
     session.acks = acks;
     let mut outcome = ran?;
+    debug_assert!(!outcome.escaped, "a gated run has nowhere to escape to");
     // A procedure's document writes, all or none, after its key-value block (applying a
     // write that adds data may evict keys) and still inside the gate. A script that failed
     // left none.
@@ -144,6 +168,65 @@ pub fn call(
         state.blocking.wake_everyone(Some(&name));
     }
     answer(session, outcome, r)
+}
+
+/// How long a keyed script runs before, if it has not written, it is abandoned and runs
+/// again the gated way (where it can be killed), or, if it has, makes the server busy.
+/// Connections reaching its keys wait this long at most for a script that reads.
+const KEYED_BUDGET: Duration = Duration::from_millis(5);
+
+/// A keyed run (see the module's doc): `None` when the script goes the gated way (no
+/// declared keys, EVAL's body, a batch that holds the gate already, code that names the
+/// documents, anything `prepare` would refuse, or a run that escaped).
+fn keyed(
+    state: &Arc<ServerState>,
+    session: &mut Session,
+    command: ScriptCommand,
+    a: &[&[u8]],
+    r: &mut Reply<'_>,
+) -> Option<CmdResult> {
+    if command.by == By::Body || session.gate_held.is_some() {
+        return None;
+    }
+    let function = command.by == By::Function;
+    let (keys, args) = split_keys(a[2], &a[3..], function).ok()?;
+    if keys.is_empty() {
+        return None;
+    }
+    let call = Call { command, request: a, keys, args };
+    let keyspace = Arc::clone(&session.keyspace);
+    let name = session.keyspace_name.clone();
+    let outcome = state.scripts.with_local(|engine| {
+        let (flags, documents) = if function {
+            (Some(engine.function_flags(a[1])?), engine.function_uses_documents(a[1])?)
+        } else {
+            if !engine.script_exists(a[1]) {
+                engine.script_load(&state.scripts.cached_body(a[1])?).ok()?;
+            }
+            (engine.evalsha_flags(a[1])?, engine.evalsha_uses_documents(a[1])?)
+        };
+        let may_fill = flags
+            .is_some_and(|flags| !flags.contains(ScriptFlags::ALLOW_OOM) && !flags.contains(ScriptFlags::NO_WRITES));
+        if documents || (may_fill && session.over_memory) {
+            return None;
+        }
+        let acks = std::mem::take(&mut session.acks);
+        let ran = keyspace.writes(Durability::Collect(&acks)).atomic(keys, |txn| {
+            let blocks = Blocks { current: (&name, txn), others: (&[], &[]) };
+            run_on(engine, state, session, &call, &blocks, Mode::Keyed)
+        });
+        session.acks = acks;
+        Some(ran)
+    })?;
+    let outcome = match outcome {
+        Ok(outcome) if outcome.escaped => return None,
+        Ok(outcome) => outcome,
+        Err(error) => return Some(Err(error.into())),
+    };
+    if outcome.wrote {
+        state.blocking.wake_everyone(Some(&name));
+    }
+    Some(answer(session, outcome, r))
 }
 
 /// A script command queued in MULTI, run by EXEC on its block (EXEC holds the gate).
@@ -192,9 +275,19 @@ fn script_error(error: ScriptError) -> CmdError {
     CmdError(error.to_string())
 }
 
-/// Runs the script with its `redis.call`s on the selected keyspace's block; `documents`:
-/// it may write documents (outside MULTI: they are applied after the block, see
-/// `procedures`).
+/// Where a script runs, which decides what it may reach and who may stop it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Under the closed gate, on the shared engine: the server's one running script (SCRIPT
+    /// KILL, FUNCTION STATS and `-BUSY` see it). `documents`: it may write documents
+    /// (outside MULTI: they are applied after the block, see `procedures`).
+    Gated { documents: bool },
+    /// With its keys' shards locked, on this thread's engine, beside other scripts.
+    Keyed,
+}
+
+/// Runs the script gated (the caller closed the gate) with its `redis.call`s on the
+/// selected keyspace's block; `documents`: see [`Mode::Gated`].
 fn run(
     state: &Arc<ServerState>,
     session: &mut Session,
@@ -203,22 +296,41 @@ fn run(
     documents: bool,
 ) -> Outcome {
     let mut engine = state.scripts.engine();
-    let target = call.request[1];
     let kind = if call.command.by == By::Function { Kind::Function } else { Kind::Eval };
     state.scripts.begin(kind, call.request);
     state.gate.restart_clock();
+    let outcome = run_on(&mut engine, state, session, call, blocks, Mode::Gated { documents });
+    state.scripts.end(&engine);
+    outcome
+}
+
+/// Runs the script on `engine` and `blocks`, `mode` deciding the rest.
+fn run_on(
+    engine: &mut Engine,
+    state: &Arc<ServerState>,
+    session: &mut Session,
+    call: &Call<'_>,
+    blocks: &Blocks<'_, '_>,
+    mode: Mode,
+) -> Outcome {
+    let target = call.request[1];
     let over_memory = session.over_memory;
     let mut host = ScriptHost {
         state,
         session,
         blocks,
         declared: call.keys,
+        request: call.request,
+        kind: if call.command.by == By::Function { Kind::Function } else { Kind::Eval },
+        mode,
         over_memory,
         wrote: false,
+        escaped: false,
+        busy: None,
         remembered: false,
         command_errors: Vec::new(),
         next_handoff: HANDOFF_FIRST,
-        procedure: Procedure::new(documents),
+        procedure: Procedure::new(mode == Mode::Gated { documents: true }),
     };
     let options = RunOptions { read_only: call.command.read_only };
     let result = match call.command.by {
@@ -226,8 +338,17 @@ fn run(
         By::Sha => engine.evalsha(target, call.keys, call.args, &mut host, options),
         By::Function => engine.fcall(target, call.keys, call.args, &mut host, options),
     };
-    state.scripts.end(&engine);
-    Outcome { result, wrote: host.wrote, procedure: host.procedure, command_errors: host.command_errors }
+    if host.busy.take().is_some() {
+        // A keyed script that kept the server busy: the gate opens as the value drops.
+        state.scripts.stop();
+    }
+    Outcome {
+        result,
+        wrote: host.wrote,
+        escaped: host.escaped,
+        procedure: host.procedure,
+        command_errors: host.command_errors,
+    }
 }
 
 /// Writes the script's reply; an error (raised or returned) fails the command, and is
@@ -252,6 +373,20 @@ fn lua_protocol(protocol: Protocol) -> hotset_script::Protocol {
     }
 }
 
+/// Whether a command's reply is the block's refusal of a key on a shard it does not hold.
+fn is_key_not_locked(value: &Value) -> bool {
+    matches!(value, Value::Error(text) if *text == KeyNotLocked.to_string().as_bytes())
+}
+
+/// What an abandoned keyed run's commands answer (never seen: the run is done again).
+const ESCAPED: &str = "ERR the script left its keys' shards and runs again";
+/// A keyed script that wrote and then reached a key beyond its shards that another block
+/// held (it does not wait for it: that could deadlock).
+const KEYED_UNDECLARED: &str = "ERR Script attempted to access a key not declared in KEYS on another shard after writing: declare every key it uses";
+/// A keyed script that wrote and then reached the documents (by a name its code did not
+/// show).
+const KEYED_DOCUMENTS: &str = "ERR a script that declares keys reaches the documents only before it writes";
+
 /// A script that has run this long hands its I/O thread's other connections to another
 /// thread (short scripts never pay for it).
 const HANDOFF_FIRST: Duration = Duration::from_millis(2);
@@ -270,6 +405,15 @@ struct ScriptHost<'s, 'b, 't> {
     /// The script's KEYS: a tracking caller remembers them once the script reads (Redis'
     /// rule for scripts).
     declared: &'s [&'s [u8]],
+    /// The command that runs it, and what it is (a keyed script that turns busy shows
+    /// them as the gated one would).
+    request: &'s [&'s [u8]],
+    kind: Kind,
+    mode: Mode,
+    /// A keyed run left its shards before it wrote (see `Outcome::escaped`).
+    escaped: bool,
+    /// A keyed script that wrote and ran past the budget holds the gate closed.
+    busy: Option<Closed>,
     /// The server was over `maxmemory` when the script began.
     over_memory: bool,
     wrote: bool,
@@ -282,6 +426,10 @@ struct ScriptHost<'s, 'b, 't> {
 
 impl Host for ScriptHost<'_, '_, '_> {
     fn call(&mut self, args: &[&[u8]], context: &CallContext) -> Value {
+        if self.escaped {
+            // The run is abandoned: nothing more runs (it stops at its next tick).
+            return Value::error(ESCAPED);
+        }
         let value = self.execute(args, context);
         if let Value::Error(text) = &value {
             self.state.stats.count_error(&String::from_utf8_lossy(text));
@@ -296,11 +444,38 @@ impl Host for ScriptHost<'_, '_, '_> {
     }
 
     fn documents(&mut self, call: DocumentCall<'_>, context: &CallContext) -> Result<Vec<u8>, DocumentError> {
+        if self.mode == Mode::Keyed {
+            // Documents are reached under the gate alone (a name the code did not show).
+            if !self.wrote {
+                self.escaped = true;
+            }
+            let message = if self.wrote { KEYED_DOCUMENTS } else { ESCAPED };
+            return Err(DocumentError { code: "busy".into(), message: message.into() });
+        }
         super::procedures::documents(self.state, &mut self.procedure, call, context, self.wrote)
     }
 
     fn tick(&mut self, elapsed: Duration) -> Tick {
-        if self.state.scripts.kill_requested() {
+        if self.mode == Mode::Keyed {
+            if self.escaped {
+                return Tick::Kill;
+            }
+            if elapsed < KEYED_BUDGET {
+                return Tick::Continue;
+            }
+            if !self.wrote {
+                self.escaped = true;
+                return Tick::Kill;
+            }
+            if self.busy.is_none()
+                && let Some(closed) = self.state.gate.close_now()
+            {
+                self.busy = Some(closed);
+                self.state.scripts.begin(self.kind, self.request);
+                let unkillable = self.state.scripts.note_write();
+                debug_assert!(unkillable, "nobody could ask to kill it before it was busy");
+            }
+        } else if self.state.scripts.kill_requested() {
             return Tick::Kill;
         }
         if elapsed >= self.next_handoff {
@@ -322,7 +497,15 @@ impl ScriptHost<'_, '_, '_> {
             self.session.tally(spec, Ran::Rejected);
             return Value::error(refusal);
         }
-        if spec.write {
+        if self.mode == Mode::Keyed && spec.across.is_some() && !self.wrote {
+            // Another keyspace's block is the gated way's to take.
+            self.escaped = true;
+            return Value::error(ESCAPED);
+        }
+        let wrote_before = self.wrote;
+        if spec.write && self.mode == Mode::Keyed {
+            self.wrote = true;
+        } else if spec.write {
             if !self.state.scripts.note_write() {
                 // SCRIPT KILL came first: the script stops at its next tick, writing nothing.
                 return Value::error("ERR Script killed by user with SCRIPT KILL...");
@@ -333,6 +516,33 @@ impl ScriptHost<'_, '_, '_> {
             self.remembered = true;
             super::remember_keys(self.state, self.session, self.declared.iter().copied());
         }
+        let mut value = self.run_command(spec, args, context);
+        if self.mode == Mode::Keyed && is_key_not_locked(&value) {
+            // Beyond its shards (the command changed nothing: a block refuses before it
+            // touches anything). Abandoned if it has not written; else it takes the shards it
+            // needs if they are free, those of the command's keys, then every one.
+            if !wrote_before {
+                self.escaped = true;
+                return Value::error(ESCAPED);
+            }
+            let txn = self.blocks.current.1;
+            let keys: Vec<&[u8]> = spec.key_args(args).collect();
+            for wanted in [Some(keys.as_slice()), None] {
+                if !is_key_not_locked(&value) || !txn.try_lock_more(wanted) {
+                    break;
+                }
+                value = self.run_command(spec, args, context);
+            }
+            if is_key_not_locked(&value) {
+                value = Value::error(KEYED_UNDECLARED);
+            }
+        }
+        self.session.tally(spec, if value.is_error() { Ran::Failed } else { Ran::Ok });
+        value
+    }
+
+    /// Runs one command the script called on its block, its reply as a value.
+    fn run_command(&mut self, spec: &'static Spec, args: &[&[u8]], context: &CallContext) -> Value {
         let mut out = Vec::new();
         let mut reply = Reply { out: &mut out, protocol: server_protocol(context.protocol) };
         let ran = match spec.handler {
@@ -347,14 +557,12 @@ impl ScriptHost<'_, '_, '_> {
                     .unwrap_or_else(|| Err(CmdError(errors::NOT_ALLOWED_FROM_SCRIPT.into())))
             }),
         };
-        let value = match ran {
+        match ran {
             Ok(()) => hotset_script::parse_resp(&out)
                 .map(|(value, _)| value)
                 .unwrap_or_else(|error| Value::error(format!("ERR unreadable reply from {}: {error}", spec.name))),
             Err(CmdError(message)) => Value::error(message),
-        };
-        self.session.tally(spec, if value.is_error() { Ran::Failed } else { Ran::Ok });
-        value
+        }
     }
 
     /// Why `spec` may not run from this script, in Redis' words and order; `None` if it may.
@@ -478,6 +686,7 @@ pub fn script(state: &Arc<ServerState>, session: &mut Session, a: &[&[u8]], r: &
         }
         let mut engine = state.scripts.engine();
         engine.script_flush().map_err(script_error)?;
+        state.scripts.scripts_flushed();
         state.scripts.refresh(&engine);
         r.ok();
     } else {
@@ -618,6 +827,7 @@ fn change_libraries<R>(
     if logged.is_err() {
         engine.function_restore(&before, RestorePolicy::Flush).expect("the libraries that were loaded load again");
     }
+    state.scripts.functions_changed(&engine);
     state.scripts.refresh(&engine);
     logged.map(|()| changed)
 }

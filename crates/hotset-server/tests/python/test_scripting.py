@@ -523,3 +523,116 @@ def test_errors_inside_exec_are_counted_once(server):
     info = r.info("everything")
     assert info["errorstat_WRONGTYPE"] == {"count": 3}
     assert info["total_error_replies"] == 3
+
+
+def test_keyed_scripts_run_side_by_side_and_stay_atomic(server):
+    """EVALSHA and FCALL with declared keys run without the server-wide gate, each with its
+    keys' shards locked: many connections move one unit between two counters at once, and
+    readers (one command, or a transaction) never see the units out of balance."""
+    r = server.client(decode_responses=True)
+    r.mset({"left": 0, "right": 0})
+    move = r.script_load(
+        "local l = tonumber(redis.call('get', KEYS[1])) redis.call('set', KEYS[1], l - 1) "
+        "local r = tonumber(redis.call('get', KEYS[2])) redis.call('set', KEYS[2], r + 1) return r + 1")
+    r.function_load("#!lua name=mover\nredis.register_function('move', function(keys) "
+                    "redis.call('decr', keys[1]) return redis.call('incr', keys[2]) end)", replace=True)
+    stop = threading.Event()
+    failures = []
+
+    def reader(transaction):
+        c = server.client(decode_responses=True)
+        while not stop.is_set():
+            if transaction:
+                pipe = c.pipeline(transaction=True)
+                pipe.get("left").get("right")
+                left, right = pipe.execute()
+            else:
+                left, right = c.mget("left", "right")
+            if int(left) + int(right) != 0:
+                failures.append((left, right))
+
+    def writer(by_function):
+        c = server.client(decode_responses=True)
+        for _ in range(500):
+            if by_function:
+                c.fcall("move", 2, "left", "right")
+            else:
+                c.evalsha(move, 2, "left", "right")
+
+    readers = [threading.Thread(target=reader, args=(t,)) for t in (False, True)]
+    writers = [threading.Thread(target=writer, args=(i % 2 == 1,)) for i in range(6)]
+    for thread in readers + writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    stop.set()
+    for thread in readers:
+        thread.join()
+    assert not failures, failures[:5]
+    assert r.mget("left", "right") == ["-3000", "3000"]
+
+
+def other_shard_keys(prefix, count):
+    """Keys named alike: among a few dozen, several land on other shards than the first."""
+    return [f"{prefix}:{i}" for i in range(count)]
+
+
+def test_a_keyed_script_reaching_beyond_its_keys(server):
+    """A script may reach keys it did not declare, and the whole keyspace, as in Redis:
+    before it writes it runs again with every shard; after, it takes the shards it needs."""
+    r = server.client(decode_responses=True)
+    others = other_shard_keys("undeclared", 40)
+    r.mset({key: 1 for key in others})
+    # Reads beyond its keys, then writes: the keyed run is abandoned and done again.
+    read_then_write = r.script_load(
+        "local n = 0 for i = 1, #ARGV do n = n + tonumber(redis.call('get', ARGV[i])) end "
+        "redis.call('set', KEYS[1], n) return n")
+    assert r.evalsha(read_then_write, 1, "total", *others) == 40
+    assert r.get("total") == "40"
+    # Writes its key, then keys it did not declare, then the whole keyspace.
+    write_then_reach = r.script_load(
+        "redis.call('set', KEYS[1], 'first') for i = 1, #ARGV do redis.call('incr', ARGV[i]) end "
+        "return #redis.call('keys', 'undeclared:*')")
+    assert r.evalsha(write_then_reach, 1, "mine", *others) == 40
+    assert r.get("mine") == "first"
+    assert r.mget(others) == ["2"] * 40
+    # A function likewise.
+    r.function_load("#!lua name=reach\nredis.register_function('reach', function(keys, args) "
+                    "redis.call('set', keys[1], 'x') return redis.call('dbsize') end)", replace=True)
+    assert r.fcall("reach", 1, "fn-key") == r.dbsize()
+
+
+def test_a_long_keyed_script_can_be_killed_or_keeps_the_server_busy(server, tmp_path):
+    """A keyed script that runs long without writing goes the gated way and SCRIPT KILL
+    stops it; one that wrote keeps the server busy (-BUSY, UNKILLABLE) like a gated one."""
+    r = server.client(decode_responses=True)
+    r.config_set("busy-reply-threshold", 50)
+    loop = r.script_load("local i = 0 while true do i = i + 1 end")
+    try:
+        looping = deferred(r, "EVALSHA", loop, 1, "spin")
+        until(lambda: busy(r), "-BUSY")
+        assert error_of(r.ping) == BUSY_EVAL
+        assert r.script_kill() is True
+        with pytest.raises(redis.ResponseError, match="Script killed by user with SCRIPT KILL"):
+            looping.read_response()
+        until(lambda: r.ping(), "PONG after the kill")
+    finally:
+        stop_scripts(r)
+    if REDIS_PORT:
+        return
+    wrote = r.script_load("redis.call('set', KEYS[1], 'half') while true do end")
+    writing = deferred(r, "EVALSHA", wrote, 1, "half")
+    until(lambda: busy(r), "-BUSY after a write")
+    assert error_of(r.ping) == BUSY_EVAL
+    assert error_of(r.script_kill).startswith("UNKILLABLE")
+    try:
+        r.shutdown(nosave=True)
+    except redis.ConnectionError:
+        pass
+    assert server.proc.wait(timeout=DEADLINE) == 0
+    writing.disconnect()
+    again = Server(str(tmp_path / "data"))
+    try:
+        assert again.client().get("half") is None, "a script's writes are one record, at its end"
+    finally:
+        again.kill()
