@@ -124,10 +124,10 @@ class Hotset:
         words = self.proc.stdout.readline().split()
         if words[:3] != ["hotset", "ready:", "resp"]:
             sys.exit(f"hotset did not start: {words}")
-        self.addr = words[5]
+        self.resp_addr, self.addr = words[3], words[5]
 
-    def load(self, jsonl):
-        status, text = curl(self.addr, "POST", "/api/v1/namespaces", json.dumps({"name": "users", "indexes": INDEXES}))
+    def load(self, jsonl, namespace="users"):
+        status, text = curl(self.addr, "POST", "/api/v1/namespaces", json.dumps({"name": namespace, "indexes": INDEXES}))
         assert status == 201, text
         host, port = self.addr.split(":")
         started = time.monotonic()
@@ -138,7 +138,7 @@ class Hotset:
                 if not chunk:
                     break
                 conn = http.client.HTTPConnection(host, int(port), timeout=600)
-                conn.request("POST", "/api/v1/namespaces/users/items", body=chunk,
+                conn.request("POST", f"/api/v1/namespaces/{namespace}/items", body=chunk,
                              headers={"content-type": "application/x-ndjson"})
                 answer = conn.getresponse()
                 text = answer.read().decode()
