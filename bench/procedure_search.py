@@ -46,8 +46,6 @@ Needs: wrk, tarantool (Debian's 2.6), mariadb-server (mariadbd, mariadb-install-
 mariadb-slap), a release build (built here: hotset and resp_drive). Prints a table and one
 JSON line; writes bench/results/<date>-procedure-search.json.
 """
-import argparse
-import datetime
 import json
 import os
 import resource
@@ -60,7 +58,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from profile_search import Hotset, MariaDB, condition, data_files, free_port, prefix_pairs  # noqa: E402
+from profile_search import (Hotset, MariaDB, arguments, condition, data_files, free_port,  # noqa: E402
+                            prefix_pairs, write_result)
 from run_http import http as curl, log, lua_script, wrk  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -69,6 +68,7 @@ RESP_DRIVE = os.path.join(ROOT, "target", "release", "resp_drive")
 EXAMPLE = os.path.join(ROOT, "examples", "procedures", "profiles.lua")
 TARANTOOL_SERVER = os.path.join(HERE, "tarantool", "profiles.lua")
 TARANTOOL_DRIVE = os.path.join(HERE, "tarantool", "drive.lua")
+HTTP_PATH = "/api/v1/functions/search_profiles"
 # The namespace the example queries.
 NAMESPACE = "profiles"
 PAGE = 20
@@ -229,9 +229,9 @@ def check_answers(resp, tarantool, mariadb, pairs, work):
 
 def http_route(addr, first, last, expected):
     """Whether POST /api/v1/functions/search_profiles exists (and answers the page)."""
-    status, text = curl(addr, "POST", "/api/v1/functions/search_profiles", json.dumps([first, last, 0, PAGE]))
+    status, text = curl(addr, "POST", HTTP_PATH, json.dumps([first, last, 0, PAGE]))
     if status == 404:
-        log(f"skipping hotset_http: POST /api/v1/functions/search_profiles answers 404 ({text.strip()})")
+        log(f"skipping hotset_http: POST {HTTP_PATH} answers 404 ({text.strip()})")
         return False
     assert status == 200 and page_of(json.loads(text)) == expected, (status, text)
     return True
@@ -289,6 +289,19 @@ def overhead(hotset, files, seconds):
             "difference_us": round(procedure["mean_us"] - direct["mean_us"], 2)}
 
 
+def driver_inputs(work, pairs, command):
+    """The files the load drivers read, by name: one request a pair, in the pairs' order."""
+    lines = {
+        "pairs.json": [json.dumps(pairs)],
+        "resp.jsonl": [json.dumps(command[:-4] + [p, q, 0, PAGE]) for p, q in pairs],
+        "http.lua": [lua_script(HTTP_PATH, [json.dumps([p, q, 0, PAGE]) for p, q in pairs])],
+        "mariadb.sql": [f"CALL search_profiles('{p}', '{q}', 0, {PAGE});" for p, q in pairs],
+        "passthrough.jsonl": [json.dumps(["FCALL_RO", "passthrough_sql", 0, direct_sql(p, q)]) for p, q in pairs],
+        "direct.jsonl": [json.dumps(["DOC.SQL", direct_sql(p, q)]) for p, q in pairs],
+    }
+    return {name.split(".")[0]: write_lines(os.path.join(work, name), text) for name, text in lines.items()}
+
+
 def prepare(a, work):
     """Starts and loads the three servers, checks them, writes the drivers' inputs."""
     jsonl, tsv = data_files(a.n)
@@ -317,18 +330,7 @@ def prepare(a, work):
     finally:
         resp.close()
     http = http_route(servers["hotset"].addr, first, last, expected)
-    files = {
-        "pairs": write_lines(os.path.join(work, "pairs.json"), [json.dumps(pairs)]),
-        "resp": write_lines(os.path.join(work, "resp.jsonl"),
-                            [json.dumps(command[:-4] + [p, q, 0, PAGE]) for p, q in pairs]),
-        "http": write_lines(os.path.join(work, "http.lua"),
-                            [lua_script("/api/v1/functions/search_profiles", [json.dumps([p, q, 0, PAGE]) for p, q in pairs])]),
-        "mariadb": write_lines(os.path.join(work, "mariadb.sql"),
-                               [f"CALL search_profiles('{p}', '{q}', 0, {PAGE});" for p, q in pairs]),
-        "passthrough": write_lines(os.path.join(work, "passthrough.jsonl"),
-                                   [json.dumps(["FCALL_RO", "passthrough_sql", 0, direct_sql(p, q)]) for p, q in pairs]),
-        "direct": write_lines(os.path.join(work, "direct.jsonl"), [json.dumps(["DOC.SQL", direct_sql(p, q)]) for p, q in pairs]),
-    }
+    files = driver_inputs(work, pairs, command)
     loads = {"hotset_load_s": round(load_s, 2), "tarantool_load_s": round(servers["tarantool"].load_s, 2),
              "mariadb_load_s": round(mariadb_load_s, 2)}
     return servers, files, http, command[:2], loads
@@ -384,20 +386,16 @@ def print_table(median, loads, load_before, load_after):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("-r", type=int, default=3)
-    ap.add_argument("--seconds", type=int, default=10)
-    ap.add_argument("--n", type=int, default=1_000_006)
-    ap.add_argument("--pairs", type=int, default=2000)
+    ap = arguments()
     ap.add_argument("--resp-command", choices=["FCALL_RO", "DOC.CALL"], default="FCALL_RO")
-    ap.add_argument("--date", default=datetime.date.today().isoformat())
     a = ap.parse_args()
     for tool in ("wrk", "tarantool", "mariadbd", "mariadb-slap"):
         if not shutil.which(tool):
             sys.exit(f"{tool} is missing: apt-get install -y wrk tarantool mariadb-server mariadb-client")
     subprocess.check_call(["cargo", "build", "--release", "-q", "-p", "hotset-server", "--bin", "hotset",
                            "-p", "hotset-bench", "--bin", "resp_drive"], cwd=ROOT)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
     work = tempfile.mkdtemp(prefix="hotset-procedure-bench-")
     os.chmod(work, 0o755)
     load_before = os.getloadavg()
@@ -415,11 +413,7 @@ def main():
               "seconds": a.seconds, "pairs": a.pairs, "connections": CONNECTIONS, "resp_command": command,
               "http_skipped": not http, "load_before": load_before, "load_after": load_after, **loads,
               "median": median, "rounds": rounds}
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    path = os.path.join(HERE, "results", f"{a.date}-procedure-search.json")
-    with open(path, "w") as f:
-        json.dump(report, f, indent=1)
-        f.write("\n")
+    path = write_result(f"{a.date}-procedure-search.json", report)
     print_table(median, loads, load_before, load_after)
     log(f"wrote {os.path.relpath(path, ROOT)}")
     print(json.dumps({"bench": "procedure_search", "rows": a.n, "resp_command": command, "median": median}))
