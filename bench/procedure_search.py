@@ -8,7 +8,7 @@ bench/profile_search.py (whose data files, Hotset and MariaDB start-up and loadi
 imports); the Hotset procedure library (examples/procedures/profiles.lua, unchanged, loaded
 with FUNCTION LOAD REPLACE, plus `search_profiles_json`, appended to the same library text,
 which answers the search's value as JSON text whether the example returns JSON text or a Lua
-table) and a library `procbench` with `passthrough_sql`; the throwaway Tarantool instance
+table) and a library `procbench` with `passthrough_sql` and `constant`; the throwaway Tarantool instance
 (bench/tarantool/profiles.lua) and its client (bench/tarantool/drive.lua); the MariaDB
 procedure; checking that all three find the same totals and first pages for sample pairs;
 R interleaved rounds, medians, and bench/results/<date>-procedure-search.json. Never leaves
@@ -35,6 +35,7 @@ What is timed, every side with 8 connections, pipelining 1, for --seconds, the p
                against `DOC.SQL <sql>`, for the same query as the procedure's:
                SELECT COUNT(*), * FROM profiles WHERE first_name LIKE 'p%' AND last_name LIKE
                'q%' ORDER BY first_name, last_name, id LIMIT 20; the difference of the means.
+               Beside it, the call alone: `FCALL_RO constant 0` (returns a string) against PING.
 Each round runs the sides in turn, in the opposite order every other round; the medians of
 the rounds are reported, with the load average before and after, and each load driver's CPU
 (seconds of CPU per second timed). All drivers share the 2 cores with the servers.
@@ -92,6 +93,11 @@ PASSTHROUGH = """#!lua name=procbench
 redis.register_function{
   function_name = 'passthrough_sql',
   callback = function(keys, args) return hotset.tojson(hotset.sql(args[1])) end,
+  flags = {'no-writes'},
+}
+redis.register_function{
+  function_name = 'constant',
+  callback = function(keys, args) return 'PONG' end,
   flags = {'no-writes'},
 }
 """
@@ -282,11 +288,14 @@ def timed_sides(hotset, tarantool, mariadb, files, seconds, http):
 
 
 def overhead(hotset, files, seconds):
-    """Mean latency of the passthrough procedure and of the direct query, one connection."""
-    procedure = resp_drive(hotset.resp_addr, files["passthrough"], 1, seconds)
-    direct = resp_drive(hotset.resp_addr, files["direct"], 1, seconds)
-    return {"procedure_mean_us": procedure["mean_us"], "direct_mean_us": direct["mean_us"],
-            "difference_us": round(procedure["mean_us"] - direct["mean_us"], 2)}
+    """Mean latencies, one connection: the passthrough procedure and the direct query; and,
+    to tell the call from the conversions, a procedure returning a constant and PING."""
+    mean_us = {name: resp_drive(hotset.resp_addr, files[name], 1, seconds)["mean_us"]
+               for name in ("passthrough", "direct", "constant", "ping")}
+    return {"procedure_mean_us": mean_us["passthrough"], "direct_mean_us": mean_us["direct"],
+            "difference_us": round(mean_us["passthrough"] - mean_us["direct"], 2),
+            "constant_mean_us": mean_us["constant"], "ping_mean_us": mean_us["ping"],
+            "call_only_us": round(mean_us["constant"] - mean_us["ping"], 2)}
 
 
 def driver_inputs(work, pairs, command):
@@ -298,6 +307,8 @@ def driver_inputs(work, pairs, command):
         "mariadb.sql": [f"CALL search_profiles('{p}', '{q}', 0, {PAGE});" for p, q in pairs],
         "passthrough.jsonl": [json.dumps(["FCALL_RO", "passthrough_sql", 0, direct_sql(p, q)]) for p, q in pairs],
         "direct.jsonl": [json.dumps(["DOC.SQL", direct_sql(p, q)]) for p, q in pairs],
+        "constant.jsonl": [json.dumps(["FCALL_RO", "constant", 0])],
+        "ping.jsonl": [json.dumps(["PING"])],
     }
     return {name.split(".")[0]: write_lines(os.path.join(work, name), text) for name, text in lines.items()}
 
@@ -381,7 +392,8 @@ def print_table(median, loads, load_before, load_after):
     o = median["overhead"]
     print("procedure call overhead (FCALL_RO passthrough_sql against DOC.SQL, 1 connection): "
           f"{o['procedure_mean_us']} - {o['direct_mean_us']} = {o['difference_us']} µs "
-          f"(goal < 5: {'met' if o['difference_us'] < 5 else 'not met'})")
+          f"(goal < 5: {'met' if o['difference_us'] < 5 else 'not met'}); the call alone (FCALL_RO constant "
+          f"against PING): {o['constant_mean_us']} - {o['ping_mean_us']} = {o['call_only_us']} µs")
     print(f"loads: {loads}; load average {load_before} -> {load_after}")
 
 
