@@ -8,9 +8,9 @@ bench/profile_search.py (whose data files, Hotset and MariaDB start-up and loadi
 imports); the Hotset procedure library (examples/procedures/profiles.lua, unchanged, loaded
 with FUNCTION LOAD REPLACE, plus `search_profiles_json`, appended to the same library text,
 which answers the search's value as JSON text whether the example returns JSON text or a Lua
-table) and a library `procbench` with `passthrough_sql` and `constant`; the throwaway Tarantool instance
-(bench/tarantool/profiles.lua) and its client (bench/tarantool/drive.lua); the MariaDB
-procedure; checking that all three find the same totals and first pages for sample pairs;
+table) and a library `procbench` with `passthrough_sql` and `constant`; the throwaway
+Tarantool instance (bench/tarantool/profiles.lua) and its client (bench/tarantool/drive.lua);
+the MariaDB procedure; checking that all three find the same totals and first pages for sample pairs;
 R interleaved rounds, medians, and bench/results/<date>-procedure-search.json. Never leaves
 a server or a temporary folder behind, or waits on a sleep.
 
@@ -26,12 +26,15 @@ What is timed, every side with 8 connections, pipelining 1, for --seconds, the p
   tarantool    `search_profiles(first, last, offset, limit)`, a Lua function in a memtx
                instance (TREE index on (first_name, last_name) with unicode_ci; a seek per
                first name), called over net.box by 8 fibers of one tarantool client process.
+               wal_mode 'none': the run only reads, so a log would slow the load and nothing
+               else (Hotset and MariaDB keep their default logs, which reads do not touch).
   mariadb      `CALL search_profiles('<first>', '<last>', 0, 20)` (InnoDB, the indexes of
                profile_search.py; the page then COUNT(*)) under mariadb-slap --concurrency=8;
                its rate is the SELECTs it ran over mariadb-slap's wall time, two per call
                (its driver CPU includes the short run that sizes the timed one).
   overhead     one connection, pipelining 1: `FCALL_RO passthrough_sql 0 <sql>` (a procedure
-               returning `hotset.tojson(hotset.sql(sql))`, checked equal to the direct answer)
+               returning `hotset.tojson(hotset.sql(sql))`, checked equal to the direct answer as
+               JSON values: the fields' order is not kept through a Lua table)
                against `DOC.SQL <sql>`, for the same query as the procedure's:
                SELECT COUNT(*), * FROM profiles WHERE first_name LIKE 'p%' AND last_name LIKE
                'q%' ORDER BY first_name, last_name, id LIMIT 20; the difference of the means.
