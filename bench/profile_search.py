@@ -124,10 +124,10 @@ class Hotset:
         words = self.proc.stdout.readline().split()
         if words[:3] != ["hotset", "ready:", "resp"]:
             sys.exit(f"hotset did not start: {words}")
-        self.addr = words[5]
+        self.resp_addr, self.addr = words[3], words[5]
 
-    def load(self, jsonl):
-        status, text = curl(self.addr, "POST", "/api/v1/namespaces", json.dumps({"name": "users", "indexes": INDEXES}))
+    def load(self, jsonl, namespace="users"):
+        status, text = curl(self.addr, "POST", "/api/v1/namespaces", json.dumps({"name": namespace, "indexes": INDEXES}))
         assert status == 201, text
         host, port = self.addr.split(":")
         started = time.monotonic()
@@ -138,7 +138,7 @@ class Hotset:
                 if not chunk:
                     break
                 conn = http.client.HTTPConnection(host, int(port), timeout=600)
-                conn.request("POST", "/api/v1/namespaces/users/items", body=chunk,
+                conn.request("POST", f"/api/v1/namespaces/{namespace}/items", body=chunk,
                              headers={"content-type": "application/x-ndjson"})
                 answer = conn.getresponse()
                 text = answer.read().decode()
@@ -236,15 +236,31 @@ class MariaDB:
         self.proc.wait(timeout=120)
 
 
-def main():
+def arguments():
+    """The options every profile runner takes: rounds, seconds a run, rows, pairs, date."""
     ap = argparse.ArgumentParser()
     ap.add_argument("-r", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--n", type=int, default=1_000_006)
     ap.add_argument("--pairs", type=int, default=2000)
+    ap.add_argument("--date", default=datetime.date.today().isoformat())
+    return ap
+
+
+def write_result(name, report):
+    """Writes the report as bench/results/<name>; its path."""
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    path = os.path.join(HERE, "results", name)
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")
+    return path
+
+
+def main():
+    ap = arguments()
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--follow", action="store_true", help="Hotset follows MariaDB's table (live sync) instead of a load")
-    ap.add_argument("--date", default=datetime.date.today().isoformat())
     a = ap.parse_args()
     variants = a.variants.split(",")
     for tool in ("wrk", "mariadbd", "mariadb-slap"):
@@ -320,11 +336,7 @@ def main():
               "follow": a.follow, "hotset_load_s": round(load_s, 2),
               "hotset_load_rows_s": round(rows / load_s), "mariadb_load_s": round(maria_load_s, 1),
               "median": median, "runs": runs}
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    path = os.path.join(HERE, "results", f"{a.date}-profile-{a.n}{'-follow' if a.follow else ''}.json")
-    with open(path, "w") as f:
-        json.dump(report, f, indent=1)
-        f.write("\n")
+    path = write_result(f"{a.date}-profile-{a.n}{'-follow' if a.follow else ''}.json", report)
     print("| variant | hotset requests/s | p50 µs | p99 µs | mariadb requests/s | ratio |")
     print("|---|---:|---:|---:|---:|---:|")
     for variant, m in median.items():
