@@ -99,7 +99,8 @@ fn array(lua: &Lua, arguments: MultiValue) -> mlua::Result<Table> {
 }
 
 fn to_json_text(lua: &Lua, value: LuaValue) -> mlua::Result<mlua::LuaString> {
-    let json = lua_to_json(&value, &array_mark(lua)?, "value")
+    let marker = array_mark(lua)?;
+    let json = crate::run::unguarded(lua, || Ok(lua_to_json(&value, &marker, "value")))?
         .map_err(|why| raise_error_table(lua, format!("hotset.tojson: {why}").as_bytes()))?;
     lua.create_string(json.to_string())
 }
@@ -136,15 +137,22 @@ fn document_call(lua: &Lua, op: i64, arguments: MultiValue) -> mlua::Result<Mult
         }
     };
     let json = |index: usize, what: &str| lua_to_json(&argument(index), &marker, what).map_err(&refuse);
-    let values = match op {
-        GET => vec![json(1, "key")?],
-        QUERY => vec![json(1, "query")?],
-        SQL => {
-            (1..arguments.len()).map(|index| json(index, &format!("parameter {index}"))).collect::<Result<_, _>>()?
-        }
-        DELETE => (1..arguments.len()).map(|index| json(index, &format!("key {index}"))).collect::<Result<_, _>>()?,
-        _ => (1..arguments.len()).map(|index| json(index, &format!("document {index}"))).collect::<Result<_, _>>()?,
-    };
+    // Reading the script's tables unguarded (`run::unguarded`).
+    let values = crate::run::unguarded(lua, || {
+        Ok(match op {
+            GET => vec![json(1, "key")?],
+            QUERY => vec![json(1, "query")?],
+            SQL => (1..arguments.len())
+                .map(|index| json(index, &format!("parameter {index}")))
+                .collect::<Result<_, _>>()?,
+            DELETE => {
+                (1..arguments.len()).map(|index| json(index, &format!("key {index}"))).collect::<Result<_, _>>()?
+            }
+            _ => {
+                (1..arguments.len()).map(|index| json(index, &format!("document {index}"))).collect::<Result<_, _>>()?
+            }
+        })
+    })?;
     let call = match op {
         GET | DELETE if values.is_empty() || values.iter().any(Json::is_null) => {
             return Err(refuse("a key is required (argument #2 on)".into()));
@@ -191,5 +199,5 @@ fn document_call(lua: &Lua, op: i64, arguments: MultiValue) -> mlua::Result<Mult
     if op == GET && json.is_null() {
         return Ok(single(LuaValue::Nil));
     }
-    Ok(single(json_to_lua(lua, &json, &marker)?))
+    Ok(single(crate::run::unguarded(lua, || json_to_lua(lua, &json, &marker))?))
 }

@@ -310,7 +310,7 @@ fn redis_call(lua: &Lua, arguments: MultiValue, raise_errors: bool) -> mlua::Res
     };
     let slices: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
     let reply = with_host(lua, |host| host.call(&slices, &context)).ok_or_else(|| outside_run(lua, "call"))?;
-    let value = reply_to_lua(lua, &reply, context.protocol)?;
+    let value = crate::run::unguarded(lua, || reply_to_lua(lua, &reply, context.protocol))?;
     if raise_errors && reply.is_error() {
         return Err(raise(lua, value));
     }

@@ -251,6 +251,19 @@ impl Vm {
     }
 }
 
+/// Runs `f` with the state's memory limit lifted, for building Lua values out of what the
+/// server answered (a command's reply, a query's documents) or reading a script's values
+/// into JSON: under a limit mlua guards every table and string it makes against Lua's
+/// out-of-memory jump, which cost more than the query itself for a page of documents. What
+/// is built is bounded by the server's own limits on replies and queries; the script's own
+/// allocations stay under the limit (a state over it fails its next one).
+pub(crate) fn unguarded<R>(lua: &Lua, f: impl FnOnce() -> mlua::Result<R>) -> mlua::Result<R> {
+    let limit = lua.set_memory_limit(0)?;
+    let result = f();
+    lua.set_memory_limit(limit)?;
+    result
+}
+
 /// The count hook, set once per state: every [`HOOK_INSTRUCTIONS`] instructions of a run or
 /// a library load it checks the load deadline, or asks the host whether to go on. Once a script is killed every later firing raises again,
 /// so a `pcall` cannot swallow the kill.

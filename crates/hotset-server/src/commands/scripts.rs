@@ -29,7 +29,8 @@
 //! free, never waiting for it (`KeyspaceTxn::try_lock_more`: waiting could deadlock), and
 //! fail that command otherwise; past the budget it closes the gate at once
 //! (`Gate::close_now`) so that the server answers `-BUSY` as Redis does while an
-//! unkillable script runs.
+//! unkillable script runs. A procedure over documents that cannot write runs keyed too,
+//! keys or not, its document reads each seeing a committed state.
 //!
 //! A procedure's `hotset.*` document calls go through the same host to
 //! `commands::procedures`; its document writes are applied there once the script has
@@ -175,9 +176,10 @@ pub fn call(
 /// Connections reaching its keys wait this long at most for a script that reads.
 const KEYED_BUDGET: Duration = Duration::from_millis(5);
 
-/// A keyed run (see the module's doc): `None` when the script goes the gated way (no
-/// declared keys, EVAL's body, a batch that holds the gate already, code that names the
-/// documents, anything `prepare` would refuse, or a run that escaped).
+/// A keyed run (see the module's doc): `None` when the script goes the gated way (EVAL's
+/// body, a batch that holds the gate already, no declared keys unless it is a read-only
+/// procedure, a procedure that may write, anything `prepare` would refuse, or a run that
+/// escaped).
 fn keyed(
     state: &Arc<ServerState>,
     session: &mut Session,
@@ -190,9 +192,6 @@ fn keyed(
     }
     let function = command.by == By::Function;
     let (keys, args) = split_keys(a[2], &a[3..], function).ok()?;
-    if keys.is_empty() {
-        return None;
-    }
     let call = Call { command, request: a, keys, args };
     let keyspace = Arc::clone(&session.keyspace);
     let name = session.keyspace_name.clone();
@@ -207,13 +206,18 @@ fn keyed(
         };
         let may_fill = flags
             .is_some_and(|flags| !flags.contains(ScriptFlags::ALLOW_OOM) && !flags.contains(ScriptFlags::NO_WRITES));
-        if documents || (may_fill && session.over_memory) {
+        let read_only = command.read_only || flags.is_some_and(|flags| flags.contains(ScriptFlags::NO_WRITES));
+        // A procedure over documents runs keyed only when it cannot write; a script runs
+        // keyed only with keys (a read-only procedure's key reads lock nothing, and so go
+        // the gated way).
+        let keyed = if documents { read_only } else { !keys.is_empty() };
+        if !keyed || (may_fill && session.over_memory) {
             return None;
         }
         let acks = std::mem::take(&mut session.acks);
         let ran = keyspace.writes(Durability::Collect(&acks)).atomic(keys, |txn| {
             let blocks = Blocks { current: (&name, txn), others: (&[], &[]) };
-            run_on(engine, state, session, &call, &blocks, Mode::Keyed)
+            run_on(engine, state, session, &call, &blocks, Mode::Keyed { documents })
         });
         session.acks = acks;
         Some(ran)
@@ -283,7 +287,9 @@ enum Mode {
     /// (outside MULTI: they are applied after the block, see `procedures`).
     Gated { documents: bool },
     /// With its keys' shards locked, on this thread's engine, beside other scripts.
-    Keyed,
+    /// `documents`: a read-only procedure, whose document reads each see a committed
+    /// state (they do not exclude writes from other connections).
+    Keyed { documents: bool },
 }
 
 /// Runs the script gated (the caller closed the gate) with its `redis.call`s on the
@@ -444,7 +450,10 @@ impl Host for ScriptHost<'_, '_, '_> {
     }
 
     fn documents(&mut self, call: DocumentCall<'_>, context: &CallContext) -> Result<Vec<u8>, DocumentError> {
-        if self.mode == Mode::Keyed {
+        if let Mode::Keyed { documents: true } = self.mode {
+            return super::procedures::documents(self.state, &mut self.procedure, call, context, self.wrote);
+        }
+        if let Mode::Keyed { .. } = self.mode {
             // Documents are reached under the gate alone (a name the code did not show).
             if !self.wrote {
                 self.escaped = true;
@@ -456,7 +465,7 @@ impl Host for ScriptHost<'_, '_, '_> {
     }
 
     fn tick(&mut self, elapsed: Duration) -> Tick {
-        if self.mode == Mode::Keyed {
+        if matches!(self.mode, Mode::Keyed { .. }) {
             if self.escaped {
                 return Tick::Kill;
             }
@@ -497,13 +506,13 @@ impl ScriptHost<'_, '_, '_> {
             self.session.tally(spec, Ran::Rejected);
             return Value::error(refusal);
         }
-        if self.mode == Mode::Keyed && spec.across.is_some() && !self.wrote {
+        if matches!(self.mode, Mode::Keyed { .. }) && spec.across.is_some() && !self.wrote {
             // Another keyspace's block is the gated way's to take.
             self.escaped = true;
             return Value::error(ESCAPED);
         }
         let wrote_before = self.wrote;
-        if spec.write && self.mode == Mode::Keyed {
+        if spec.write && matches!(self.mode, Mode::Keyed { .. }) {
             self.wrote = true;
         } else if spec.write {
             if !self.state.scripts.note_write() {
@@ -517,7 +526,7 @@ impl ScriptHost<'_, '_, '_> {
             super::remember_keys(self.state, self.session, self.declared.iter().copied());
         }
         let mut value = self.run_command(spec, args, context);
-        if self.mode == Mode::Keyed && is_key_not_locked(&value) {
+        if matches!(self.mode, Mode::Keyed { .. }) && is_key_not_locked(&value) {
             // Beyond its shards (the command changed nothing: a block refuses before it
             // touches anything). Abandoned if it has not written; else it takes the shards it
             // needs if they are free, those of the command's keys, then every one.
