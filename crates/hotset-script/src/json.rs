@@ -96,60 +96,107 @@ pub fn integer_to_lua(lua: &Lua, value: i128) -> mlua::Result<LuaValue> {
 /// JSON as a Lua value; arrays get `array_mt` as their metatable.
 pub fn json_to_lua(lua: &Lua, value: &Json, array_mt: &Table) -> mlua::Result<LuaValue> {
     Ok(match value {
-        Json::Null => null(),
+        Json::Array(_) | Json::Object(_) => LuaValue::Table(table_of(lua, value, array_mt)?),
+        Json::String(text) => LuaValue::String(lua.create_string(text)?),
+        scalar => scalar_to_lua(lua, scalar)?,
+    })
+}
+
+/// A JSON scalar (not a string) as a Lua value.
+fn scalar_to_lua(lua: &Lua, value: &Json) -> mlua::Result<LuaValue> {
+    Ok(match value {
         Json::Bool(truth) => LuaValue::Boolean(*truth),
         Json::Number(number) => match (number.as_i64(), number.as_u64()) {
             (Some(integer), _) => integer_to_lua(lua, i128::from(integer))?,
             (None, Some(integer)) => integer_to_lua(lua, i128::from(integer))?,
             (None, None) => LuaValue::Number(number.as_f64().unwrap_or(f64::NAN)),
         },
-        Json::String(text) => LuaValue::String(lua.create_string(text)?),
+        _ => null(),
+    })
+}
+
+/// A JSON array or object as a table. Strings, keys and values alike, are set as `&str`,
+/// which mlua pushes straight onto the stack: a `LuaString` handle each would cost a
+/// reference slot made and freed, most of a page of documents' conversion.
+fn table_of(lua: &Lua, value: &Json, array_mt: &Table) -> mlua::Result<Table> {
+    match value {
         Json::Array(elements) => {
             let table = lua.create_table_with_capacity(elements.len(), 0)?;
             for (index, element) in elements.iter().enumerate() {
-                table.raw_set(index + 1, json_to_lua(lua, element, array_mt)?)?;
+                set(lua, &table, index + 1, element, array_mt)?;
             }
             table.set_metatable(Some(array_mt.clone()))?;
-            LuaValue::Table(table)
+            Ok(table)
         }
         Json::Object(fields) => {
             let table = lua.create_table_with_capacity(0, fields.len())?;
             for (key, field) in fields {
-                table.raw_set(lua.create_string(key)?, json_to_lua(lua, field, array_mt)?)?;
+                set(lua, &table, key.as_str(), field, array_mt)?;
             }
-            LuaValue::Table(table)
+            Ok(table)
         }
-    })
+        _ => unreachable!("only arrays and objects are tables"),
+    }
+}
+
+/// `table[key] = value`, raw, the value converted by its kind.
+fn set<K: mlua::IntoLua>(lua: &Lua, table: &Table, key: K, value: &Json, array_mt: &Table) -> mlua::Result<()> {
+    match value {
+        Json::String(text) => table.raw_set(key, text.as_str()),
+        Json::Array(_) | Json::Object(_) => table.raw_set(key, table_of(lua, value, array_mt)?),
+        scalar => table.raw_set(key, scalar_to_lua(lua, scalar)?),
+    }
 }
 
 /// A Lua value as JSON; the error names the path of what could not be converted, starting
 /// at `path`. `nil` is JSON null here (an argument left out), never inside a table.
 pub fn lua_to_json(value: &LuaValue, array_mt: &Table, path: &str) -> Result<Json, String> {
-    to_json(value, array_mt, &mut path.to_string(), 0)
+    to_json(value, array_mt, 0).map_err(|failure| {
+        let inner: String = failure.path.iter().rev().map(String::as_str).collect();
+        format!("{path}{inner}: {}", failure.why)
+    })
 }
 
-fn to_json(value: &LuaValue, array_mt: &Table, path: &mut String, depth: usize) -> Result<Json, String> {
+/// Why a value is not JSON, and where: the path's segments innermost first, each added as
+/// the error passes a level on its way out (nothing is spent on paths when all is well).
+struct Failure {
+    path: Vec<String>,
+    why: String,
+}
+
+impl Failure {
+    fn new(why: impl Into<String>) -> Failure {
+        Failure { path: Vec::new(), why: why.into() }
+    }
+
+    fn at(mut self, segment: impl FnOnce() -> String) -> Failure {
+        self.path.push(segment());
+        self
+    }
+}
+
+fn to_json(value: &LuaValue, array_mt: &Table, depth: usize) -> Result<Json, Failure> {
     Ok(match value {
         LuaValue::Nil => Json::Null,
         value if is_null(value) => Json::Null,
         LuaValue::Boolean(truth) => Json::Bool(*truth),
         LuaValue::Integer(integer) => Json::from(*integer),
         LuaValue::Number(number) => {
-            number_to_json(*number).ok_or_else(|| format!("{path}: {number} is not a JSON number"))?
+            number_to_json(*number).ok_or_else(|| Failure::new(format!("{number} is not a JSON number")))?
         }
         LuaValue::String(text) => match std::str::from_utf8(&text.as_bytes()) {
             Ok(text) => Json::String(text.to_string()),
-            Err(_) => return Err(format!("{path}: a string that is not UTF-8")),
+            Err(_) => return Err(Failure::new("a string that is not UTF-8")),
         },
         LuaValue::UserData(data) => match data.borrow::<Exact>() {
-            Ok(exact) => Json::Number(exact.to_json().ok_or_else(|| format!("{path}: integer out of range"))?),
-            Err(_) => return Err(format!("{path}: a userdata is not JSON")),
+            Ok(exact) => Json::Number(exact.to_json().ok_or_else(|| Failure::new("integer out of range"))?),
+            Err(_) => return Err(Failure::new("a userdata is not JSON")),
         },
         LuaValue::Table(_) if depth >= JSON_DEPTH_MAX => {
-            return Err(format!("{path}: tables nest deeper than {JSON_DEPTH_MAX} levels"));
+            return Err(Failure::new(format!("tables nest deeper than {JSON_DEPTH_MAX} levels")));
         }
-        LuaValue::Table(table) => table_to_json(table, array_mt, path, depth)?,
-        other => return Err(format!("{path}: a {} is not JSON", crate::sandbox::type_name(other))),
+        LuaValue::Table(table) => table_to_json(table, array_mt, depth)?,
+        other => return Err(Failure::new(format!("a {} is not JSON", crate::sandbox::type_name(other)))),
     })
 }
 
@@ -163,69 +210,49 @@ fn number_to_json(number: f64) -> Option<Json> {
     Number::from_f64(number).map(Json::Number)
 }
 
-/// What a table's keys make it.
-enum Shape {
-    Array(usize),
-    Object,
-}
-
-fn table_to_json(table: &Table, array_mt: &Table, path: &mut String, depth: usize) -> Result<Json, String> {
-    let marked = table.metatable().is_some_and(|meta| meta == *array_mt);
-    let shape = shape_of(table, marked).map_err(|why| format!("{path}: {why}"))?;
-    let length = path.len();
-    let json = match shape {
-        Shape::Array(count) => {
-            let mut elements = Vec::with_capacity(count);
-            for index in 1..=count {
-                let element: LuaValue = table.raw_get(index).map_err(|error| error.to_string())?;
-                path.push_str(&format!("[{index}]"));
-                elements.push(to_json(&element, array_mt, path, depth + 1)?);
-                path.truncate(length);
-            }
-            Json::Array(elements)
+/// A table as a JSON array or object, its pairs walked once: keys 1..n make an array (so
+/// does the mark `array_mt`, for an empty one), string keys an object.
+fn table_to_json(table: &Table, array_mt: &Table, depth: usize) -> Result<Json, Failure> {
+    let mut pairs = Vec::new();
+    let (mut strings, mut largest) = (0usize, 0i64);
+    for pair in table.pairs::<LuaValue, LuaValue>() {
+        let (key, value) = pair.map_err(|_| Failure::new("a table that cannot be walked"))?;
+        match &key {
+            LuaValue::Integer(index) if *index >= 1 => largest = largest.max(*index),
+            LuaValue::String(_) => strings += 1,
+            _ => return Err(Failure::new("a table key that is neither a string nor a positive integer")),
         }
-        Shape::Object => {
-            let mut fields = Map::new();
-            for pair in table.pairs::<LuaValue, LuaValue>() {
-                let (key, field) = pair.map_err(|error| error.to_string())?;
-                let LuaValue::String(key) = key else { unreachable!("shape_of saw only string keys") };
-                let key = String::from(&*key.to_str().map_err(|_| format!("{path}: a key that is not UTF-8"))?);
-                path.push('.');
-                path.push_str(&key);
-                let field = to_json(&field, array_mt, path, depth + 1)?;
-                path.truncate(length);
+        pairs.push((key, value));
+    }
+    let integers = pairs.len() - strings;
+    let marked = || table.metatable().is_some_and(|meta| meta == *array_mt);
+    match (integers, strings) {
+        (0, 0) if marked() => Ok(Json::Array(Vec::new())),
+        (0, 0) => Ok(Json::Object(Map::new())),
+        (_, 0) if usize::try_from(largest).is_ok_and(|largest| largest == integers) => {
+            // `pairs` walks the array part in order, but the hash part in any: placed by key.
+            let mut elements = vec![Json::Null; integers];
+            for (key, value) in &pairs {
+                let LuaValue::Integer(index) = key else { unreachable!("only integer keys here") };
+                let at = usize::try_from(*index - 1).expect("keys are 1..n");
+                elements[at] =
+                    to_json(value, array_mt, depth + 1).map_err(|failure| failure.at(|| format!("[{index}]")))?;
+            }
+            Ok(Json::Array(elements))
+        }
+        (_, 0) => Err(Failure::new("an array with holes (its keys are not 1..n)")),
+        (0, _) if marked() => Err(Failure::new("a table marked as an array has string keys")),
+        (0, _) => {
+            let mut fields = Map::with_capacity(strings);
+            for (key, value) in &pairs {
+                let LuaValue::String(key) = key else { unreachable!("only string keys here") };
+                let key = key.to_str().map_err(|_| Failure::new("a key that is not UTF-8"))?.to_string();
+                let field = to_json(value, array_mt, depth + 1).map_err(|failure| failure.at(|| format!(".{key}")))?;
                 fields.insert(key, field);
             }
-            Json::Object(fields)
+            Ok(Json::Object(fields))
         }
-    };
-    Ok(json)
-}
-
-/// Whether the table's keys are 1..n (an array of n) or all strings (an object); an empty
-/// table is an object unless marked as an array.
-fn shape_of(table: &Table, marked: bool) -> Result<Shape, &'static str> {
-    let (mut integers, mut strings, mut largest) = (0usize, 0usize, 0i64);
-    for pair in table.pairs::<LuaValue, LuaValue>() {
-        let (key, _) = pair.map_err(|_| "a table that cannot be walked")?;
-        match key {
-            LuaValue::Integer(index) if index >= 1 => {
-                integers += 1;
-                largest = largest.max(index);
-            }
-            LuaValue::String(_) => strings += 1,
-            _ => return Err("a table key that is neither a string nor a positive integer"),
-        }
-    }
-    let sequence = usize::try_from(largest).is_ok_and(|largest| largest == integers);
-    match (integers, strings) {
-        (0, 0) if marked => Ok(Shape::Array(0)),
-        (0, 0) => Ok(Shape::Object),
-        (_, 0) if sequence => Ok(Shape::Array(integers)),
-        (_, 0) => Err("an array with holes (its keys are not 1..n)"),
-        (0, _) if marked => Err("a table marked as an array has string keys"),
-        (0, _) => Ok(Shape::Object),
-        _ => Err("a table mixes integer and string keys (neither an array nor an object)"),
+        _ => Err(Failure::new("a table mixes integer and string keys (neither an array nor an object)")),
     }
 }
 
