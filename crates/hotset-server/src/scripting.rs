@@ -39,8 +39,9 @@ pub fn called_by_script() -> bool {
     CALLING.get()
 }
 
-/// The metadata entry holding the function libraries (a FUNCTION DUMP payload).
-pub const FUNCTIONS_META: &str = "redis:functions";
+/// The metadata entry holding the function libraries (a FUNCTION DUMP payload), named
+/// where the embedded database shares it.
+pub use hotset_ops::procedure::FUNCTIONS_META;
 
 /// What kind of script runs (the two take different kill commands and BUSY texts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,8 +16,15 @@
 //! wait, so they survive a restart; SCRIPT LOAD's cache is not kept, as in Redis.
 //!
 //! A procedure's `hotset.*` document calls go through the same host to
-//! `commands::procedures`; its document writes are applied there once the script has
-//! returned without an error and its block is released (outside MULTI only).
+//! `hotset_ops::procedure` (shared with the Python package's embedded host); its document
+//! writes are applied once the script has returned without an error and its block is
+//! released (outside MULTI only).
+//!
+//! `DOC.CALL name arg...` is FCALL of `name` with no keys (`By::Procedure`): the same
+//! gate, block, flags, kill and commit, but the function's return value answered as JSON
+//! text by the document mapping (`hotset_script::Answer::Json`), so RESP, HTTP and Python
+//! get the same answer. HTTP's `POST /api/v1/functions/{name}` runs it through
+//! [`call_for_http`], a batch of one request on a session of its own.
 //!
 //! Owns: [`ScriptCommand`], the handlers, the `Host` a script calls through. Never: hold
 //! the engine while waiting for the gate (the gate first, then the engine), run a script
@@ -25,17 +32,17 @@
 //! says what a command is).
 
 use super::args::{self, CmdError, CmdResult, unknown_subcommand};
-use super::procedures::Procedure;
 use super::table::{self, Handler, Spec};
 use super::{Blocks, Pass, Ran, Session};
 use crate::gate::Wait;
 use crate::resp::reply::{Protocol, Reply};
-use crate::scripting::{FUNCTIONS_META, Kind};
+use crate::scripting::Kind;
 use crate::state::ServerState;
 use hotset_core::Durability;
+use hotset_ops::procedure::{self, LibrariesError, Procedure};
 use hotset_script::{
-    CallContext, DocumentCall, DocumentError, Engine, Host, RestorePolicy, RunOptions, ScriptError, ScriptFlags, Tick,
-    Value, errors, split_keys,
+    Answer, CallContext, DocumentCall, DocumentError, Engine, Host, RestorePolicy, RunOptions, ScriptError,
+    ScriptFlags, Tick, Value, errors, split_keys,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +64,16 @@ pub enum By {
     Sha,
     /// FCALL: a function of a loaded library.
     Function,
+    /// DOC.CALL: a function of a loaded library, with arguments and no keys, answering
+    /// its return value as JSON text.
+    Procedure,
+}
+
+impl By {
+    /// Whether it names a function of a loaded library (FUNCTION KILL stops it).
+    fn function(self) -> bool {
+        matches!(self, By::Function | By::Procedure)
+    }
 }
 
 /// A script command's arguments, checked.
@@ -136,8 +153,10 @@ pub fn call(
     // left none.
     let succeeded = matches!(outcome.result, Ok(ref value) if !value.is_error());
     let procedure = std::mem::take(&mut outcome.procedure);
-    if succeeded && let Err(line) = super::procedures::commit(state, &session.acks, procedure) {
-        outcome.result = Err(ScriptError::Runtime(line));
+    if succeeded
+        && let Err(refused) = procedure::commit(procedure, |request| super::apply(state, &session.acks, request))
+    {
+        outcome.result = Err(ScriptError::Runtime(procedure::commit_error(&refused)));
     }
     // The clients its pushes serve are served before any other command runs, as in Redis.
     if outcome.wrote {
@@ -170,13 +189,16 @@ fn prepare<'a>(
     a: &'a [&'a [u8]],
 ) -> Result<Call<'a>, CmdError> {
     let engine = state.scripts.engine();
-    let function = match command.by {
-        By::Function => Some(engine.function_flags(a[1]).ok_or(ScriptError::FunctionNotFound).map_err(script_error)?),
-        _ => None,
+    let function = match command.by.function() {
+        true => Some(engine.function_flags(a[1]).ok_or(ScriptError::FunctionNotFound).map_err(script_error)?),
+        false => None,
     };
-    let (keys, args) = split_keys(a[2], &a[3..], command.by == By::Function).map_err(script_error)?;
+    let (keys, args) = match command.by {
+        By::Procedure => (&[][..], &a[2..]),
+        _ => split_keys(a[2], &a[3..], command.by == By::Function).map_err(script_error)?,
+    };
     let flags = match command.by {
-        By::Function => function,
+        By::Function | By::Procedure => function,
         By::Body => engine.eval_flags(a[1]).map_err(script_error)?,
         By::Sha => engine.evalsha_flags(a[1]).ok_or(ScriptError::NoScript).map_err(script_error)?,
     };
@@ -194,7 +216,7 @@ fn script_error(error: ScriptError) -> CmdError {
 
 /// Runs the script with its `redis.call`s on the selected keyspace's block; `documents`:
 /// it may write documents (outside MULTI: they are applied after the block, see
-/// `procedures`).
+/// `hotset_ops::procedure`).
 fn run(
     state: &Arc<ServerState>,
     session: &mut Session,
@@ -204,7 +226,7 @@ fn run(
 ) -> Outcome {
     let mut engine = state.scripts.engine();
     let target = call.request[1];
-    let kind = if call.command.by == By::Function { Kind::Function } else { Kind::Eval };
+    let kind = if call.command.by.function() { Kind::Function } else { Kind::Eval };
     state.scripts.begin(kind, call.request);
     state.gate.restart_clock();
     let over_memory = session.over_memory;
@@ -220,11 +242,12 @@ fn run(
         next_handoff: HANDOFF_FIRST,
         procedure: Procedure::new(documents),
     };
-    let options = RunOptions { read_only: call.command.read_only };
+    let answer = if call.command.by == By::Procedure { Answer::Json } else { Answer::Reply };
+    let options = RunOptions { read_only: call.command.read_only, answer };
     let result = match call.command.by {
         By::Body => engine.eval(target, call.keys, call.args, &mut host, options),
         By::Sha => engine.evalsha(target, call.keys, call.args, &mut host, options),
-        By::Function => engine.fcall(target, call.keys, call.args, &mut host, options),
+        By::Function | By::Procedure => engine.fcall(target, call.keys, call.args, &mut host, options),
     };
     state.scripts.end(&engine);
     Outcome { result, wrote: host.wrote, procedure: host.procedure, command_errors: host.command_errors }
@@ -296,7 +319,7 @@ impl Host for ScriptHost<'_, '_, '_> {
     }
 
     fn documents(&mut self, call: DocumentCall<'_>, context: &CallContext) -> Result<Vec<u8>, DocumentError> {
-        super::procedures::documents(self.state, &mut self.procedure, call, context, self.wrote)
+        procedure::documents(&self.state.engine, &mut self.procedure, call, context, self.wrote)
     }
 
     fn tick(&mut self, elapsed: Duration) -> Tick {
@@ -609,17 +632,12 @@ fn change_libraries<R>(
     change: impl FnOnce(&mut Engine) -> Result<R, ScriptError>,
 ) -> Result<R, CmdError> {
     let mut engine = state.scripts.engine();
-    let before = engine.function_dump();
-    let changed = change(&mut engine).map_err(script_error)?;
-    let libraries = engine.libraries();
-    let mut group = state.db().writes(Durability::Collect(&session.acks)).group();
-    group.set_meta(FUNCTIONS_META, (!libraries.is_empty()).then(|| engine.function_dump()));
-    let logged = group.commit().map(drop).map_err(|failure| CmdError(format!("MISCONF {}", failure.error)));
-    if logged.is_err() {
-        engine.function_restore(&before, RestorePolicy::Flush).expect("the libraries that were loaded load again");
-    }
+    let changed = procedure::change_libraries(&state.engine, Durability::Collect(&session.acks), &mut engine, change);
     state.scripts.refresh(&engine);
-    logged.map(|()| changed)
+    changed.map_err(|error| match error {
+        LibrariesError::Script(error) => script_error(error),
+        LibrariesError::Log(reason) => CmdError(format!("MISCONF {reason}")),
+    })
 }
 
 #[cfg(test)]
