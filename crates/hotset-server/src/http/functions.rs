@@ -138,6 +138,8 @@ fn batch_of_one(
     request: &[Vec<u8>],
     script: bool,
 ) -> Result<Vec<u8>, Wait> {
+    // A batch never begins holding the gate: the last one opened it before it ended.
+    assert!(session.gate_held.is_none(), "a batch of one begins with the gate open");
     let started = std::time::Instant::now();
     let _now = hotset_core::clock::pin_now();
     let Some(reader) = state.gate.enter() else {
