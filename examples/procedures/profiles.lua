@@ -9,10 +9,13 @@
 --                          last_name TEXT COLLATE utf8_ci, city TEXT)
 --   CREATE INDEX profiles_names ON profiles (first_name, last_name)
 --
--- Load and call it:
+-- Load and call it (the page, a Lua table, is answered as a JSON object: DOC.CALL, HTTP
+-- and Python all answer it the same way; FCALL would flatten it by Redis' rules):
 --   redis-cli -x FUNCTION LOAD REPLACE < examples/procedures/profiles.lua
---   redis-cli FCALL_RO search_profiles 0 an sm 0 20
+--   redis-cli DOC.CALL search_profiles an sm 0 20
 --     -> {"total": 2, "items": [{"id": 7, "first_name": "Anna", ...}, ...]}
+--   curl -X POST localhost:7380/api/v1/functions/search_profiles -d '["an", "sm", 0, 20]'
+--   db.call("search_profiles", "an", "sm", 0, 20)      (Python)
 -- Arguments: first-name prefix, last-name prefix (either may be empty), offset, limit.
 
 local LIMIT_MAX = 100
@@ -36,7 +39,7 @@ local function search_profiles(keys, args)
   local query = {sort = {'first_name', 'last_name', 'id'}, offset = offset, limit = limit, total = true}
   if #filter > 0 then query.filter = filter end
   local page = hotset.query('profiles', query)
-  return hotset.tojson({total = page.total, items = hotset.array(page.items)})
+  return {total = page.total, items = hotset.array(page.items)}
 end
 
 redis.register_function{

@@ -111,6 +111,8 @@ pub struct Embedded {
     /// The database, its folder's store (or its background work in memory), and the
     /// parsed SQL shapes.
     engine: Engine,
+    /// The Lua engine of procedures, made at their first use (`procedures.rs`).
+    procedures: crate::procedures::Procedures,
     closed: AtomicBool,
     pub path: Option<String>,
 }
@@ -132,7 +134,12 @@ impl Backend {
         let db = Arc::new(Database::with_clock(clock, Limits::default()));
         let engine = Engine::in_memory(db, Settings::default())
             .map_err(|e| Failure::Storage(format!("starting the maintenance thread: {e}")))?;
-        Ok(Backend::Embedded(Box::new(Embedded { engine, closed: AtomicBool::new(false), path: None })))
+        Ok(Backend::Embedded(Box::new(Embedded {
+            engine,
+            procedures: Default::default(),
+            closed: AtomicBool::new(false),
+            path: None,
+        })))
     }
 
     /// The engine on a folder: recovers what the folder holds, then logs every write.
@@ -145,6 +152,7 @@ impl Backend {
         let store = Store::open(options).map_err(|e| Failure::Storage(format!("opening {path}: {e}")))?;
         Ok(Backend::Embedded(Box::new(Embedded {
             engine: Engine::on_store(store, Settings::default()),
+            procedures: Default::default(),
             closed: AtomicBool::new(false),
             path: Some(path.to_string()),
         })))
@@ -213,6 +221,16 @@ impl Backend {
         match self {
             Backend::Embedded(embedded) if embedded.closed.load(Ordering::Acquire) => Err(Failure::Closed),
             Backend::Embedded(embedded) => Ok(Some(&embedded.engine)),
+            Backend::Remote(remote) if remote.is_closed() => Err(Failure::Closed),
+            Backend::Remote(_) => Ok(None),
+        }
+    }
+
+    /// The engine and its procedures when embedded and open; `None` for a client.
+    fn embedded(&self) -> Outcome<Option<&Embedded>> {
+        match self {
+            Backend::Embedded(embedded) if embedded.closed.load(Ordering::Acquire) => Err(Failure::Closed),
+            Backend::Embedded(embedded) => Ok(Some(embedded)),
             Backend::Remote(remote) if remote.is_closed() => Err(Failure::Closed),
             Backend::Remote(_) => Ok(None),
         }
@@ -465,6 +483,45 @@ impl Backend {
                 let json = search.to_string();
                 Ok(Answer::Wire(self.call_bulk(&[b"DOC.SEARCH", json.as_bytes()])?))
             }
+        }
+    }
+}
+
+impl Backend {
+    /// Calls a function of a loaded library with `arguments`; its return value as JSON
+    /// text. Embedded: in this process (`procedures.rs`); as a client: `DOC.CALL`.
+    pub fn call_function(&self, name: &str, arguments: &[Vec<u8>]) -> Outcome<Vec<u8>> {
+        match self.embedded()? {
+            Some(embedded) => embedded.procedures.call(&embedded.engine, name, arguments),
+            None => {
+                let mut args: Vec<&[u8]> = vec![b"DOC.CALL", name.as_bytes()];
+                args.extend(arguments.iter().map(Vec::as_slice));
+                self.call_bulk(&args)
+            }
+        }
+    }
+
+    /// Loads a Lua library (FUNCTION LOAD [REPLACE]); its name.
+    pub fn function_load(&self, code: &[u8], replace: bool) -> Outcome<String> {
+        match self.embedded()? {
+            Some(embedded) => embedded.procedures.load(&embedded.engine, code, replace),
+            None => {
+                let mut args: Vec<&[u8]> = vec![b"FUNCTION", b"LOAD"];
+                if replace {
+                    args.push(b"REPLACE");
+                }
+                args.push(code);
+                let name = self.call_bulk(&args)?;
+                String::from_utf8(name).map_err(|_| protocol("a library name that is not UTF-8"))
+            }
+        }
+    }
+
+    /// Every library and its functions, as JSON (FUNCTION LIST as a client).
+    pub fn functions(&self) -> Outcome<Value> {
+        match self.embedded()? {
+            Some(embedded) => embedded.procedures.list(&embedded.engine),
+            None => crate::procedures::list_from_reply(self.call(&[b"FUNCTION", b"LIST"])?),
         }
     }
 }

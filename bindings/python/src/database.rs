@@ -23,6 +23,18 @@ pub struct Database {
     backend: Arc<Backend>,
 }
 
+/// A procedure's argument as it reaches the function: text or bytes as they are, any other
+/// value as its compact JSON text (as the HTTP route passes a JSON array's items).
+fn argument(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(text) = value.cast::<pyo3::types::PyString>() {
+        return Ok(text.to_str()?.as_bytes().to_vec());
+    }
+    if let Ok(bytes) = value.cast::<pyo3::types::PyBytes>() {
+        return Ok(bytes.as_bytes().to_vec());
+    }
+    Ok(to_value(value)?.to_string().into_bytes())
+}
+
 impl Database {
     pub fn new(backend: Backend) -> Database {
         Database { backend: Arc::new(backend) }
@@ -161,6 +173,39 @@ impl Database {
     /// A transaction on one namespace (a context manager; see `Transaction`).
     fn transaction(&self, namespace: &str) -> Transaction {
         Transaction::new(Arc::clone(&self.backend), namespace.to_string())
+    }
+
+    /// Calls function `name` of a loaded Lua library (a procedure) with `args` and returns
+    /// its return value as Python objects (a table becomes a dict or a list, `hotset.null`
+    /// None), as `DOC.CALL` and `POST /api/v1/functions/{name}` answer it. A str or bytes
+    /// argument is passed as it is, anything else as its JSON text (the function can
+    /// `hotset.fromjson` it). Its document writes are applied together when it returns
+    /// without an error, or not at all. Embedded, it runs in this process (`redis.call` is
+    /// refused: there are no keys); as a client, on the server.
+    #[pyo3(signature = (name, *args))]
+    fn call<'py>(&self, py: Python<'py>, name: &str, args: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        let arguments = args.iter().map(argument).collect::<PyResult<Vec<Vec<u8>>>>()?;
+        let answer = self.run(py, |backend| backend.call_function(name, &arguments))?;
+        json_to_py(py, &answer)
+    }
+
+    /// Loads a Lua function library (its code starts with `#!lua name=<library>`), as
+    /// FUNCTION LOAD does; `replace`: replace a library of that name. Returns the library's
+    /// name. Kept with the database (on a folder, it is logged; a client's server logs it).
+    #[pyo3(signature = (code, replace = false))]
+    fn function_load(&self, py: Python<'_>, code: &Bound<'_, PyAny>, replace: bool) -> PyResult<String> {
+        let code: Vec<u8> = match code.extract::<String>() {
+            Ok(text) => text.into_bytes(),
+            Err(_) => code.extract::<Vec<u8>>()?,
+        };
+        self.run(py, |backend| backend.function_load(&code, replace))
+    }
+
+    /// Every loaded library and its functions: `[{"library_name", "engine", "functions":
+    /// [{"name", "description", "flags"}]}]`, as `GET /api/v1/functions` lists them.
+    fn functions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let listed = self.run(py, |backend| backend.functions())?;
+        value_to_py(py, &listed)
     }
 
     /// Closes the database. Embedded on a folder: writes and fsyncs the log and releases

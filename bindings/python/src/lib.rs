@@ -4,13 +4,15 @@
 //! Owns: the module's functions (`open`, `connect`) and its classes, each in a module of
 //! its own: `database` (the calls), `query` (the builder), `result` (answers as Python
 //! objects), `transaction`, `errors` (exception classes), `convert` (Python values to
-//! and from the engine's), `backend` (embedded or remote), `remote` (the RESP client).
+//! and from the engine's), `backend` (embedded or remote), `remote` (the RESP client), `procedures` (Lua function
+//! libraries embedded, and FUNCTION LIST read as a client).
 //! Never: hold the GIL while the engine or the network works.
 
 mod backend;
 mod convert;
 mod database;
 mod errors;
+mod procedures;
 mod query;
 mod remote;
 mod result;

@@ -15,6 +15,10 @@ Each fenced block is run by its language:
 A block preceded by `<!-- readme-test: not run (reason) -->` is not run; a block of any other
 language fails the test, so each new block is classified.
 
+Files: blocks name the repository's files as a reader does from a checkout's root
+(`examples/procedures/profiles.lua`): the repository's `examples` folder is linked into the
+`sh` blocks' working folder and into the folders the `python` blocks run in.
+
 Ports: the README uses the default ports 7379 and 7380. Other tests run on this machine at
 the same time, so the test picks free ports, gives them to the server through its
 environment variables (HOTSET_RESP_PORT, HOTSET_HTTP_PORT, and HOTSET_ADDR for the CLI) and
@@ -177,18 +181,26 @@ def run_toml(session, block, tmp_path):
     server.stop()
 
 
+def link_examples(folder):
+    """Links the repository's `examples` folder into `folder`, where the blocks run."""
+    os.symlink(os.path.join(ROOT, "examples"), os.path.join(folder, "examples"))
+
+
 def run_python(block, tmp_path):
     opening = [line for line in block.code.splitlines() if line.startswith("db = hotset.open(")]
     connecting = [line for line in block.code.splitlines() if line.startswith("# db = hotset.connect(")]
     assert len(opening) == 1 and len(connecting) == 1, f"{block}: one open line and one commented connect line"
-    embedded = tmp_path / "python-embedded"
+    # Folders of each block's own (several blocks are Python).
+    embedded = tmp_path / f"python-embedded-{block.line}"
     embedded.mkdir()
+    link_examples(embedded)
     (embedded / "example.py").write_text(block.code)
     subprocess.run([sys.executable, "example.py"], cwd=embedded, check=True, timeout=120)
     # The same example as a client of a server: only the line that opens the database changes.
-    client = tmp_path / "python-client"
+    client = tmp_path / f"python-client-{block.line}"
     client.mkdir()
-    server = Server(str(tmp_path / "python-server-data"))
+    link_examples(client)
+    server = Server(str(tmp_path / f"python-server-data-{block.line}"))
     try:
         connect = connecting[0][2:].replace("127.0.0.1:7379", server.address)
         code = block.code.replace(opening[0] + "\n", "").replace(connecting[0], connect)
@@ -203,6 +215,7 @@ def test_the_readme_examples_run_as_written(tmp_path):
         pytest.fail(f"no server binary at {BIN}: build it with `cargo build --release` or set HOTSET_BIN")
     folder = tmp_path / "checkout"
     folder.mkdir()
+    link_examples(folder)
     session = Session(str(folder))
     ran = []
     try:

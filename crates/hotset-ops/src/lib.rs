@@ -13,11 +13,15 @@
 //!
 //! Modules: `request` (the requests and their parts), `answer`, `refusal`, `engine`
 //! (the `Engine` a server or an embedded database runs on, and `apply`), `decode` (the
-//! readers of JSON text every text interface shares: documents, keys, index lists).
+//! readers of JSON text every text interface shares: documents, keys, index lists),
+//! `procedure` (a Lua procedure's document calls and its writes as one transaction, and
+//! the function libraries kept as data: the server's script host and the embedded
+//! Python database share it).
 
 mod answer;
 pub mod decode;
 mod engine;
+pub mod procedure;
 mod refusal;
 mod request;
 

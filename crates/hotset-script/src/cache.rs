@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use mlua::RegistryKey;
 
+use crate::engine::RunOptions;
 use crate::errors::ScriptError;
 use crate::flags::{ScriptFlags, parse_eval_shebang};
 use crate::host::Host;
@@ -114,8 +115,9 @@ impl Scripts {
         keys: &[&[u8]],
         args: &[&[u8]],
         host: &mut dyn Host,
-        read_only: bool,
+        options: RunOptions,
     ) -> Result<Value, ScriptError> {
+        let read_only = options.read_only;
         let script = self.scripts.get(sha).ok_or(ScriptError::NoScript)?;
         let flags = script.flags;
         if let Some(flags) = flags
@@ -126,7 +128,7 @@ impl Scripts {
         }
         let read_only = read_only || flags.is_some_and(|flags| flags.contains(ScriptFlags::NO_WRITES));
         let function = self.vm.lua.registry_value(&script.function)?;
-        match self.vm.run(&function, keys, args, host, read_only, flags)? {
+        match self.vm.run(&function, keys, args, host, RunOptions { read_only, ..options }, flags)? {
             Ok(value) => Ok(value),
             Err(failure) => Err(name_failure(failure, sha, self.vm.memory_bytes_max())),
         }

@@ -25,6 +25,21 @@ pub struct RunOptions {
     /// EVAL_RO / EVALSHA_RO / FCALL_RO: write commands are refused, and a script that declared
     /// flags without `no-writes` is refused before it runs.
     pub read_only: bool,
+    /// What the script's return value becomes: Redis' reply (EVAL, FCALL) or JSON text.
+    pub answer: Answer,
+}
+
+/// The form of a script's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Answer {
+    /// Redis' conversion of a Lua value to a reply (`convert.rs`): EVAL and FCALL.
+    #[default]
+    Reply,
+    /// The value as JSON text by the document mapping (`json.rs`), in a bulk reply; a
+    /// returned `{err = ...}` table is that error reply, and a value with no JSON form is
+    /// an error naming its path. Procedures called from every interface (`DOC.CALL`,
+    /// HTTP, Python) answer so, and so answer the same.
+    Json,
 }
 
 /// The scripting engine: the EVAL interpreter with its script cache, and the FUNCTION
@@ -51,7 +66,7 @@ impl Engine {
         options: RunOptions,
     ) -> Result<Value, ScriptError> {
         let sha = self.scripts.load(body)?;
-        self.scripts.run(&sha, keys, args, host, options.read_only)
+        self.scripts.run(&sha, keys, args, host, options)
     }
 
     /// EVALSHA / EVALSHA_RO: runs a cached script.
@@ -66,7 +81,7 @@ impl Engine {
         if sha.len() != 40 {
             return Err(ScriptError::NoScript);
         }
-        self.scripts.run(&lowercase(sha), keys, args, host, options.read_only)
+        self.scripts.run(&lowercase(sha), keys, args, host, options)
     }
 
     /// SCRIPT LOAD: compiles and caches `body`; its SHA1.
@@ -140,7 +155,7 @@ impl Engine {
         host: &mut dyn Host,
         options: RunOptions,
     ) -> Result<Value, ScriptError> {
-        self.functions.call(name, keys, args, host, options.read_only)
+        self.functions.call(name, keys, args, host, options)
     }
 
     /// The flags of function `name` (any case), so the server can apply OOM, stale-replica and
@@ -162,6 +177,14 @@ impl Engine {
     /// FUNCTION LIST with the arguments after LIST (`LIBRARYNAME pattern`, `WITHCODE`).
     pub fn function_list(&self, arguments: &[&[u8]]) -> Result<Value, ScriptError> {
         functions::list(&self.functions, arguments)
+    }
+
+    /// Every library and its functions as JSON (what FUNCTION LIST tells, its code left
+    /// out): `[{"library_name", "engine", "functions": [{"name", "description", "flags"}]}]`,
+    /// libraries and functions by name. The HTTP API and the embedded Python database list
+    /// functions with it.
+    pub fn function_catalog(&self) -> serde_json::Value {
+        functions::catalog(&self.functions)
     }
 
     /// FUNCTION STATS; what is running now is the server's to tell.

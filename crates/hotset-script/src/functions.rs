@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use mlua::{Function, Lua, MultiValue, RegistryKey, Table, Value as LuaValue};
 
+use crate::engine::RunOptions;
 use crate::errors::ScriptError;
 use crate::flags::{ScriptFlags, is_valid_name, parse_library_shebang};
 use crate::host::Host;
@@ -222,8 +223,9 @@ impl Functions {
         keys: &[&[u8]],
         args: &[&[u8]],
         host: &mut dyn Host,
-        read_only: bool,
+        options: RunOptions,
     ) -> Result<Value, ScriptError> {
+        let read_only = options.read_only;
         let function = self.find(name).ok_or(ScriptError::FunctionNotFound)?;
         let flags = function.flags;
         if read_only && !flags.contains(ScriptFlags::NO_WRITES) {
@@ -232,7 +234,7 @@ impl Functions {
         let read_only = read_only || flags.contains(ScriptFlags::NO_WRITES);
         let function_name = function.name.clone();
         let callback: Function = self.vm.lua.registry_value(&function.callback)?;
-        match self.vm.run(&callback, keys, args, host, read_only, Some(flags))? {
+        match self.vm.run(&callback, keys, args, host, RunOptions { read_only, ..options }, Some(flags))? {
             Ok(value) => Ok(value),
             Err(failure) => Err(name_failure(failure, &function_name, self.vm.memory_bytes_max())),
         }
@@ -379,6 +381,28 @@ pub(crate) fn list(functions: &Functions, arguments: &[&[u8]]) -> Result<Value, 
         entries.push(library_entry(library, with_code));
     }
     Ok(Value::Array(entries))
+}
+
+/// Every library as JSON, sorted by name, its functions too (`Engine::function_catalog`).
+pub(crate) fn catalog(functions: &Functions) -> serde_json::Value {
+    let mut libraries: Vec<&Library> = functions.libraries().collect();
+    libraries.sort_by(|a, b| a.name.cmp(&b.name));
+    let libraries = libraries.into_iter().map(|library| {
+        let mut registered: Vec<&RegisteredFunction> = library.functions.iter().collect();
+        registered.sort_by(|a, b| a.name.cmp(&b.name));
+        let registered: Vec<serde_json::Value> = registered
+            .into_iter()
+            .map(|function| {
+                serde_json::json!({
+                    "name": function.name,
+                    "description": function.description.as_ref().map(|text| String::from_utf8_lossy(text).into_owned()),
+                    "flags": function.flags.names(),
+                })
+            })
+            .collect();
+        serde_json::json!({"library_name": library.name, "engine": ENGINE_NAME, "functions": registered})
+    });
+    serde_json::Value::Array(libraries.collect())
 }
 
 fn library_entry(library: &Library, with_code: bool) -> Value {

@@ -13,6 +13,7 @@ use mlua::chunk::ChunkMode;
 use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value as LuaValue, VmState};
 
 use crate::convert::lua_to_reply;
+use crate::engine::{Answer, RunOptions};
 use crate::errors::ScriptError;
 use crate::flags::ScriptFlags;
 use crate::host::{CallContext, Host, Replication};
@@ -127,9 +128,10 @@ impl Vm {
         keys: &[&[u8]],
         args: &[&[u8]],
         host: &mut dyn Host,
-        read_only: bool,
+        options: RunOptions,
         flags: Option<ScriptFlags>,
     ) -> Result<Result<Value, Failure>, mlua::Error> {
+        let read_only = options.read_only;
         // KEYS and ARGV are made with the memory limit lifted: under a limit mlua guards every
         // step against Lua's out-of-memory jump, which cost more than a small script's run;
         // they hold what the client sent, which the server's request limits bound.
@@ -151,7 +153,10 @@ impl Vm {
         let state = self.lua.remove_app_data::<RunState>().expect("the run state lives until the run ends");
         let outcome = self.settle(outcome, &state)?;
         self.collect_garbage_now_and_then()?;
-        Ok(outcome.map(|value| lua_to_reply(&value, state.protocol)))
+        Ok(match options.answer {
+            Answer::Reply => outcome.map(|value| lua_to_reply(&value, state.protocol)),
+            Answer::Json => outcome.map(|value| json_answer(&self.lua, &value)),
+        })
     }
 
     /// A Lua array of `items`, built one string at a time: mlua holds each live value in a
@@ -262,6 +267,24 @@ pub(crate) fn unguarded<R>(lua: &Lua, f: impl FnOnce() -> mlua::Result<R>) -> ml
     let result = f();
     lua.set_memory_limit(limit)?;
     result
+}
+
+/// A script's return value as JSON text in a bulk reply (`Answer::Json`): a table holding
+/// a string `err` is that error reply, as Redis' conversion makes it; a value with no JSON
+/// form is an error naming where it failed.
+fn json_answer(lua: &Lua, value: &LuaValue) -> Value {
+    if let LuaValue::Table(table) = value
+        && let Ok(LuaValue::String(message)) = table.raw_get::<LuaValue>("err")
+    {
+        return Value::Error(crate::value::one_line(&message.as_bytes()));
+    }
+    let converted = crate::hotset_api::array_mark(lua).map_err(|error| error.to_string()).and_then(|mark| {
+        unguarded(lua, || Ok(crate::json::lua_to_json(value, &mark, "value"))).map_err(|error| error.to_string())?
+    });
+    match converted {
+        Ok(json) => Value::Bulk(json.to_string().into_bytes()),
+        Err(why) => Value::error(format!("ERR the function's return value is not JSON: {why}")),
+    }
 }
 
 /// The count hook, set once per state: every [`HOOK_INSTRUCTIONS`] instructions of a run or

@@ -5,7 +5,7 @@ mod common;
 use common::{FakeHost, engine, eval, eval_with, sha1};
 use hotset_script::{RunOptions, ScriptError, ScriptFlags, Value, split_keys};
 
-const RO: RunOptions = RunOptions { read_only: true };
+const RO: RunOptions = RunOptions { read_only: true, answer: hotset_script::Answer::Reply };
 
 #[test]
 fn script_load_exists_evalsha_and_flush() {

@@ -20,7 +20,9 @@ fn fcall(
 ) -> Result<Value, String> {
     let keys: Vec<&[u8]> = keys.iter().map(|key| key.as_bytes()).collect();
     let args: Vec<&[u8]> = args.iter().map(|arg| arg.as_bytes()).collect();
-    engine.fcall(name.as_bytes(), &keys, &args, host, RunOptions { read_only }).map_err(|error| error.to_string())
+    engine
+        .fcall(name.as_bytes(), &keys, &args, host, RunOptions { read_only, ..RunOptions::default() })
+        .map_err(|error| error.to_string())
 }
 
 const LIB1: &str = "#!lua name=lib1\nredis.register_function('f1', function(keys, args) return x end)\nredis.register_function{function_name='f2', callback=function(keys, args) return {keys, args} end, flags={'no-writes'}, description='desc2'}";

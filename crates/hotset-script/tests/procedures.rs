@@ -190,3 +190,53 @@ fn writes_reach_the_host_as_json_documents_and_keys() {
         assert!(error.contains(expected), "{body}: {error}");
     }
 }
+
+/// `Answer::Json` (DOC.CALL, HTTP, Python): the function's return value as JSON text by
+/// the document mapping, the same tables Redis' conversion would flatten kept whole;
+/// an `{err=}` table and a raised error stay errors; a value with no JSON form is refused
+/// naming its path.
+#[test]
+fn a_function_answers_json_by_the_document_mapping() {
+    let (mut engine, _) = engine();
+    let mut host = host_with_people();
+    let code = b"#!lua name=shapes
+        redis.register_function('shape', function(keys, args)
+            local which = args[1]
+            if which == 'nested' then
+                return {name = 'ada', tags = {'a', 'b'}, none = hotset.null, empty = {}, list = hotset.array(),
+                        big = hotset.get('people', 2).big, ratio = 0.5, yes = true, inner = {{x = 1}}}
+            elseif which == 'err' then return {err = 'NOPE not this'}
+            elseif which == 'raise' then error('boom')
+            elseif which == 'nil' then return nil
+            elseif which == 'fn' then return {f = tostring}
+            end
+            return args[2]
+        end)";
+    engine.function_load(code, false).unwrap();
+    let json = RunOptions { answer: hotset_script::Answer::Json, ..RunOptions::default() };
+    let mut call = |args: &[&[u8]]| engine.fcall(b"shape", &[], args, &mut host, json);
+    let answer = |value: Result<Value, hotset_script::ScriptError>| match value {
+        Ok(Value::Bulk(bytes)) => serde_json::from_slice::<Json>(&bytes).unwrap(),
+        other => panic!("expected JSON text, got {other:?}"),
+    };
+    let nested = answer(call(&[b"nested"]));
+    assert_eq!(
+        nested,
+        json!({"name": "ada", "tags": ["a", "b"], "none": null, "empty": {}, "list": [],
+               "big": 9_007_199_254_740_993i64, "ratio": 0.5, "yes": true, "inner": [{"x": 1}]})
+    );
+    assert_eq!(answer(call(&[b"text", b"hi"])), json!("hi"));
+    assert_eq!(answer(call(&[b"nil"])), Json::Null);
+    assert_eq!(call(&[b"err"]), Ok(Value::Error(b"NOPE not this".to_vec())));
+    assert!(matches!(call(&[b"raise"]), Err(error) if error.to_string().contains("boom")));
+    match call(&[b"fn"]) {
+        Ok(Value::Error(text)) => {
+            let text = String::from_utf8(text).unwrap();
+            assert!(text.starts_with("ERR the function's return value is not JSON: value.f"), "{text}");
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+    // The same function through FCALL keeps Redis' reply conversion.
+    let reply = engine.fcall(b"shape", &[], &[b"text", b"hi"], &mut host, RunOptions::default());
+    assert_eq!(reply, Ok(bulk("hi")));
+}

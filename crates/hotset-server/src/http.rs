@@ -30,11 +30,16 @@
 //!   are copied), `POST /api/v1/sources/{name}/resync`; reads of
 //!   synced namespaces answer with `Hotset-Source-Position` and take `?after=source:pos`
 //!   (`http/sources.rs`)
+//! - `GET /api/v1/functions` (the function libraries), `POST /api/v1/functions` (a Lua
+//!   library as the body, `?replace=true`; FUNCTION LOAD), `POST /api/v1/functions/{name}`
+//!   (a JSON array of arguments; the function's return value as JSON, as `DOC.CALL`;
+//!   `http/functions.rs`)
 //! - `GET /metrics` (Prometheus text)
 //! - `GET /api/v1/openapi.json`: the OpenAPI 3.1 document of all of the above
 //!   (`openapi.json` beside this crate's Cargo.toml; `tests/openapi.rs` checks real
 //!   responses against it)
 
+mod functions;
 mod sources;
 
 use crate::metrics;
@@ -73,6 +78,8 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/api/v1/query", post(query))
         .route("/api/v1/sql", post(sql))
         .route("/api/v1/search", post(search))
+        .route("/api/v1/functions", get(functions::list).post(functions::load))
+        .route("/api/v1/functions/{name}", post(functions::call))
         .route("/api/v1/sources", get(sources::list).post(sources::declare))
         .route("/api/v1/sources/{name}", get(sources::status).put(sources::redeclare).delete(sources::remove))
         .route("/api/v1/sources/{name}/resync", post(sources::resync))

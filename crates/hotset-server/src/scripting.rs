@@ -63,8 +63,9 @@ thread_local! {
 /// Tells apart the `Scripts` of one process.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// The metadata entry holding the function libraries (a FUNCTION DUMP payload).
-pub const FUNCTIONS_META: &str = "redis:functions";
+/// The metadata entry holding the function libraries (a FUNCTION DUMP payload), named
+/// where the embedded database shares it.
+pub use hotset_ops::procedure::FUNCTIONS_META;
 
 /// What kind of script runs (the two take different kill commands and BUSY texts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

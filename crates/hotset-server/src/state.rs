@@ -240,6 +240,13 @@ impl ServerState {
         Some((id, outbox, inbox))
     }
 
+    /// An id for a session that is no client of the RESP listener (an HTTP request that
+    /// runs a command as a batch of one): taken from the clients' sequence, so it never
+    /// names a connection.
+    pub fn session_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, Ordering::Relaxed)
+    }
+
     pub fn disconnect(&self, id: u64) {
         self.clients.lock().remove(&id);
         self.pubsub.disconnect(id);

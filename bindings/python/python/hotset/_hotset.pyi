@@ -72,6 +72,18 @@ class Database:
     def search(self, search: dict[str, Any]) -> Result:
         """Full-text search across namespaces, merged by rank (the /api/v1/search body)."""
     def transaction(self, namespace: str) -> Transaction: ...
+    def call(self, name: str, *args: Any) -> Any:
+        """Calls function ``name`` of a loaded Lua library (a procedure) and returns its
+        return value as Python objects (the JSON ``DOC.CALL`` and ``POST
+        /api/v1/functions/{name}`` answer). A str or bytes argument is passed as it is,
+        anything else as its JSON text. Its document writes are applied together, or not at
+        all. Embedded, it runs in this process (``redis.call`` is refused: no keys)."""
+    def function_load(self, code: Union[str, bytes], replace: bool = False) -> str:
+        """Loads a Lua function library (``#!lua name=<library>``), as FUNCTION LOAD
+        [REPLACE]; returns its name. Kept with the database."""
+    def functions(self) -> list[dict[str, Any]]:
+        """Every library and its functions: ``[{"library_name", "engine", "functions":
+        [{"name", "description", "flags"}]}]``."""
     def run_maintenance(self) -> dict[str, int]:
         """Runs the background work due on the database's clock now (key expiry, ``ttl``
         index expiry, snapshots); returns what each job did. Embedded only."""

@@ -30,7 +30,6 @@ mod hll;
 mod info;
 mod keys;
 pub mod lists;
-mod procedures;
 pub mod pubsub;
 pub mod scripts;
 mod server;

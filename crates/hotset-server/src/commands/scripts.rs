@@ -33,8 +33,15 @@
 //! keys or not, its document reads each seeing a committed state.
 //!
 //! A procedure's `hotset.*` document calls go through the same host to
-//! `commands::procedures`; its document writes are applied there once the script has
-//! returned without an error and its block is released (outside MULTI only).
+//! `hotset_ops::procedure` (shared with the Python package's embedded host); its document
+//! writes are applied once the script has returned without an error and its block is
+//! released (outside MULTI only).
+//!
+//! `DOC.CALL name arg...` is FCALL of `name` with no keys (`By::Procedure`): the same
+//! gate, block, flags, kill and commit, but the function's return value answered as JSON
+//! text by the document mapping (`hotset_script::Answer::Json`), so RESP, HTTP and Python
+//! get the same answer. HTTP's `POST /api/v1/functions/{name}` runs it through
+//! [`call_for_http`], a batch of one request on a session of its own.
 //!
 //! Owns: [`ScriptCommand`], the handlers, the `Host` a script calls through. Never: hold
 //! the engine while waiting for the gate (the gate first, then the engine), run a script
@@ -42,18 +49,18 @@
 //! name (the table's `Spec` says what a command is).
 
 use super::args::{self, CmdError, CmdResult, unknown_subcommand};
-use super::procedures::Procedure;
 use super::table::{self, Handler, Spec};
 use super::{Blocks, Pass, Ran, Session};
 use crate::gate::{Closed, Wait};
 use crate::resp::reply::{Protocol, Reply};
-use crate::scripting::{FUNCTIONS_META, Kind};
+use crate::scripting::Kind;
 use crate::state::ServerState;
 use hotset_core::Durability;
 use hotset_core::kv::KvError::KeyNotLocked;
+use hotset_ops::procedure::{self, LibrariesError, Procedure};
 use hotset_script::{
-    CallContext, DocumentCall, DocumentError, Engine, Host, RestorePolicy, RunOptions, ScriptError, ScriptFlags, Tick,
-    Value, errors, split_keys,
+    Answer, CallContext, DocumentCall, DocumentError, Engine, Host, RestorePolicy, RunOptions, ScriptError,
+    ScriptFlags, Tick, Value, errors, split_keys,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,6 +82,16 @@ pub enum By {
     Sha,
     /// FCALL: a function of a loaded library.
     Function,
+    /// DOC.CALL: a function of a loaded library, with arguments and no keys, answering
+    /// its return value as JSON text.
+    Procedure,
+}
+
+impl By {
+    /// Whether it names a function of a loaded library (FUNCTION KILL stops it).
+    fn function(self) -> bool {
+        matches!(self, By::Function | By::Procedure)
+    }
 }
 
 /// A script command's arguments, checked.
@@ -161,8 +178,10 @@ pub fn call(
     // left none.
     let succeeded = matches!(outcome.result, Ok(ref value) if !value.is_error());
     let procedure = std::mem::take(&mut outcome.procedure);
-    if succeeded && let Err(line) = super::procedures::commit(state, &session.acks, procedure) {
-        outcome.result = Err(ScriptError::Runtime(line));
+    if succeeded
+        && let Err(refused) = procedure::commit(procedure, |request| super::apply(state, &session.acks, request))
+    {
+        outcome.result = Err(ScriptError::Runtime(procedure::commit_error(&refused)));
     }
     // The clients its pushes serve are served before any other command runs, as in Redis.
     if outcome.wrote {
@@ -190,8 +209,11 @@ fn keyed(
     if command.by == By::Body || session.gate_held.is_some() {
         return None;
     }
-    let function = command.by == By::Function;
-    let (keys, args) = split_keys(a[2], &a[3..], function).ok()?;
+    let function = command.by.function();
+    let (keys, args) = match command.by {
+        By::Procedure => (&[][..], &a[2..]),
+        _ => split_keys(a[2], &a[3..], command.by == By::Function).ok()?,
+    };
     let call = Call { command, request: a, keys, args };
     let keyspace = Arc::clone(&session.keyspace);
     let name = session.keyspace_name.clone();
@@ -257,13 +279,16 @@ fn prepare<'a>(
     a: &'a [&'a [u8]],
 ) -> Result<Call<'a>, CmdError> {
     let engine = state.scripts.engine();
-    let function = match command.by {
-        By::Function => Some(engine.function_flags(a[1]).ok_or(ScriptError::FunctionNotFound).map_err(script_error)?),
-        _ => None,
+    let function = match command.by.function() {
+        true => Some(engine.function_flags(a[1]).ok_or(ScriptError::FunctionNotFound).map_err(script_error)?),
+        false => None,
     };
-    let (keys, args) = split_keys(a[2], &a[3..], command.by == By::Function).map_err(script_error)?;
+    let (keys, args) = match command.by {
+        By::Procedure => (&[][..], &a[2..]),
+        _ => split_keys(a[2], &a[3..], command.by == By::Function).map_err(script_error)?,
+    };
     let flags = match command.by {
-        By::Function => function,
+        By::Function | By::Procedure => function,
         By::Body => engine.eval_flags(a[1]).map_err(script_error)?,
         By::Sha => engine.evalsha_flags(a[1]).ok_or(ScriptError::NoScript).map_err(script_error)?,
     };
@@ -284,7 +309,7 @@ fn script_error(error: ScriptError) -> CmdError {
 enum Mode {
     /// Under the closed gate, on the shared engine: the server's one running script (SCRIPT
     /// KILL, FUNCTION STATS and `-BUSY` see it). `documents`: it may write documents
-    /// (outside MULTI: they are applied after the block, see `procedures`).
+    /// (outside MULTI: they are applied after the block, see `hotset_ops::procedure`).
     Gated { documents: bool },
     /// With its keys' shards locked, on this thread's engine, beside other scripts.
     /// `documents`: a read-only procedure, whose document reads each see a committed
@@ -302,7 +327,7 @@ fn run(
     documents: bool,
 ) -> Outcome {
     let mut engine = state.scripts.engine();
-    let kind = if call.command.by == By::Function { Kind::Function } else { Kind::Eval };
+    let kind = if call.command.by.function() { Kind::Function } else { Kind::Eval };
     state.scripts.begin(kind, call.request);
     state.gate.restart_clock();
     let outcome = run_on(&mut engine, state, session, call, blocks, Mode::Gated { documents });
@@ -327,7 +352,7 @@ fn run_on(
         blocks,
         declared: call.keys,
         request: call.request,
-        kind: if call.command.by == By::Function { Kind::Function } else { Kind::Eval },
+        kind: if call.command.by.function() { Kind::Function } else { Kind::Eval },
         mode,
         over_memory,
         wrote: false,
@@ -338,11 +363,12 @@ fn run_on(
         next_handoff: HANDOFF_FIRST,
         procedure: Procedure::new(mode == Mode::Gated { documents: true }),
     };
-    let options = RunOptions { read_only: call.command.read_only };
+    let answer = if call.command.by == By::Procedure { Answer::Json } else { Answer::Reply };
+    let options = RunOptions { read_only: call.command.read_only, answer };
     let result = match call.command.by {
         By::Body => engine.eval(target, call.keys, call.args, &mut host, options),
         By::Sha => engine.evalsha(target, call.keys, call.args, &mut host, options),
-        By::Function => engine.fcall(target, call.keys, call.args, &mut host, options),
+        By::Function | By::Procedure => engine.fcall(target, call.keys, call.args, &mut host, options),
     };
     if host.busy.take().is_some() {
         // A keyed script that kept the server busy: the gate opens as the value drops.
@@ -451,7 +477,7 @@ impl Host for ScriptHost<'_, '_, '_> {
 
     fn documents(&mut self, call: DocumentCall<'_>, context: &CallContext) -> Result<Vec<u8>, DocumentError> {
         if let Mode::Keyed { documents: true } = self.mode {
-            return super::procedures::documents(self.state, &mut self.procedure, call, context, self.wrote);
+            return procedure::documents(&self.state.engine, &mut self.procedure, call, context, self.wrote);
         }
         if let Mode::Keyed { .. } = self.mode {
             // Documents are reached under the gate alone (a name the code did not show).
@@ -461,7 +487,7 @@ impl Host for ScriptHost<'_, '_, '_> {
             let message = if self.wrote { KEYED_DOCUMENTS } else { ESCAPED };
             return Err(DocumentError { code: "busy".into(), message: message.into() });
         }
-        super::procedures::documents(self.state, &mut self.procedure, call, context, self.wrote)
+        procedure::documents(&self.state.engine, &mut self.procedure, call, context, self.wrote)
     }
 
     fn tick(&mut self, elapsed: Duration) -> Tick {
@@ -827,18 +853,13 @@ fn change_libraries<R>(
     change: impl FnOnce(&mut Engine) -> Result<R, ScriptError>,
 ) -> Result<R, CmdError> {
     let mut engine = state.scripts.engine();
-    let before = engine.function_dump();
-    let changed = change(&mut engine).map_err(script_error)?;
-    let libraries = engine.libraries();
-    let mut group = state.db().writes(Durability::Collect(&session.acks)).group();
-    group.set_meta(FUNCTIONS_META, (!libraries.is_empty()).then(|| engine.function_dump()));
-    let logged = group.commit().map(drop).map_err(|failure| CmdError(format!("MISCONF {}", failure.error)));
-    if logged.is_err() {
-        engine.function_restore(&before, RestorePolicy::Flush).expect("the libraries that were loaded load again");
-    }
+    let changed = procedure::change_libraries(&state.engine, Durability::Collect(&session.acks), &mut engine, change);
     state.scripts.functions_changed(&engine);
     state.scripts.refresh(&engine);
-    logged.map(|()| changed)
+    changed.map_err(|error| match error {
+        LibrariesError::Script(error) => script_error(error),
+        LibrariesError::Log(reason) => CmdError(format!("MISCONF {reason}")),
+    })
 }
 
 #[cfg(test)]

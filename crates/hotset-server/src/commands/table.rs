@@ -558,6 +558,19 @@ pub static COMMANDS: &[Spec] = &[
     // or replace, or on a group XGROUP destroys, is answered with the error.
     kv!("DEL", -2, true, "generic", "Deletes keys.", keys::del).keys(1, -1, 1).wakes(),
     conn("DISCARD", 1, super::discard, "Discards a transaction.").run_at_once().noscript().while_busy(),
+    // FCALL of a function with no keys, its return value answered as JSON text
+    // (`commands::scripts`): a script command in every other way (the gate, MULTI, BUSY).
+    Spec {
+        arity: -2,
+        find_keys: None,
+        group: "document",
+        ..script(
+            "DOC.CALL",
+            By::Procedure,
+            false,
+            "Calls a function of a loaded library with arguments; answers its return value as JSON.",
+        )
+    },
     doc("DOC.DEL", 3, true, documents::del_doc, "Deletes a document by primary key; 1 if it existed."),
     doc(
         "DOC.ERRORS",

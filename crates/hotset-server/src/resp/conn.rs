@@ -270,7 +270,7 @@ async fn wait_gate<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Waits for the log to acknowledge record `lsn`; the failure's words otherwise.
-async fn settle(state: &ServerState, lsn: u64) -> Result<(), String> {
+pub(crate) async fn settle(state: &ServerState, lsn: u64) -> Result<(), String> {
     let waiting = state.store().read().as_ref().map(|store| store.wait_acknowledged(lsn));
     match waiting {
         Some(waiting) => waiting.await.map_err(|error| error.to_string()),

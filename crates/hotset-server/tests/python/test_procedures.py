@@ -326,7 +326,12 @@ def test_the_profile_search_example(server):
         assert r.execute_command("FUNCTION", "LOAD", "REPLACE", f.read()) == "profiles"
 
     def search(*args):
-        page = json.loads(r.execute_command("FCALL_RO", "search_profiles", 0, *args))
+        page = json.loads(r.execute_command("DOC.CALL", "search_profiles", *args))
+        # HTTP answers the same page.
+        request = urllib.request.Request(
+            server.http + "/api/v1/functions/search_profiles", data=json.dumps(list(args)).encode(), method="POST"
+        )
+        assert json.loads(urllib.request.urlopen(request, timeout=60).read()) == page
         return page["total"], [(p["first_name"], p["last_name"]) for p in page["items"]]
 
     everyone = [("An_", "Smith"), ("andrew", "smithson"), ("Ann", "Sm%th"), ("Anna", "Smith")]
