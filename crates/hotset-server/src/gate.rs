@@ -235,6 +235,17 @@ impl Gate {
     /// Waits without holding a thread until the gate opens or its holder becomes busy
     /// (both may have happened when this returns; the caller looks again).
     pub async fn wait(&self, threshold: Duration) {
+        self.wait_until(Some(threshold)).await;
+    }
+
+    /// Waits without holding a thread until the gate opens, however long its holder runs
+    /// (an HTTP request has no `-BUSY` to answer instead).
+    pub async fn wait_open(&self) {
+        self.wait_until(None).await;
+    }
+
+    /// `wait` with a threshold, `wait_open` without.
+    async fn wait_until(&self, threshold: Option<Duration>) {
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
@@ -243,9 +254,9 @@ impl Gate {
             if !self.closed.load(Ordering::SeqCst) {
                 return;
             }
-            match self.busy_at(threshold) {
-                Some(at) if Instant::now() >= at => return,
-                Some(at) => {
+            match threshold.and_then(|threshold| self.busy_at(threshold).map(|at| (threshold, at))) {
+                Some((_, at)) if Instant::now() >= at => return,
+                Some((threshold, at)) => {
                     tokio::select! {
                         () = changed => {}
                         () = tokio::time::sleep_until(at.into()) => {
@@ -258,21 +269,6 @@ impl Gate {
                 }
                 None => changed.await,
             }
-        }
-    }
-
-    /// Waits without holding a thread until the gate opens, however long its holder runs
-    /// (an HTTP request has no `-BUSY` to answer instead).
-    pub async fn wait_open(&self) {
-        loop {
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            // Registered before the look, so an opening between the two is not missed.
-            changed.as_mut().enable();
-            if !self.closed.load(Ordering::SeqCst) {
-                return;
-            }
-            changed.await;
         }
     }
 
