@@ -80,9 +80,12 @@ impl Scripts {
         self.scripts.get(&lowercase(sha)).map(|script| script.body.as_slice())
     }
 
-    /// Whether the cached script `sha` names the `hotset` table; `None` if not cached.
-    pub fn uses_documents(&self, sha: &[u8]) -> Option<bool> {
-        self.scripts.get(&lowercase(sha)).map(|script| script.documents)
+    /// What the server decides a run by (flags, documents) for the cached script `sha`;
+    /// `None` if not cached. One lookup: a keyed EVALSHA asks it per call.
+    pub fn profile(&self, sha: &[u8]) -> Option<crate::Profile> {
+        self.scripts
+            .get(&lowercase(sha))
+            .map(|script| crate::Profile { flags: script.flags, documents: script.documents })
     }
 
     /// The flags declared by the cached script `sha`: `Some(None)` without a shebang.

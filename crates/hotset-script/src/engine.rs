@@ -19,6 +19,15 @@ use crate::random::Rand48;
 use crate::redis_api::{Logger, Shared};
 use crate::value::Value;
 
+/// What a server decides a run by before it starts: the declared flags (`None`: EVAL
+/// without a shebang) and whether the code names the `hotset` table (so it may reach the
+/// documents: `crate::mentions_documents`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Profile {
+    pub flags: Option<ScriptFlags>,
+    pub documents: bool,
+}
+
 /// How a script is invoked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RunOptions {
@@ -127,16 +136,16 @@ impl Engine {
 }
 
 impl Engine {
-    /// Whether the cached script `sha` may reach the documents (its body names the
-    /// `hotset` table); `None` if not cached.
-    pub fn evalsha_uses_documents(&self, sha: &[u8]) -> Option<bool> {
-        self.scripts.uses_documents(sha)
+    /// The cached script `sha`'s flags and whether it may reach the documents; `None` if
+    /// it is not cached.
+    pub fn evalsha_profile(&self, sha: &[u8]) -> Option<Profile> {
+        self.scripts.profile(sha)
     }
 
-    /// Whether function `name` may reach the documents (its library's code names the
-    /// `hotset` table); `None` if no library registered it.
-    pub fn function_uses_documents(&self, name: &[u8]) -> Option<bool> {
-        self.functions.uses_documents(name)
+    /// Function `name`'s flags and whether it may reach the documents; `None` if no library
+    /// registered it.
+    pub fn function_profile(&self, name: &[u8]) -> Option<Profile> {
+        self.functions.profile(name)
     }
 
     /// FUNCTION LOAD [REPLACE]: loads a library (its code starts with `#!lua name=<name>`);

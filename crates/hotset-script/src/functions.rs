@@ -196,10 +196,12 @@ impl Functions {
         self.libraries.contains_key(name)
     }
 
-    /// Whether function `name`'s library names the `hotset` table; `None` if no library
-    /// registered it.
-    pub fn uses_documents(&self, name: &[u8]) -> Option<bool> {
-        self.library_of(name).map(|library| library.documents)
+    /// What the server decides a run by (flags, documents) for function `name`; `None` if
+    /// no library registered it. One lookup: a keyed FCALL asks it per call.
+    pub fn profile(&self, name: &[u8]) -> Option<crate::Profile> {
+        let library = self.library_of(name)?;
+        let function = library.functions.iter().find(|function| function.name.as_bytes().eq_ignore_ascii_case(name))?;
+        Some(crate::Profile { flags: Some(function.flags), documents: library.documents })
     }
 
     fn library_of(&self, name: &[u8]) -> Option<&Library> {

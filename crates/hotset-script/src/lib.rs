@@ -33,7 +33,7 @@ mod sandbox;
 mod value;
 
 pub use dump::RestorePolicy;
-pub use engine::{Answer, Engine, KeysAndArgs, RunOptions, split_keys};
+pub use engine::{Answer, Engine, KeysAndArgs, Profile, RunOptions, split_keys};
 pub use errors::ScriptError;
 pub use flags::{EvalShebang, LibraryShebang, ScriptFlags, parse_eval_shebang, parse_library_shebang};
 pub use functions::{ENGINE_NAME, LibraryExport, RunningScript, stats_value as function_stats_value};

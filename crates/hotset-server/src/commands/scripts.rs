@@ -59,7 +59,7 @@ use hotset_core::Durability;
 use hotset_core::kv::KvError::KeyNotLocked;
 use hotset_ops::procedure::{self, LibrariesError, Procedure};
 use hotset_script::{
-    Answer, CallContext, DocumentCall, DocumentError, Engine, Host, RestorePolicy, RunOptions, ScriptError,
+    Answer, CallContext, DocumentCall, DocumentError, Engine, Host, Profile, RestorePolicy, RunOptions, ScriptError,
     ScriptFlags, Tick, Value, errors, split_keys,
 };
 use std::sync::Arc;
@@ -218,13 +218,16 @@ fn keyed(
     let keyspace = Arc::clone(&session.keyspace);
     let name = session.keyspace_name.clone();
     let outcome = state.scripts.with_local(|engine| {
-        let (flags, documents) = if function {
-            (Some(engine.function_flags(a[1])?), engine.function_uses_documents(a[1])?)
+        let Profile { flags, documents } = if function {
+            engine.function_profile(a[1])?
         } else {
-            if !engine.script_exists(a[1]) {
-                engine.script_load(&state.scripts.cached_body(a[1])?).ok()?;
+            match engine.evalsha_profile(a[1]) {
+                Some(profile) => profile,
+                None => {
+                    engine.script_load(&state.scripts.cached_body(a[1])?).ok()?;
+                    engine.evalsha_profile(a[1])?
+                }
             }
-            (engine.evalsha_flags(a[1])?, engine.evalsha_uses_documents(a[1])?)
         };
         let may_fill = flags
             .is_some_and(|flags| !flags.contains(ScriptFlags::ALLOW_OOM) && !flags.contains(ScriptFlags::NO_WRITES));
