@@ -517,11 +517,16 @@ impl Backend {
         }
     }
 
-    /// Every library and its functions, as JSON (FUNCTION LIST as a client).
+    /// Every library and its functions, as JSON (`DOC.FUNCTIONS` as a client).
     pub fn functions(&self) -> Outcome<Value> {
         match self.embedded()? {
             Some(embedded) => embedded.procedures.list(&embedded.engine),
-            None => crate::procedures::list_from_reply(self.call(&[b"FUNCTION", b"LIST"])?),
+            None => {
+                let text = self.call_bulk(&[b"DOC.FUNCTIONS"])?;
+                let mut listed: Value =
+                    serde_json::from_slice(&text).map_err(|_| protocol("a DOC.FUNCTIONS answer that is not JSON"))?;
+                Ok(listed.get_mut("items").map(Value::take).unwrap_or_default())
+            }
         }
     }
 }

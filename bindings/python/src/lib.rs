@@ -5,7 +5,7 @@
 //! its own: `database` (the calls), `query` (the builder), `result` (answers as Python
 //! objects), `transaction`, `errors` (exception classes), `convert` (Python values to
 //! and from the engine's), `backend` (embedded or remote), `remote` (the RESP client), `procedures` (Lua function
-//! libraries embedded, and FUNCTION LIST read as a client).
+//! libraries run embedded).
 //! Never: hold the GIL while the engine or the network works.
 
 mod backend;

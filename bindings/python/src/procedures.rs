@@ -17,18 +17,16 @@
 //! another thread of the same process in between. A function that never returns is not
 //! stopped (there is no FUNCTION KILL in-process).
 //!
-//! Owns: [`Procedures`] (the embedded engine and its lock), [`EmbeddedHost`], and reading
-//! FUNCTION LIST's reply into the JSON the embedded side and HTTP give. Never: run a
-//! document operation itself, or hold the GIL (its callers run it detached).
+//! Owns: [`Procedures`] (the embedded engine and its lock) and [`EmbeddedHost`]. Never: run
+//! a document operation itself, or hold the GIL (its callers run it detached).
 
 use crate::backend::{Failure, Outcome};
-use crate::remote::Reply;
 use hotset_core::Durability;
 use hotset_ops::Engine;
 use hotset_ops::procedure::{self, LibrariesError, Procedure};
 use hotset_script::{Answer, CallContext, DocumentCall, DocumentError, Host, Limits, RunOptions, Value as LuaReply};
 use parking_lot::{Mutex, MutexGuard};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// The text `redis.call` fails with in an embedded database.
@@ -116,59 +114,4 @@ impl Host for EmbeddedHost<'_> {
     fn documents(&mut self, call: DocumentCall<'_>, context: &CallContext) -> Result<Vec<u8>, DocumentError> {
         procedure::documents(self.engine, &mut self.procedure, call, context, false)
     }
-}
-
-/// FUNCTION LIST's reply (RESP2: maps as flat arrays of names and values) as the JSON the
-/// embedded side and HTTP give: `[{"library_name", "engine", "functions": [{"name",
-/// "description", "flags"}]}]`.
-pub fn list_from_reply(reply: Reply) -> Outcome<Value> {
-    let Reply::Array(libraries) = reply else { return Err(bad_list("not an array")) };
-    let libraries = libraries
-        .into_iter()
-        .map(|library| {
-            let mut fields = fields(library)?;
-            let functions: Vec<Value> = match fields.remove("functions") {
-                Some(Reply::Array(functions)) => functions.into_iter().map(function_from_reply).collect(),
-                _ => Err(bad_list("a library without functions")),
-            }?;
-            Ok(json!({
-                "library_name": text(fields.remove("library_name"))?,
-                "engine": text(fields.remove("engine"))?,
-                "functions": functions,
-            }))
-        })
-        .collect::<Outcome<Vec<Value>>>()?;
-    Ok(Value::Array(libraries))
-}
-
-fn function_from_reply(function: Reply) -> Outcome<Value> {
-    let mut fields = fields(function)?;
-    let description = match fields.remove("description") {
-        Some(Reply::Nil) | None => Value::Null,
-        other => Value::String(text(other)?),
-    };
-    let flags = match fields.remove("flags") {
-        Some(Reply::Array(flags)) => flags.into_iter().map(|flag| text(Some(flag))).collect::<Outcome<Vec<_>>>()?,
-        _ => return Err(bad_list("a function without flags")),
-    };
-    Ok(json!({"name": text(fields.remove("name"))?, "description": description, "flags": flags}))
-}
-
-/// A map reply (a flat array of names and values) by name.
-fn fields(reply: Reply) -> Outcome<std::collections::HashMap<String, Reply>> {
-    let Reply::Array(items) = reply else { return Err(bad_list("an entry that is not a map")) };
-    let mut fields = std::collections::HashMap::new();
-    let mut items = items.into_iter();
-    while let (Some(name), Some(value)) = (items.next(), items.next()) {
-        fields.insert(text(Some(name))?, value);
-    }
-    Ok(fields)
-}
-
-fn text(reply: Option<Reply>) -> Outcome<String> {
-    reply.as_ref().and_then(Reply::text).ok_or_else(|| bad_list("a name that is not text"))
-}
-
-fn bad_list(what: &str) -> Failure {
-    Failure::Connection(format!("the server sent a FUNCTION LIST reply that does not read: {what}"))
 }

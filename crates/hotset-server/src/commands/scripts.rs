@@ -776,6 +776,14 @@ const FUNCTION_HELP: &[&str] = &[
     "    Print this help.",
 ];
 
+/// `DOC.FUNCTIONS`: every library and its functions as JSON, `{"items": [...]}`, what
+/// `GET /api/v1/functions` answers (FUNCTION LIST is Redis' form of the same).
+pub fn functions_json(state: &Arc<ServerState>, _: &mut Session, _: &[&[u8]], r: &mut Reply<'_>) -> CmdResult {
+    let catalog = state.scripts.engine().function_catalog();
+    r.bulk(serde_json::json!({ "items": catalog }).to_string().as_bytes());
+    Ok(())
+}
+
 /// FUNCTION LOAD [REPLACE] | DELETE | FLUSH [ASYNC|SYNC] | LIST [LIBRARYNAME p] [WITHCODE] |
 /// DUMP | RESTORE payload [FLUSH|APPEND|REPLACE] | STATS | KILL | HELP. Libraries are data:
 /// every change is logged before it is answered.

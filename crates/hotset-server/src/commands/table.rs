@@ -587,6 +587,13 @@ pub static COMMANDS: &[Spec] = &[
         "Runs a JSON DSL query and returns its result with the plan and timings.",
     ),
     doc(
+        "DOC.FUNCTIONS",
+        1,
+        false,
+        scripts::functions_json,
+        "The Lua function libraries and their functions as JSON (what GET /api/v1/functions answers).",
+    ),
+    doc(
         "DOC.GET",
         -3,
         false,

@@ -182,6 +182,12 @@ def test_http_lists_loads_and_calls_functions(server):
     # Loaded over HTTP means loaded: RESP sees it, and it survives a restart (logged).
     r = server.client(decode_responses=True)
     assert doc_call(r, "hello", "resp") == {"hello": "resp"}
+    # DOC.FUNCTIONS lists over RESP what HTTP lists.
+    assert json.loads(r.execute_command("DOC.FUNCTIONS")) == http(server, "GET", "/api/v1/functions")[1]
+    assert [lib["library_name"] for lib in json.loads(r.execute_command("DOC.FUNCTIONS"))["items"]] == [
+        "other",
+        "shapes",
+    ]
     status, error = http(server, "POST", "/api/v1/functions", b"return 1")
     assert status == 400 and error["code"] == "bad_request"
 
