@@ -420,7 +420,7 @@ const ESCAPED: &str = "ERR the script left its keys' shards and runs again";
 const KEYED_UNDECLARED: &str = "ERR Script attempted to access a key not declared in KEYS on another shard after writing: declare every key it uses";
 /// A keyed script that wrote and then reached the documents (by a name its code did not
 /// show).
-const KEYED_DOCUMENTS: &str = "ERR a script that declares keys reaches the documents only before it writes";
+const KEYED_DOCUMENTS: &str = "a script that declares keys reaches the documents only before it writes";
 
 /// A script that has run this long hands its I/O thread's other connections to another
 /// thread (short scripts never pay for it).
@@ -487,8 +487,9 @@ impl Host for ScriptHost<'_, '_, '_> {
             if !self.wrote {
                 self.escaped = true;
             }
-            let message = if self.wrote { KEYED_DOCUMENTS } else { ESCAPED };
-            return Err(DocumentError { code: "busy".into(), message: message.into() });
+            // The code leads the error line (`BAD_REQUEST ...`); an abandoned run's is never seen.
+            let message = if self.wrote { KEYED_DOCUMENTS } else { "the run is abandoned and runs again" };
+            return Err(DocumentError { code: "bad_request".into(), message: message.into() });
         }
         procedure::documents(&self.state.engine, &mut self.procedure, call, context, self.wrote)
     }

@@ -369,3 +369,19 @@ def test_an_http_write_waits_for_a_running_procedure(server):
     writer.join(60)
     assert answered and json.loads(answered[0]) == {"count": 1}
     assert json.loads(r.execute_command("DOC.GET", "people", "1"))["age"] == 1000
+
+
+def test_a_keyed_script_reaching_documents_by_a_built_name(server):
+    """A script whose code does not name `hotset` runs keyed; when it reaches the documents
+    anyway (a name built at run time) before writing, it runs again gated and is answered;
+    after a write it gets a clear error and keeps what it wrote, as any script error does."""
+    r = server.client(decode_responses=True)
+    reads = r.script_load("local t = _G['hot' .. 'set'] return t.tojson(t.get('people', 2))")
+    assert json.loads(r.evalsha(reads, 1, "some-key"))["first"] == "Alan"
+    writes_first = r.script_load(
+        "redis.call('set', KEYS[1], 'written') local t = _G['hot' .. 'set'] return t.tojson(t.get('people', 2))")
+    message = error_of(lambda: r.evalsha(writes_first, 1, "some-key"))
+    assert message.startswith("BAD_REQUEST a script that declares keys reaches the documents only before it writes")
+    assert r.get("some-key") == "written"
+    # The server goes on.
+    assert json.loads(r.evalsha(reads, 1, "some-key"))["id"] == 2
